@@ -1,0 +1,183 @@
+"""Settings: one typed object, built once at the entry point and passed down.
+
+Values come from the environment and from a ``.env`` file in the working directory (the
+environment wins). Nothing reads ``os.environ`` anywhere else. Every field documents the
+variable that sets it; ``.env.example`` lists them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from retrieval.errors import ConfigError
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("paperbot", appauthor=False))
+
+
+def _env(name: str) -> AliasChoices:
+    """Bind a field to exactly one environment variable (case-insensitive)."""
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    """Everything paperbot can be configured with. See ``.env.example``."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        case_sensitive=False,
+    )
+
+    # --- storage -------------------------------------------------------------------------
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        validation_alias=_env("PAPERBOT_DATA_DIR"),
+        description="Where the index, the record store and caches live; one dir = one installation.",
+    )
+    chroma_url: str | None = Field(
+        default=None,
+        validation_alias=_env("PAPERBOT_CHROMA_URL"),
+        description="URL of a `chroma run` server, e.g. http://127.0.0.1:8000. Unset = embedded.",
+    )
+    collection: str = Field(
+        default="papers",
+        validation_alias=_env("PAPERBOT_COLLECTION"),
+        pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$",
+        description="Chroma collection name (3-512 chars of [a-zA-Z0-9._-]).",
+    )
+
+    # --- embeddings ------------------------------------------------------------------------
+    encoder: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
+        default="auto",
+        validation_alias=_env("PAPERBOT_ENCODER"),
+        description="Local encoder backend for all-MiniLM-L6-v2; auto picks the fastest accurate one.",
+    )
+
+    # --- LLM -------------------------------------------------------------------------------
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=_env("OPENAI_API_KEY"),
+        description="Key for the OpenAI-compatible endpoint. Unset = extractive answers.",
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=_env("OPENAI_BASE_URL"),
+        description="Base URL of an OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, Azure...).",
+    )
+    llm_model: str = Field(default="gpt-4o-mini", validation_alias=_env("PAPERBOT_LLM_MODEL"))
+    llm_timeout: float = Field(default=60.0, gt=0, validation_alias=_env("PAPERBOT_LLM_TIMEOUT"))
+    llm_max_retries: int = Field(default=2, ge=0, le=10, validation_alias=_env("PAPERBOT_LLM_MAX_RETRIES"))
+    llm_temperature: float = Field(default=0.0, ge=0, le=2, validation_alias=_env("PAPERBOT_LLM_TEMPERATURE"))
+
+    # --- retrieval -------------------------------------------------------------------------
+    min_relevance: float | None = Field(
+        default=None, validation_alias=_env("PAPERBOT_MIN_RELEVANCE"),
+        description="Override the calibrated relevance threshold below which paperbot abstains.",
+    )
+
+    # --- external sources ------------------------------------------------------------------
+    arxiv_url: str = Field(default="https://export.arxiv.org/api/query", validation_alias=_env("PAPERBOT_ARXIV_URL"))
+    openalex_url: str = Field(default="https://api.openalex.org", validation_alias=_env("PAPERBOT_OPENALEX_URL"))
+    crossref_url: str = Field(default="https://api.crossref.org", validation_alias=_env("PAPERBOT_CROSSREF_URL"))
+    contact_email: str | None = Field(
+        default=None, validation_alias=_env("PAPERBOT_CONTACT_EMAIL"),
+        description="Sent to OpenAlex/Crossref to join their polite pools.",
+    )
+    arxiv_delay: float = Field(default=3.0, ge=0, validation_alias=_env("PAPERBOT_ARXIV_DELAY"),
+                               description="Seconds between arXiv API calls (their politeness rule).")
+    http_timeout: float = Field(default=30.0, gt=0, validation_alias=_env("PAPERBOT_HTTP_TIMEOUT"))
+    http_max_retries: int = Field(default=4, ge=0, le=10, validation_alias=_env("PAPERBOT_HTTP_MAX_RETRIES"))
+
+    # --- Slack -----------------------------------------------------------------------------
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    slack_api_url: str | None = Field(default=None, validation_alias=_env("SLACK_API_URL"))
+    slack_allowed_teams: CommaList = Field(default_factory=list, validation_alias=_env("PAPERBOT_SLACK_ALLOWED_TEAMS"))
+    slack_allowed_channels: CommaList = Field(default_factory=list, validation_alias=_env("PAPERBOT_SLACK_ALLOWED_CHANNELS"))
+    slack_allowed_users: CommaList = Field(default_factory=list, validation_alias=_env("PAPERBOT_SLACK_ALLOWED_USERS"))
+    slack_workers: int = Field(default=4, ge=1, le=64, validation_alias=_env("PAPERBOT_SLACK_WORKERS"))
+    slack_user_queue_limit: int = Field(default=5, ge=1, validation_alias=_env("PAPERBOT_SLACK_USER_QUEUE_LIMIT"))
+    sync_interval_hours: float | None = Field(
+        default=None, gt=0, validation_alias=_env("PAPERBOT_SYNC_INTERVAL_HOURS"),
+        description="When set, `paperbot serve` runs a sync on this schedule and posts follow alerts.",
+    )
+
+    @field_validator("slack_allowed_teams", "slack_allowed_channels", "slack_allowed_users", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("chroma_url", "openai_base_url", "slack_api_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("openai_api_key", mode="before")
+    @classmethod
+    def _blank_key_is_unset(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("chroma_url", "arxiv_url", "openalex_url", "crossref_url", "openai_base_url", "slack_api_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/") if value else value
+
+    # --- derived paths ---------------------------------------------------------------------
+    @property
+    def llm_configured(self) -> bool:
+        """True when an LLM endpoint is set: a key, or a base URL (local servers need no key)."""
+        return self.openai_api_key is not None or self.openai_base_url is not None
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def records_path(self) -> Path:
+        return self.data_dir / "records.sqlite3"
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.data_dir / "lexical"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+
+_VARIABLE_BY_FIELD = {
+    name: (field.validation_alias.choices[0] if isinstance(field.validation_alias, AliasChoices) else name.upper())
+    for name, field in Settings.model_fields.items()
+}
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings, turning validation failures into one line naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "?"
+        variable = _VARIABLE_BY_FIELD.get(field, field)
+        raise ConfigError(
+            f"Invalid setting {variable}: {first['msg']}.",
+            hint=f"Fix {variable} in your environment or .env file (see .env.example).",
+        ) from None

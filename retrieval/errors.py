@@ -1,0 +1,86 @@
+"""The errors paperbot raises on purpose.
+
+Every error carries a ``user_message``: one line a person can act on, safe to show in a
+terminal or in Slack (it never contains a secret or a traceback). The doors print that line
+and exit non-zero (CLI) or post it (Slack); anything that is *not* a ``PaperbotError`` is a bug,
+logged with a reference id and shown only as a short apology.
+
+    PaperbotError
+    ├── ConfigError            a setting is missing or invalid (names the variable)
+    ├── InputError             the user's own input is unusable (empty question, bad option)
+    │   └── UnknownScholarError    no indexed person matches a name (carries suggestions)
+    ├── ParseError             one item of a file or response cannot be read (names the item)
+    ├── SourceError            an external API (arXiv, OpenAlex, Crossref) failed or stayed down
+    ├── IndexUnavailableError  the vector store (embedded or server) cannot be reached or written
+    ├── LLMUnavailableError    the chat model endpoint failed after retries
+    └── StorageError           the data directory cannot be written (disk full, permissions)
+"""
+
+from __future__ import annotations
+
+
+class PaperbotError(Exception):
+    """Base of every error paperbot raises deliberately."""
+
+    def __init__(self, user_message: str, *, hint: str | None = None) -> None:
+        super().__init__(user_message)
+        self.user_message = user_message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.user_message} {self.hint}"
+        return self.user_message
+
+
+class ConfigError(PaperbotError):
+    """A setting is missing or invalid; the message names the variable."""
+
+
+class InputError(PaperbotError):
+    """The user's own input cannot be used as given."""
+
+
+class UnknownScholarError(InputError):
+    """No indexed or rostered person matches the name."""
+
+    def __init__(self, name: str, suggestions: list[str] | None = None) -> None:
+        self.name = name
+        self.suggestions = list(suggestions or [])
+        message = f"No indexed scholar matches {name!r}."
+        hint = (
+            "Did you mean: " + ", ".join(self.suggestions) + "?"
+            if self.suggestions
+            else "Index their papers first, e.g. `paperbot ingest openalex --author ID`."
+        )
+        super().__init__(message, hint=hint)
+
+
+class ParseError(PaperbotError):
+    """One item of a file or an API response cannot be read."""
+
+    def __init__(self, user_message: str, *, source: str = "", item: str = "") -> None:
+        super().__init__(user_message)
+        self.source = source
+        self.item = item
+
+
+class SourceError(PaperbotError):
+    """An external metadata API failed or stayed down after retries."""
+
+    def __init__(self, source: str, user_message: str, *, status: int | None = None) -> None:
+        super().__init__(f"{source}: {user_message}")
+        self.source = source
+        self.status = status
+
+
+class IndexUnavailableError(PaperbotError):
+    """The vector store cannot be reached or written."""
+
+
+class LLMUnavailableError(PaperbotError):
+    """The chat model endpoint failed after retries (down, slow, or answering garbage)."""
+
+
+class StorageError(PaperbotError):
+    """The data directory cannot be written (disk full, permissions, read-only mount)."""

@@ -1,0 +1,164 @@
+"""What the core hands to the doors: search hits, cited answers, scholar profiles, experts.
+
+These are the public contracts. ``--json`` output of the CLI is exactly ``model_dump()`` of
+the ``*Result`` models here (see the issue contracts); the Slack layer renders the same
+objects as Block Kit. Change them only additively.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from retrieval.records import Paper
+
+
+class SearchFilters(BaseModel):
+    """Restrictions applied inside every retriever (never after truncation)."""
+
+    since: int | None = None  # first year included
+    until: int | None = None  # last year included
+    authors: list[str] = Field(default_factory=list)  # any of these names (folded match)
+    venue: str | None = None  # case-insensitive substring of the venue
+
+    def is_empty(self) -> bool:
+        return self.since is None and self.until is None and not self.authors and not self.venue
+
+    def describe(self) -> str:
+        """Human wording, e.g. "since 2024, by Zhao Zhang"."""
+        parts: list[str] = []
+        if self.since is not None and self.until is not None and self.since == self.until:
+            parts.append(f"in {self.since}")
+        else:
+            if self.since is not None:
+                parts.append(f"since {self.since}")
+            if self.until is not None:
+                parts.append(f"until {self.until}")
+        if self.authors:
+            parts.append("by " + " or ".join(self.authors))
+        if self.venue:
+            parts.append(f"in venue {self.venue!r}")
+        return ", ".join(parts)
+
+
+class SearchHit(BaseModel):
+    """One retrieved paper with its relevance score (higher is better, roughly 0..1)."""
+
+    paper: Paper
+    score: float
+    dense_score: float | None = None
+    lexical_score: float | None = None
+
+
+class Citation(BaseModel):
+    """A numbered paper record as the user sees it (the ``citations`` items of ``ask --json``)."""
+
+    n: int
+    id: str
+    title: str
+    authors: list[str]
+    year: int | None
+    venue: str | None
+    doi: str | None
+    arxiv_id: str | None
+    url: str | None
+    score: float
+
+    @classmethod
+    def from_paper(cls, n: int, paper: Paper, score: float) -> "Citation":
+        return cls(
+            n=n,
+            id=paper.id,
+            title=paper.title,
+            authors=paper.author_names,
+            year=paper.year,
+            venue=paper.venue,
+            doi=paper.doi,
+            arxiv_id=paper.arxiv_id,
+            url=paper.link,
+            score=round(float(score), 4),
+        )
+
+
+class SearchResult(BaseModel):
+    """``paperbot search --json``: ranked records with scores."""
+
+    query: str
+    results: list[Citation]
+    notice: str | None = Field(default=None, exclude=True)  # e.g. which filter emptied the result
+
+
+AnswerMode = Literal["extractive", "llm"]
+
+
+class AnswerResult(BaseModel):
+    """``paperbot ask --json``. ``citations`` holds only records cited in ``answer``, in order."""
+
+    question: str
+    answer: str
+    mode: AnswerMode
+    abstained: bool
+    citations: list[Citation]
+    notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive answer"
+
+
+class ScholarIdentity(BaseModel):
+    name: str
+    ids: dict[str, str] = Field(default_factory=dict)  # orcid, openalex, arxiv_name...
+    affiliations: dict[str, list[str]] = Field(default_factory=lambda: {"current": [], "previous": []})
+
+
+class Theme(BaseModel):
+    label: str
+    citations: list[int]
+
+
+class Coauthor(BaseModel):
+    name: str
+    shared: int
+
+
+class ScholarSummaryResult(BaseModel):
+    """``paperbot summarize --json`` for a resolved scholar."""
+
+    scholar: ScholarIdentity
+    summary: str
+    mode: AnswerMode
+    themes: list[Theme]
+    papers: list[Citation]
+    coauthors: list[Coauthor]
+    topics: list[str]
+    counts_by_year: dict[int, int] = Field(default_factory=dict)
+    window_note: str | None = None
+
+
+class ScholarCandidate(BaseModel):
+    name: str
+    affiliation: str | None
+    papers: int
+    sample_title: str | None
+    ids: dict[str, str] = Field(default_factory=dict)
+
+
+class AmbiguousScholarResult(BaseModel):
+    """``paperbot summarize --json`` when several people match the name."""
+
+    ambiguous: Literal[True] = True
+    query: str
+    candidates: list[ScholarCandidate]
+
+
+class ExpertCandidate(BaseModel):
+    name: str
+    score: float
+    affiliation: str | None
+    reason: str
+    papers: list[Citation]
+
+
+class CollaboratorsResult(BaseModel):
+    """``paperbot collaborators --json``."""
+
+    topic: str
+    scholars: list[ExpertCandidate]

@@ -1,0 +1,326 @@
+"""Publication records: ``Paper`` and ``Author``, identifiers and their normalisation.
+
+A paper's canonical id is chosen from the strongest identifier it has:
+``doi:<lowercased DOI>`` > ``arxiv:<id without version>`` > ``openalex:<W...>`` >
+``hash:<sha1 of normalised title + year + first author's family name>``. Every parser
+produces ``Paper`` objects; the record store, the index and the doors only ever see these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from datetime import date
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+
+# Identifier normalisation ------------------------------------------------------------------
+
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
+_ARXIV_PREFIX = re.compile(r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)", re.IGNORECASE)
+_ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
+_ARXIV_OLD = re.compile(r"^([a-z][a-z.\-]+/\d{7})(v\d+)?$", re.IGNORECASE)
+_OPENALEX = re.compile(r"^(?:https?://openalex\.org/)?([WAISCFPTwaiscfpt]\d+)$")
+_ORCID = re.compile(r"^(?:https?://orcid\.org/)?(\d{4}-\d{4}-\d{4}-\d{3}[\dX])$", re.IGNORECASE)
+
+
+def normalize_doi(value: str | None) -> str | None:
+    """Lowercased bare DOI (``10.x/y``), or None when the value is not a DOI."""
+    if not value:
+        return None
+    doi = _DOI_PREFIX.sub("", value.strip()).strip().rstrip(".").lower()
+    return doi if _DOI_SHAPE.match(doi) else None
+
+
+def split_arxiv_id(value: str | None) -> tuple[str, str | None] | None:
+    """(id without version, version or None) for an arXiv id or abs/pdf URL, else None."""
+    if not value:
+        return None
+    text = _ARXIV_PREFIX.sub("", value.strip()).strip()
+    text = re.sub(r"\.pdf$", "", text)
+    for pattern in (_ARXIV_NEW, _ARXIV_OLD):
+        match = pattern.match(text)
+        if match:
+            return match.group(1), match.group(2)
+    return None
+
+
+def normalize_arxiv_id(value: str | None) -> str | None:
+    """arXiv id without its version suffix, or None when the value is not an arXiv id."""
+    parts = split_arxiv_id(value)
+    return parts[0] if parts else None
+
+
+def normalize_openalex_id(value: str | None) -> str | None:
+    """Bare OpenAlex id (``W2741809807``), or None."""
+    if not value:
+        return None
+    match = _OPENALEX.match(value.strip())
+    return match.group(1).upper() if match else None
+
+
+def normalize_orcid(value: str | None) -> str | None:
+    """Bare ORCID (``0000-0002-1825-0097``), or None."""
+    if not value:
+        return None
+    match = _ORCID.match(value.strip())
+    return match.group(1).upper() if match else None
+
+
+# Text normalisation ------------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+
+
+def clean_text(value: str | None) -> str:
+    """Collapse whitespace (hard-wrapped abstracts, tabs) and strip control characters."""
+    if not value:
+        return ""
+    text = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    return _SPACE.sub(" ", text).strip()
+
+
+def fold(value: str) -> str:
+    """Lowercase ASCII-folded alphanumerics, for comparing names and titles."""
+    decomposed = unicodedata.normalize("NFKD", value)
+    ascii_only = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return re.sub(r"[^a-z0-9]+", " ", ascii_only.lower()).strip()
+
+
+def title_key(title: str) -> str:
+    """Normalised title used to recognise the same paper across sources."""
+    return fold(title)
+
+
+# Models ------------------------------------------------------------------------------------
+
+
+class Author(BaseModel):
+    """One author of a paper, as one source names them."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    orcid: str | None = None
+    openalex_id: str | None = None
+    affiliations: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _clean_name(cls, value: str) -> str:
+        name = clean_text(value)
+        if not name:
+            raise ValueError("author name is empty")
+        return name
+
+    @field_validator("orcid")
+    @classmethod
+    def _orcid(cls, value: str | None) -> str | None:
+        return normalize_orcid(value)
+
+    @field_validator("openalex_id")
+    @classmethod
+    def _openalex(cls, value: str | None) -> str | None:
+        return normalize_openalex_id(value)
+
+    @field_validator("affiliations")
+    @classmethod
+    def _affiliations(cls, value: list[str]) -> list[str]:
+        seen: list[str] = []
+        for item in value:
+            text = clean_text(item)
+            if text and text not in seen:
+                seen.append(text)
+        return seen
+
+    @property
+    def family_name(self) -> str:
+        """Best guess at the family name: text before a comma, else the last word."""
+        if "," in self.name:
+            return self.name.split(",", 1)[0].strip()
+        parts = self.name.split()
+        return parts[-1] if parts else self.name
+
+
+class Provenance(BaseModel):
+    """Which source contributed to a record, and which fields it supplied."""
+
+    source: str  # "bibtex", "jsonl", "arxiv", "openalex", "crossref", ...
+    source_id: str | None = None  # the id the source uses (BibTeX key, OpenAlex W id, ...)
+    fields: list[str] = Field(default_factory=list)
+    retrieved: str | None = None  # ISO date of the fetch or file ingest
+
+
+_DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
+
+
+class Paper(BaseModel):
+    """One publication, merged from every source that described it."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+    title: str
+    authors: list[Author] = Field(default_factory=list)
+    abstract: str | None = None
+    published: str | None = Field(default=None, description="YYYY, YYYY-MM or YYYY-MM-DD")
+    venue: str | None = None
+    publisher: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    arxiv_version: str | None = None
+    openalex_id: str | None = None
+    url: str | None = None
+    type: str | None = None  # article, inproceedings, preprint, book, ...
+    categories: list[str] = Field(default_factory=list)
+    open_access: bool | None = None
+    citation_count: int | None = Field(default=None, ge=0)
+    provenance: list[Provenance] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_year(cls, data: Any) -> Any:
+        """Allow ``year`` as an input alias for ``published`` (JSONL written by people)."""
+        if isinstance(data, dict) and not data.get("published") and data.get("year") is not None:
+            data = dict(data)
+            data["published"] = str(data.pop("year"))
+        return data
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, value: str) -> str:
+        title = clean_text(value)
+        if not title:
+            raise ValueError("title is empty")
+        return title
+
+    @field_validator("abstract", "venue", "publisher", "type")
+    @classmethod
+    def _optional_text(cls, value: str | None) -> str | None:
+        text = clean_text(value)
+        return text or None
+
+    @field_validator("doi")
+    @classmethod
+    def _doi(cls, value: str | None) -> str | None:
+        return normalize_doi(value)
+
+    @field_validator("arxiv_id")
+    @classmethod
+    def _arxiv(cls, value: str | None) -> str | None:
+        return normalize_arxiv_id(value)
+
+    @field_validator("openalex_id")
+    @classmethod
+    def _openalex(cls, value: str | None) -> str | None:
+        return normalize_openalex_id(value)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        value = (value or "").strip()
+        return value if value.startswith(("http://", "https://")) else None
+
+    @field_validator("published")
+    @classmethod
+    def _published(cls, value: str | int | None) -> str | None:
+        if value is None or value == "":
+            return None
+        match = _DATE.match(str(value).strip())
+        if not match:
+            raise ValueError(f"publication date {value!r} is not YYYY[-MM[-DD]]")
+        year, month, day = match.groups()
+        if not 1000 <= int(year) <= date.today().year + 2:
+            raise ValueError(f"publication year {year} is out of range")
+        if month is None or not 1 <= int(month) <= 12:
+            return year
+        if day is None or not 1 <= int(day) <= 31:
+            return f"{year}-{int(month):02d}"
+        return f"{year}-{int(month):02d}-{int(day):02d}"
+
+    @field_validator("categories")
+    @classmethod
+    def _categories(cls, value: list[str]) -> list[str]:
+        seen: list[str] = []
+        for item in value:
+            text = clean_text(item)
+            if text and text not in seen:
+                seen.append(text)
+        return seen
+
+    # --- derived -------------------------------------------------------------------------
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def id(self) -> str:
+        """Canonical id: DOI > arXiv id (no version) > OpenAlex id > hash of title/year/author."""
+        if self.doi:
+            return f"doi:{self.doi}"
+        if self.arxiv_id:
+            return f"arxiv:{self.arxiv_id}"
+        if self.openalex_id:
+            return f"openalex:{self.openalex_id}"
+        return f"hash:{self.fingerprint}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of normalised title + year + first author's family name."""
+        first = fold(self.authors[0].family_name) if self.authors else ""
+        basis = f"{title_key(self.title)}|{self.year or ''}|{first}"
+        return hashlib.sha1(basis.encode("utf-8")).hexdigest()[:20]
+
+    @property
+    def year(self) -> int | None:
+        return int(self.published[:4]) if self.published else None
+
+    @property
+    def link(self) -> str | None:
+        """The best link for a reader: DOI, else arXiv abstract page, else the record's URL."""
+        if self.doi:
+            return f"https://doi.org/{self.doi}"
+        if self.arxiv_id:
+            return f"https://arxiv.org/abs/{self.arxiv_id}"
+        return self.url
+
+    @property
+    def author_names(self) -> list[str]:
+        return [author.name for author in self.authors]
+
+    def short_authors(self, limit: int = 3) -> str:
+        """"A, B and C" or "A, B, C et al." for citation lines."""
+        names = self.author_names
+        if not names:
+            return "Unknown authors"
+        if len(names) > limit:
+            return ", ".join(names[:limit]) + " et al."
+        if len(names) == 1:
+            return names[0]
+        return ", ".join(names[:-1]) + " and " + names[-1]
+
+    @property
+    def embedding_text(self) -> str:
+        """What the encoder sees: title, then abstract."""
+        return f"{self.title}. {self.abstract}" if self.abstract else self.title
+
+    @property
+    def embedding_hash(self) -> str:
+        """Content hash of the embedded text: unchanged text is never re-embedded."""
+        return hashlib.sha256(self.embedding_text.encode("utf-8")).hexdigest()
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of the whole record except provenance timestamps: decides updated vs unchanged."""
+        payload = self.model_dump_json(exclude={"provenance"})
+        sources = sorted({(p.source, p.source_id or "") for p in self.provenance})
+        return hashlib.sha256((payload + repr(sources)).encode("utf-8")).hexdigest()
+
+    @property
+    def sources(self) -> list[str]:
+        """Distinct source names in contribution order."""
+        seen: list[str] = []
+        for item in self.provenance:
+            if item.source not in seen:
+                seen.append(item.source)
+        return seen
