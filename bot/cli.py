@@ -1,0 +1,96 @@
+"""The `paperbot` command line: a thin door onto ``retrieval.assistant``.
+
+Each command lives in ``bot/commands/<name>.py`` with ``register(subparsers)``; this module
+only builds the parser, the settings and the context, and turns errors into one line.
+Exit status: 0 success (abstaining is success), 1 unexpected error, 2 a PaperbotError
+(bad input, configuration, a source or the index unavailable), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import traceback
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from retrieval.errors import PaperbotError
+
+COMMAND_MODULES = (
+    "bot.commands.ask",
+    "bot.commands.ingest",
+    "bot.commands.demo",
+    "bot.commands.records",
+    "bot.commands.scholars",
+    "bot.commands.sync",
+    "bot.commands.summarize",
+    "bot.commands.collaborators",
+    "bot.commands.serve",
+)
+
+log = logging.getLogger("paperbot")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paperbot",
+        description="Cited answers, scholar summaries and collaborator finding over your indexed papers.",
+        epilog="Settings come from the environment and .env (see .env.example); PAPERBOT_DATA_DIR picks the installation.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def _report_unexpected(exc: BaseException, data_dir: Path | None) -> str:
+    """Log the traceback under a reference id; return the short line shown to the user."""
+    ref = uuid.uuid4().hex[:8]
+    detail = "".join(traceback.format_exception(exc))
+    where = "stderr"
+    if data_dir is not None:
+        try:
+            log_dir = data_dir / "logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            with (log_dir / "paperbot.log").open("a", encoding="utf-8") as handle:
+                handle.write(f"--- ref {ref}\n{detail}\n")
+            where = str(log_dir / "paperbot.log")
+        except OSError:
+            pass
+    if where == "stderr":
+        sys.stderr.write(detail)
+    return f"paperbot: unexpected error (ref {ref}); details in {where}. Please report it with that reference."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from bot.commands.ingest import rewrite_fetch_argv
+    from bot.context import CliContext
+    from retrieval.config import load_settings
+
+    args_list = rewrite_fetch_argv(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    data_dir: Path | None = None
+    try:
+        settings = load_settings()
+        data_dir = settings.data_dir
+        ctx = CliContext(settings=settings)
+        return int(args.handler(args, ctx) or 0)
+    except PaperbotError as exc:
+        sys.stderr.write(f"paperbot: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("paperbot: interrupted; finished batches are kept, re-run to complete.\n")
+        return 130
+    except Exception as exc:  # the global handler: log with a reference, show one line
+        sys.stderr.write(_report_unexpected(exc, data_dir) + "\n")
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""`paperbot ask` and `paperbot search`: cited answers and ranked records."""
+
+from __future__ import annotations
+
+import argparse
+
+from bot.context import CliContext
+from bot.render import render_answer, render_search
+from retrieval.models import SearchFilters
+
+
+def _add_retrieval_options(parser: argparse.ArgumentParser, default_k: int) -> None:
+    parser.add_argument("--k", type=int, default=default_k, help=f"how many records to retrieve (default {default_k})")
+    parser.add_argument("--since", type=int, metavar="YEAR", help="only papers from YEAR on")
+    parser.add_argument("--author", metavar="NAME", action="append", default=[], help="only papers by NAME (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    ask = subparsers.add_parser("ask", help="answer a question with cited paper records")
+    ask.add_argument("question", help="the question, in quotes")
+    _add_retrieval_options(ask, default_k=8)
+    ask.set_defaults(handler=run_ask)
+
+    search = subparsers.add_parser("search", help="retrieval only: ranked records with scores")
+    search.add_argument("query", help="what to look for, in quotes")
+    _add_retrieval_options(search, default_k=10)
+    search.set_defaults(handler=run_search)
+
+
+def _filters(args: argparse.Namespace) -> SearchFilters:
+    return SearchFilters(since=args.since, authors=list(args.author))
+
+
+def _check_k(k: int) -> None:
+    from retrieval.errors import InputError
+
+    if not 1 <= k <= 100:
+        raise InputError(f"--k must be between 1 and 100 (got {k}).")
+
+
+def run_ask(args: argparse.Namespace, ctx: CliContext) -> int:
+    _check_k(args.k)
+    result = ctx.assistant.ask(args.question, k=args.k, filters=_filters(args))
+    if result.notice:
+        ctx.note(result.notice)
+    if args.json:
+        ctx.out_json(result.model_dump(mode="json"))
+    else:
+        ctx.out(render_answer(result))
+    return 0
+
+
+def run_search(args: argparse.Namespace, ctx: CliContext) -> int:
+    _check_k(args.k)
+    result = ctx.assistant.search(args.query, k=args.k, filters=_filters(args))
+    if result.notice:
+        ctx.note(result.notice)
+    if args.json:
+        ctx.out_json(result.model_dump(mode="json"))
+    else:
+        ctx.out(render_search(result))
+    return 0

@@ -1,0 +1,54 @@
+"""`paperbot demo`: index the bundled sample corpus (once) and answer an example question."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+from bot.context import CliContext
+from bot.render import render_answer
+from bot.commands.ingest import print_report
+
+SAMPLE_FILE = "arxiv_sample.jsonl"
+DEFAULT_QUESTION = "Which papers use large language models to generate unit tests?"
+META_KEY = "demo_sample_digest"
+
+
+def sample_path() -> Path:
+    """The sample corpus shipped inside the package (CC0 arXiv metadata)."""
+    return Path(str(resources.files("retrieval.sample") / SAMPLE_FILE))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("demo", help="index the bundled sample corpus (once) and answer an example question")
+    parser.add_argument("--question", default=DEFAULT_QUESTION, help="the question to ask after indexing")
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON (same contract as ask --json)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    path = sample_path()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    index = ctx.index
+    if index.store.get_meta(META_KEY) == digest:
+        ctx.note(f"Sample corpus already indexed in {ctx.settings.data_dir} ({index.count():,} records).")
+    else:
+        ctx.note(f"Indexing the sample corpus into {ctx.settings.data_dir} (first run only) ...")
+        with ctx.progress("Indexing sample", total=None) as update:
+            report = ctx.assistant.ingest_files([path], progress=update)
+        index.store.set_meta(META_KEY, digest)
+        print_report(report, ctx, as_json=False, what="Sample corpus")
+        ctx.out()
+    result = ctx.assistant.ask(args.question)
+    if result.notice:
+        ctx.note(result.notice)
+    if args.json:
+        ctx.out_json(result.model_dump(mode="json"))
+    else:
+        ctx.out(f"Q: {args.question}")
+        ctx.out(render_answer(result))
+        ctx.out()
+        ctx.out('Try your own: paperbot ask "..."   (paperbot --help lists every command)')
+    return 0

@@ -1,0 +1,68 @@
+"""`paperbot export`, `paperbot stats`, `paperbot doctor`: see and check what is indexed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bot.context import CliContext
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    export = subparsers.add_parser("export", help="print every indexed record with its provenance")
+    export.add_argument("--format", choices=("jsonl", "bibtex"), default="jsonl")
+    export.set_defaults(handler=run_export)
+
+    stats = subparsers.add_parser("stats", help="counts by source, year and scholar")
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(handler=run_stats)
+
+    doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma and the lexical index")
+    doctor.add_argument("--repair", action="store_true", help="fix what the check finds")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(handler=run_doctor)
+
+
+def run_export(args: argparse.Namespace, ctx: CliContext) -> int:
+    papers = ctx.index.iter_papers()
+    if args.format == "bibtex":
+        ctx.stdout.write(ctx.assistant.to_bibtex(list(papers)))
+        return 0
+    for paper in papers:
+        ctx.stdout.write(paper.model_dump_json(exclude_none=True) + "\n")
+    return 0
+
+
+def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
+    from retrieval.roster import Roster
+    from retrieval.names import names_compatible
+
+    stats = ctx.assistant.stats()
+    roster = Roster.load(ctx.settings).list()
+    per_scholar: dict[str, int] = {scholar.name: 0 for scholar in roster}
+    if roster:
+        for paper in ctx.index.iter_papers():
+            for scholar in roster:
+                names = [scholar.name, *scholar.aliases]
+                if any(names_compatible(a, n) for a in paper.author_names for n in names):
+                    per_scholar[scholar.name] += 1
+    payload = {**stats.model_dump(mode="json"), "by_scholar": per_scholar}
+    if args.json:
+        ctx.out_json(payload)
+        return 0
+    ctx.out(f"Papers: {stats.papers:,}   Scholars on the roster: {stats.scholars}   Last sync: {stats.last_sync or 'never'}")
+    ctx.out("By source:  " + (", ".join(f"{k} {v:,}" for k, v in stats.by_source.items()) or "none"))
+    ctx.out("By year:    " + (", ".join(f"{k}: {v}" for k, v in stats.by_year.items()) or "none"))
+    if per_scholar:
+        ctx.out("By scholar: " + ", ".join(f"{k} {v}" for k, v in per_scholar.items()))
+    return 0
+
+
+def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
+    index = ctx.index
+    report = index.repair() if args.repair else index.check_consistency()
+    if args.json:
+        ctx.out_json(json.loads(report.model_dump_json()) if hasattr(report, "model_dump_json") else report.__dict__)
+    else:
+        ctx.out(str(report))
+    return 0 if (args.repair or report.ok) else 3

@@ -1,0 +1,72 @@
+"""What every CLI command receives: settings, the assistant, and where to write."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from retrieval.config import Settings
+
+if TYPE_CHECKING:
+    from retrieval.assistant import Assistant
+    from retrieval.index import PaperIndex
+
+
+@dataclass
+class CliContext:
+    """Built once in ``main``; the assistant (and so the index and model) opens lazily."""
+
+    settings: Settings
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    _assistant: "Assistant | None" = None
+
+    @property
+    def assistant(self) -> "Assistant":
+        if self._assistant is None:
+            from retrieval.assistant import Assistant
+
+            self._assistant = Assistant(self.settings)
+        return self._assistant
+
+    @property
+    def index(self) -> "PaperIndex":
+        return self.assistant.index
+
+    def out(self, text: str = "") -> None:
+        """Write a line of the command's result to stdout (messages and progress go to stderr)."""
+        self.stdout.write(text + "\n")
+
+    def out_json(self, payload: Any) -> None:
+        self.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+    def note(self, text: str) -> None:
+        """A one-line message on stderr (never mixed into --json output)."""
+        self.console.print(text, markup=False, highlight=False)
+
+    @contextmanager
+    def progress(self, description: str, total: int | None = None) -> Iterator[Callable[[int, int], None]]:
+        """A progress bar on stderr; yields ``update(done, total)``."""
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        with bar:
+            task = bar.add_task(description, total=total)
+
+            def update(done: int, new_total: int) -> None:
+                bar.update(task, completed=done, total=new_total)
+
+            yield update

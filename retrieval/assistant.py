@@ -1,0 +1,232 @@
+"""The facade both doors call: ask, search, summarize, collaborators, ingest, stats.
+
+The Slack app and the CLI hold one ``Assistant`` each and never reach past it, so the two
+doors always behave the same. It owns the lazily opened index and chat model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from retrieval.config import Settings
+from retrieval.errors import InputError
+from retrieval.models import (
+    AmbiguousScholarResult,
+    AnswerResult,
+    Citation,
+    CollaboratorsResult,
+    ScholarSummaryResult,
+    SearchFilters,
+    SearchHit,
+    SearchResult,
+)
+from retrieval.records import Paper
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from retrieval.answer import AnswerEvent
+    from retrieval.index import PaperIndex
+    from retrieval.ingest import IngestReport, Progress
+
+MAX_QUESTION_CHARS = 2000
+_UNSET = object()
+
+
+class IndexStats(BaseModel):
+    """What is indexed, for `paperbot stats` and the Slack App Home."""
+
+    papers: int
+    scholars: int
+    last_sync: str | None
+    by_source: dict[str, int]
+    by_year: dict[int, int]
+
+
+def merge_filters(explicit: SearchFilters | None, parsed: SearchFilters) -> SearchFilters:
+    """Filters from options win over filters read from the question text."""
+    if explicit is None:
+        return parsed
+    return SearchFilters(
+        since=explicit.since if explicit.since is not None else parsed.since,
+        until=explicit.until if explicit.until is not None else parsed.until,
+        authors=explicit.authors or parsed.authors,
+        venue=explicit.venue or parsed.venue,
+    )
+
+
+class Assistant:
+    """One installation's paperbot: settings, index and (optional) chat model."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        index: "PaperIndex | None" = None,
+        chat_model: "BaseChatModel | None | object" = _UNSET,
+    ) -> None:
+        self.settings = settings
+        self._index = index
+        self._chat_model = chat_model
+
+    # --- shared parts ------------------------------------------------------------------------
+
+    @property
+    def index(self) -> "PaperIndex":
+        if self._index is None:
+            from retrieval.index import PaperIndex
+
+            self._index = PaperIndex.open(self.settings)
+        return self._index
+
+    @property
+    def chat_model(self) -> "BaseChatModel | None":
+        if self._chat_model is _UNSET:
+            from retrieval.llm import build_chat_model
+
+            self._chat_model = build_chat_model(self.settings)
+        return self._chat_model  # type: ignore[return-value]
+
+    def _retrieve(self, query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
+        return self.index.search(query, k=k, filters=filters)
+
+    def _prepare(self, text: str, filters: SearchFilters | None) -> tuple[str, SearchFilters]:
+        """Validate a question and read filters ("since 2024", "by Zhao Zhang") out of it."""
+        from retrieval.query_filters import extract_filters
+
+        question = " ".join(text.split())
+        if not question:
+            raise InputError("The question is empty.", hint='Ask something, e.g. paperbot ask "which papers study X?"')
+        if len(question) > MAX_QUESTION_CHARS:
+            raise InputError(
+                f"The question has {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.",
+                hint="Shorten it to the essential question.",
+            )
+        _, parsed = extract_filters(question, known_authors=self.index.has_author)
+        return question, merge_filters(filters, parsed)
+
+    # --- the three jobs ----------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, k: int = 10, offset: int = 0, filters: SearchFilters | None = None
+    ) -> SearchResult:
+        question, merged = self._prepare(query, filters)
+        hits = self._retrieve(question, k + offset, merged)[offset:]
+        citations = [Citation.from_paper(offset + i + 1, hit.paper, hit.score) for i, hit in enumerate(hits)]
+        notice = self.index.explain_empty(merged) if not hits and not merged.is_empty() else None
+        return SearchResult(query=query, results=citations, notice=notice)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        k: int = 8,
+        filters: SearchFilters | None = None,
+        history: Sequence[tuple[str, str]] = (),
+    ) -> AnswerResult:
+        from retrieval.answer import answer_question
+
+        text, merged = self._prepare(question, filters)
+        return answer_question(
+            text,
+            retriever=self._retrieve,
+            settings=self.settings,
+            k=k,
+            filters=None if merged.is_empty() else merged,
+            history=history,
+            chat_model=self.chat_model,
+            min_relevance=self.relevance_threshold,
+        )
+
+    def stream_ask(
+        self,
+        question: str,
+        *,
+        k: int = 8,
+        filters: SearchFilters | None = None,
+        history: Sequence[tuple[str, str]] = (),
+    ) -> "Iterator[AnswerEvent]":
+        from retrieval.answer import stream_answer
+
+        text, merged = self._prepare(question, filters)
+        return stream_answer(
+            text,
+            retriever=self._retrieve,
+            settings=self.settings,
+            k=k,
+            filters=None if merged.is_empty() else merged,
+            history=history,
+            chat_model=self.chat_model,
+            min_relevance=self.relevance_threshold,
+        )
+
+    @property
+    def relevance_threshold(self) -> float:
+        if self.settings.min_relevance is not None:
+            return self.settings.min_relevance
+        return self.index.relevance_threshold
+
+    def summarize(self, name: str, *, since: int | None = None) -> ScholarSummaryResult | AmbiguousScholarResult:
+        from retrieval.roster import Roster
+        from retrieval.scholars import summarize_scholar
+
+        if not name.strip():
+            raise InputError("The scholar's name is empty.", hint='Try: paperbot summarize "Zhao Zhang"')
+        return summarize_scholar(
+            self.index, self.settings, name.strip(), since=since, chat_model=self.chat_model,
+            roster=Roster.load(self.settings),
+        )
+
+    def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
+        from retrieval.plots import render_plots
+
+        return render_plots(summary, out_dir)
+
+    def collaborators(
+        self, topic: str, *, for_name: str | None = None, new_only: bool = False, limit: int = 10
+    ) -> CollaboratorsResult:
+        from retrieval.collaborators import find_collaborators
+
+        if not topic.strip():
+            raise InputError("The topic is empty.", hint='Try: paperbot collaborators "optical interconnects"')
+        return find_collaborators(self.index, self.settings, topic.strip(), for_name=for_name, new_only=new_only, limit=limit)
+
+    # --- records -----------------------------------------------------------------------------
+
+    def papers(self, ids: Sequence[str]) -> list[Paper]:
+        found = self.index.get_many(list(ids))
+        return [found[i] for i in ids if i in found]
+
+    def to_bibtex(self, papers: Sequence[Paper]) -> str:
+        from retrieval.sources.bibtex_writer import to_bibtex
+
+        return to_bibtex(papers)
+
+    def ingest_files(self, paths: Sequence[Path], *, progress: "Progress | None" = None) -> "IngestReport":
+        from retrieval.ingest import ingest_files
+
+        return ingest_files(self.index, paths, progress=progress)
+
+    def stats(self) -> IndexStats:
+        from retrieval.roster import Roster
+
+        by_source: dict[str, int] = {}
+        by_year: dict[int, int] = {}
+        for paper in self.index.iter_papers():
+            for source in paper.sources:
+                by_source[source] = by_source.get(source, 0) + 1
+            if paper.year is not None:
+                by_year[paper.year] = by_year.get(paper.year, 0) + 1
+        roster = Roster.load(self.settings)
+        return IndexStats(
+            papers=self.index.count(),
+            scholars=len(roster.list()),
+            last_sync=self.index.store.get_meta("last_sync"),
+            by_source=dict(sorted(by_source.items())),
+            by_year=dict(sorted(by_year.items())),
+        )
