@@ -154,6 +154,7 @@ class Provenance(BaseModel):
     retrieved: str | None = None  # ISO date of the fetch or file ingest
 
 
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 
 
@@ -187,6 +188,20 @@ class Paper(BaseModel):
             data = dict(data)
             data["published"] = str(data.pop("year"))
         return data
+
+    @model_validator(mode="after")
+    def _arxiv_datacite_doi(self) -> "Paper":
+        """arXiv's DataCite DOI (10.48550/arXiv.X) names the preprint: keep it as the arXiv id.
+
+        OpenAlex reports preprints under that DOI while the arXiv API reports the bare id; one
+        canonical form makes both sources produce the same record id.
+        """
+        if self.doi and self.doi.startswith(ARXIV_DOI_PREFIX):
+            arxiv_id = normalize_arxiv_id(self.doi[len(ARXIV_DOI_PREFIX):])
+            if arxiv_id and (self.arxiv_id is None or self.arxiv_id == arxiv_id):
+                self.arxiv_id = arxiv_id
+                self.doi = None
+        return self
 
     @field_validator("title")
     @classmethod

@@ -109,3 +109,12 @@ def test_author_normalisation():
     assert author.orcid == "0000-0001-2345-6789"
     assert author.affiliations == ["MIT"]
     assert clean_text("a\u200bb") == "ab"
+
+
+def test_arxiv_datacite_doi_becomes_the_arxiv_id():
+    from_openalex = Paper(title="T", doi="https://doi.org/10.48550/arXiv.2304.05376")
+    from_arxiv = Paper(title="T", arxiv_id="2304.05376v2")
+    assert from_openalex.id == from_arxiv.id == "arxiv:2304.05376"
+    assert from_openalex.doi is None
+    # a journal DOI on an arXiv paper is kept and wins
+    assert Paper(title="T", doi="10.1103/x.1", arxiv_id="2304.05376").id == "doi:10.1103/x.1"

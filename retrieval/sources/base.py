@@ -1,0 +1,145 @@
+"""What every file parser returns, and the shared steps that turn raw fields into a ``Paper``.
+
+A parser never raises for one bad item: it records a ``SkippedItem`` (what and why) and goes
+on with the next one. Only a document that is unusable as a whole (unreadable file, hostile
+XML, a JSON document that does not parse) raises ``ParseError``.
+
+``build_paper`` is the single place where a parser's field dict becomes a validated ``Paper``
+with its provenance. A missing or empty title skips the item. An optional field that the
+``Paper`` validators reject (say ``year = {in press}``) is dropped, the paper is kept and the
+drop is reported in ``ParseOutcome.warnings``: the user learns about it and loses nothing
+else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from pydantic import ValidationError
+
+from retrieval.records import Paper, Provenance, clean_text
+
+#: A single field longer than this skips its item ("absurd size"): no real title, abstract or
+#: author list comes close, and it keeps one runaway value from swamping the index.
+MAX_FIELD_CHARS = 100_000
+#: A file larger than this (after decompression) is refused as a whole.
+MAX_FILE_BYTES = 200 * 1024 * 1024
+
+# Paper fields whose value a source can supply; provenance lists the ones an item did supply.
+_SUPPLIABLE = tuple(name for name in Paper.model_fields if name != "provenance")
+
+
+@dataclass(frozen=True)
+class SkippedItem:
+    """One item of a document that produced no paper (or, in warnings, lost a field)."""
+
+    item: str  # what it was: "entry 'smith2020' (line 120)", "line 17", "record 3 (oai:...)"
+    reason: str  # why, specifically: "no title", "unbalanced braces", ...
+
+
+@dataclass
+class ParseOutcome:
+    """The papers a document yielded and every item that was skipped, with the reason."""
+
+    format: str  # "bibtex" | "jsonl" | "csl-json" | "ris" | "oai-dc" | "arxiv-snapshot"
+    papers: list[Paper] = field(default_factory=list)
+    skipped: list[SkippedItem] = field(default_factory=list)
+    # Items that were kept but lost an unusable optional field (e.g. a year that is no date).
+    warnings: list[SkippedItem] = field(default_factory=list)
+
+
+class ItemRejected(Exception):
+    """Internal signal: this item cannot become a paper; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def today_iso() -> str:
+    """The ``retrieved`` date stamped on provenance of file ingests."""
+    return date.today().isoformat()
+
+
+def summarize_validation_error(exc: ValidationError, limit: int = 3) -> str:
+    """Pydantic's errors as one short line: "published: publication year 3020 is out of range"."""
+    parts: list[str] = []
+    for error in exc.errors()[:limit]:
+        location = ".".join(str(part) for part in error.get("loc", ())) or "record"
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{location}: {message}")
+    more = len(exc.errors()) - limit
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def check_field_sizes(fields: Mapping[str, Any], limit: int = MAX_FIELD_CHARS) -> None:
+    """Reject an item whose any single text field is absurdly long."""
+    for name, value in fields.items():
+        if isinstance(value, str) and len(value) > limit:
+            raise ItemRejected(f"field {name!r} exceeds {limit} characters")
+        if isinstance(value, list):
+            total = sum(len(str(item)) for item in value)
+            if total > limit:
+                raise ItemRejected(f"field {name!r} exceeds {limit} characters")
+
+
+def person_name(family: str | None, given: str | None = None, suffix: str | None = None) -> str:
+    """Display form "Given Family Suffix" from parts; any part may be missing."""
+    parts = [clean_text(given), clean_text(family), clean_text(suffix)]
+    return " ".join(part for part in parts if part)
+
+
+def supplied_fields(paper: Paper) -> list[str]:
+    """Names of the Paper fields that hold a value (what the item supplied)."""
+    return [name for name in _SUPPLIABLE if getattr(paper, name) not in (None, "", [])]
+
+
+def build_paper(
+    data: dict[str, Any],
+    *,
+    source: str,
+    source_id: str | None,
+    item: str,
+    outcome: ParseOutcome,
+) -> Paper | None:
+    """Validate ``data`` into a Paper stamped with provenance, or record why it was skipped.
+
+    Returns the paper (also appended to ``outcome.papers``) or None when skipped.
+    """
+    data = {key: value for key, value in data.items() if value not in (None, "", [])}
+    if not clean_text(data.get("title") if isinstance(data.get("title"), str) else None):
+        outcome.skipped.append(SkippedItem(item, "no title"))
+        return None
+    dropped: list[str] = []
+    for _ in range(len(data) + 1):
+        try:
+            paper = Paper.model_validate(data)
+        except ValidationError as exc:
+            bad = {str(err["loc"][0]) for err in exc.errors() if err.get("loc")}
+            if not bad or "title" in bad or not bad <= data.keys():
+                outcome.skipped.append(SkippedItem(item, summarize_validation_error(exc)))
+                return None
+            dropped.append(summarize_validation_error(exc))
+            data = {key: value for key, value in data.items() if key not in bad}
+            continue
+        break
+    else:  # pragma: no cover - each round removes at least one key, so this cannot loop on
+        outcome.skipped.append(SkippedItem(item, "record could not be validated"))
+        return None
+    for reason in dropped:
+        outcome.warnings.append(SkippedItem(item, f"dropped {reason}"))
+    paper.provenance = [
+        Provenance(
+            source=source,
+            source_id=source_id or None,
+            fields=supplied_fields(paper),
+            retrieved=today_iso(),
+        )
+    ]
+    outcome.papers.append(paper)
+    return paper
