@@ -30,6 +30,7 @@ class IngestReport:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[SkippedItem] = field(default_factory=list)
+    warnings: list[SkippedItem] = field(default_factory=list)  # kept records that lost a bad optional value
     merged_duplicates: int = 0  # incoming items folded into another item of the same batch
 
     def extend(self, other: "IngestReport") -> None:
@@ -37,6 +38,7 @@ class IngestReport:
         self.updated.extend(other.updated)
         self.unchanged.extend(other.unchanged)
         self.skipped.extend(other.skipped)
+        self.warnings.extend(other.warnings)
         self.merged_duplicates += other.merged_duplicates
 
     @property
@@ -50,6 +52,7 @@ class IngestReport:
             "unchanged": len(self.unchanged),
             "merged_duplicates": self.merged_duplicates,
             "skipped": [{"item": s.item, "reason": s.reason} for s in self.skipped],
+            "warnings": [{"item": w.item, "reason": w.reason} for w in self.warnings],
         }
 
 
@@ -125,6 +128,9 @@ def ingest_files(
             continue
         report.skipped.extend(
             SkippedItem(item=f"{path.name}: {item.item}", reason=item.reason) for item in outcome.skipped
+        )
+        report.warnings.extend(
+            SkippedItem(item=f"{path.name}: {item.item}", reason=item.reason) for item in outcome.warnings
         )
         papers.extend(outcome.papers)
         if on_file:

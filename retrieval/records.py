@@ -79,8 +79,9 @@ def clean_text(value: str | None) -> str:
     """Collapse whitespace (hard-wrapped abstracts, tabs) and strip control characters."""
     if not value:
         return ""
-    text = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
-    return _SPACE.sub(" ", text).strip()
+    if not value.isprintable():  # slow path only when there is something to strip
+        value = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    return _SPACE.sub(" ", value).strip()
 
 
 def fold(value: str) -> str:

@@ -51,6 +51,10 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
         ctx.out(f"  skipped {item.item}: {item.reason}")
     if len(report.skipped) > SKIPS_SHOWN:
         ctx.out(f"  ... and {len(report.skipped) - SKIPS_SHOWN:,} more skips (use --json to see all).")
+    if report.warnings:
+        ctx.out(f"{len(report.warnings):,} records were kept without a value that could not be read, e.g.:")
+        for item in report.warnings[:3]:
+            ctx.out(f"  {item.item}: {item.reason}")
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -29,6 +29,7 @@ import httpx
 from retrieval.config import Settings
 from retrieval.errors import InputError, SourceError
 from retrieval.records import Paper, clean_text, normalize_doi, split_arxiv_id
+from retrieval.sources.latex import latex_to_text
 from retrieval.sources.base import ItemRejected, ParseOutcome, SkippedItem, build_paper, check_field_sizes
 from retrieval.sources.http import PoliteClient
 from retrieval.sources.jats import UnsafeXMLError, parse_xml
@@ -166,8 +167,9 @@ def _parse_entry(entry: ET.Element, position: int, outcome: ParseOutcome) -> Non
     categories += [c.get("term", "") for c in entry.findall(f"{_ATOM}category")]
     dois = _text(entry.find(f"{_ARXIV}doi")).split()
     data = {
-        "title": title,
-        "abstract": abstract,
+        # arXiv sends titles and abstracts as the authors typed them: decode LaTeX ($\alpha$, \'e)
+        "title": latex_to_text(title, tilde_is_space=False),
+        "abstract": latex_to_text(abstract, tilde_is_space=False),
         "authors": authors,
         "published": _text(entry.find(f"{_ATOM}published"))[:10],
         "venue": _text(entry.find(f"{_ARXIV}journal_ref")),

@@ -99,6 +99,24 @@ def supplied_fields(paper: Paper) -> list[str]:
     return [name for name in _SUPPLIABLE if getattr(paper, name) not in (None, "", [])]
 
 
+def _without_invalid(data: dict[str, Any], exc: ValidationError) -> dict[str, Any] | None:
+    """``data`` minus the values pydantic rejected (one bad author, not all); None if fatal."""
+    bad_fields: set[str] = set()
+    bad_authors: set[int] = set()
+    for error in exc.errors():
+        loc = error.get("loc", ())
+        if not loc or loc[0] == "title" or loc[0] not in data:
+            return None
+        if loc[0] == "authors" and len(loc) > 1 and isinstance(loc[1], int):
+            bad_authors.add(loc[1])
+        else:
+            bad_fields.add(str(loc[0]))
+    repaired = {key: value for key, value in data.items() if key not in bad_fields}
+    if bad_authors and "authors" in repaired:
+        repaired["authors"] = [a for i, a in enumerate(repaired["authors"]) if i not in bad_authors]
+    return repaired
+
+
 def build_paper(
     data: dict[str, Any],
     *,
@@ -120,15 +138,15 @@ def build_paper(
         try:
             paper = Paper.model_validate(data)
         except ValidationError as exc:
-            bad = {str(err["loc"][0]) for err in exc.errors() if err.get("loc")}
-            if not bad or "title" in bad or not bad <= data.keys():
+            repaired = _without_invalid(data, exc)
+            if repaired is None:
                 outcome.skipped.append(SkippedItem(item, summarize_validation_error(exc)))
                 return None
             dropped.append(summarize_validation_error(exc))
-            data = {key: value for key, value in data.items() if key not in bad}
+            data = repaired
             continue
         break
-    else:  # pragma: no cover - each round removes at least one key, so this cannot loop on
+    else:  # pragma: no cover - each round removes at least one value, so this cannot loop on
         outcome.skipped.append(SkippedItem(item, "record could not be validated"))
         return None
     for reason in dropped:

@@ -14,6 +14,7 @@ macros and braces, so decoding never raises.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from functools import lru_cache
@@ -67,6 +68,9 @@ _SPACES = re.compile(r"\s+")
 @lru_cache(maxsize=1)
 def _converter() -> tuple[LatexNodes2Text, object]:
     """The pylatexenc converter with our few overrides, built once."""
+    # pylatexenc logs a WARNING for every malformed macro it meets; on hostile or sloppy input
+    # that floods the log without telling the user anything (the text is decoded regardless).
+    logging.getLogger("pylatexenc").setLevel(logging.ERROR)
     walker_db = latexwalker.get_default_latex_context_db()
     walker_db.add_context_category(
         "paperbot",

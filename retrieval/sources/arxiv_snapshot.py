@@ -1,0 +1,119 @@
+"""The arXiv metadata snapshot (Kaggle/Cornell ``arxiv-metadata-oai-snapshot.json``): JSON Lines.
+
+Per line: ``id``, ``title`` and ``abstract`` (hard-wrapped, with LaTeX escapes and ``$...$``
+math, decoded here), ``authors_parsed`` (``[last, first, suffix]`` lists; the flat ``authors``
+string is only a fallback, it is ambiguous), ``versions`` (``created`` of the first is the
+submission date, the last gives the current version), ``journal-ref`` -> venue, ``doi``
+(sometimes several, space separated: the first is kept), ``categories`` (space separated).
+"""
+
+from __future__ import annotations
+
+import re
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from retrieval.records import normalize_doi, split_arxiv_id
+from retrieval.sources.base import (
+    ItemRejected,
+    ParseOutcome,
+    SkippedItem,
+    build_paper,
+    check_field_sizes,
+    person_name,
+)
+from retrieval.sources.jsonl import describe_json_error, load_json
+from retrieval.sources.latex import latex_to_text
+
+FORMAT = "arxiv-snapshot"
+_AUTHOR_SPLIT = re.compile(r",\s*|\s+and\s+")
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _text(value: Any) -> str:
+    return latex_to_text(_str(value), tilde_is_space=False)
+
+
+def _authors(record: dict[str, Any]) -> list[dict[str, str]]:
+    parsed = record.get("authors_parsed")
+    names: list[str] = []
+    if isinstance(parsed, list) and parsed:
+        for parts in parsed:
+            if isinstance(parts, list) and parts:
+                last, first, suffix = [*map(_text, parts), "", ""][:3]
+                names.append(person_name(last, first, suffix))
+    else:
+        names = [_text(name) for name in _AUTHOR_SPLIT.split(_str(record.get("authors")))]
+    return [{"name": name} for name in names if name]
+
+
+def _submitted(record: dict[str, Any]) -> str | None:
+    versions = record.get("versions")
+    if isinstance(versions, list) and versions and isinstance(versions[0], dict):
+        try:
+            return parsedate_to_datetime(_str(versions[0].get("created"))).date().isoformat()
+        except (TypeError, ValueError, IndexError):
+            pass
+    return _str(record.get("update_date"))[:10] or None
+
+
+def _version(record: dict[str, Any]) -> str | None:
+    versions = record.get("versions")
+    if isinstance(versions, list) and versions and isinstance(versions[-1], dict):
+        version = _str(versions[-1].get("version"))
+        return version if re.fullmatch(r"v\d+", version) else None
+    return None
+
+
+def record_fields(record: dict[str, Any]) -> dict[str, object]:
+    """The Paper fields of one snapshot record."""
+    check_field_sizes(record)
+    parts = split_arxiv_id(_str(record.get("id")))
+    if parts is None:
+        raise ItemRejected(f"id {record.get('id')!r} is not an arXiv identifier")
+    arxiv_id = parts[0]
+    doi = next((d for d in map(normalize_doi, _str(record.get("doi")).split()) if d), None)
+    return {
+        "title": _text(record.get("title")),
+        "authors": _authors(record),
+        "abstract": _text(record.get("abstract")),
+        "published": _submitted(record),
+        "venue": _text(record.get("journal-ref")),
+        "doi": doi,
+        "arxiv_id": arxiv_id,
+        "arxiv_version": _version(record),
+        "url": f"https://arxiv.org/abs/{arxiv_id}",
+        "type": "preprint",
+        "categories": _str(record.get("categories")).split(),
+        "open_access": True,
+    }
+
+
+def parse_arxiv_snapshot(text: str) -> ParseOutcome:
+    """Every record of a snapshot (JSON Lines); bad lines are reported with their number."""
+    outcome = ParseOutcome(format=FORMAT)
+    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
+        if not line.strip():
+            continue
+        label = f"line {number}"
+        try:
+            record = load_json(line)
+        except ValueError as exc:
+            outcome.skipped.append(SkippedItem(label, describe_json_error(exc)))
+            continue
+        if not isinstance(record, dict):
+            outcome.skipped.append(SkippedItem(label, "not a JSON object"))
+            continue
+        record_id = _str(record.get("id"))
+        if record_id:
+            label = f"line {number} ({record_id})"
+        try:
+            data = record_fields(record)
+        except ItemRejected as rejected:
+            outcome.skipped.append(SkippedItem(label, rejected.reason))
+            continue
+        build_paper(data, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
+    return outcome

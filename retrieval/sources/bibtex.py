@@ -1,0 +1,470 @@
+"""A tolerant BibTeX reader: entries -> ``Paper`` records, bad entries skipped with a reason.
+
+Syntax follows BibTeX itself: text outside entries is ignored (``%`` lines there are
+comments), ``@comment``/``@preamble`` are skipped, ``@string`` defines macros (case-insensitive,
+months predefined), values are ``{braced}``, ``"quoted"``, numbers or macro names joined by
+``#``; braces are counted even after a backslash, exactly as BibTeX counts them.
+
+Tolerance: whitespace anywhere between tokens (tab alignment, a space before the key), ``%``
+comment lines between fields, trailing or doubled commas, ``(...)``-delimited entries, an empty
+key. An entry that is broken (unbalanced braces, missing ``=``, a field over
+``MAX_FIELD_CHARS``, no title) is reported as a ``SkippedItem`` and reading resumes at the next
+``@``. A braced or quoted value that runs into a line starting with ``@type{`` is taken to be
+unbalanced: that line starts the next entry, so one missing brace costs one entry, not the rest
+of the file.
+
+Mapping to ``Paper``: journal > booktitle > howpublished > institution > school -> venue;
+publisher (else organization); ``date`` or year+month(+day) -> published; doi, or a doi.org
+url -> doi; eprint (+archiveprefix arXiv), or "arXiv:<id>" in journal/note/howpublished, or an
+arxiv.org url -> arxiv_id; keywords -> categories. Names: "Last, First", "First Last",
+"von Last, Jr, First", braced corporate names, ``and others`` (dropped), Vancouver-style
+"Last AB" (reordered to "AB Last"). Display form is always "First von Last Jr".
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from retrieval.records import split_arxiv_id
+from retrieval.sources.base import (
+    MAX_FIELD_CHARS,
+    ItemRejected,
+    ParseOutcome,
+    SkippedItem,
+    build_paper,
+)
+from retrieval.sources.latex import latex_to_text, latex_to_verbatim
+
+FORMAT = "bibtex"
+
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_NAMES = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+# Top level: a '%' comment line, or the start of an entry ("@type{" / "@type(").
+_TOP = re.compile(r"%[^\n]*|@[ \t\r\n]*([A-Za-z][\w-]*)[ \t\r\n]*([{(])")
+# Inside a value: a brace, or a line that starts a new entry (the value was unbalanced).
+_BRACE_OR_ENTRY = re.compile(r"[{}]|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]")
+_QUOTE_BRACE_OR_ENTRY = re.compile(r'[{}"]|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]')
+_SPACE_OR_COMMENT = re.compile(r"(?:\s+|%[^\n]*)*")
+_KEY = re.compile(r"[^\s,{}()\"#%=]*")
+_NAME = re.compile(r"[A-Za-z_][\w\-:.+/]*")
+_NUMBER = re.compile(r"\d+")
+_NOT_ENTRIES = {"comment", "preamble", "string"}
+
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+_INITIALS = re.compile(r"^(?:(?:[A-Z]\.-?)+|[A-Z]{1,2})$")
+_ROMAN = {"II", "III", "IV", "VI", "VII", "VIII", "IX", "XI", "XII"}
+_YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
+_ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
+_ARXIV_IN_TEXT = re.compile(r"arXiv:\s*([a-z\-.]+/\d{7}|\d{4}\.\d{4,5})(v\d+)?", re.IGNORECASE)
+_URL_IN_TEXT = re.compile(r"\\url\s*\{([^{}]+)\}|(https?://[^\s{}]+)")
+_DOI_SHAPE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?10\.\d{4,9}/\S+$", re.I)
+_DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/", re.IGNORECASE)
+
+
+class _SyntaxFault(Exception):
+    """Where and why an entry stopped parsing."""
+
+    def __init__(self, reason: str, pos: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.pos = pos
+
+
+@dataclass
+class BibEntry:
+    """One entry as written: lowercased type and field names, raw (undecoded) values."""
+
+    type: str
+    key: str
+    line: int
+    fields: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        if self.type == "string":
+            return f"@string at line {self.line}"
+        if self.key:
+            return f"entry {self.key!r} (line {self.line})"
+        return f"entry at line {self.line}"
+
+
+class _Reader:
+    """Cursor over the whole text; one instance per document."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.macros: dict[str, str] = dict(zip(MONTHS, _MONTH_NAMES, strict=True))
+        self._newlines: list[int] | None = None
+
+    def line_of(self, pos: int) -> int:
+        if self._newlines is None:
+            self._newlines = [match.start() for match in re.finditer("\n", self.text)]
+        return bisect.bisect_right(self._newlines, pos - 1) + 1
+
+    def skip_space(self, pos: int) -> int:
+        return _SPACE_OR_COMMENT.match(self.text, pos).end()  # type: ignore[union-attr]
+
+    def describe(self, pos: int) -> str:
+        if pos >= len(self.text):
+            return "end of file"
+        return repr(self.text[pos : pos + 12].split("\n")[0] or "\\n")
+
+    # --- values ---------------------------------------------------------------------------
+
+    def braced(self, pos: int, name: str) -> tuple[str, int]:
+        """Value starting at ``{`` (pos points at it); returns (content, position after)."""
+        depth, start = 0, pos + 1
+        for match in _BRACE_OR_ENTRY.finditer(self.text, pos):
+            token = match.group()
+            if token == "{":
+                depth += 1
+            elif token == "}":
+                depth -= 1
+                if depth == 0:
+                    return self.text[start : match.start()], match.end()
+            else:
+                raise _SyntaxFault(f"unbalanced braces in field {name!r}", match.start() + 1)
+        raise _SyntaxFault(f"unbalanced braces in field {name!r}", len(self.text))
+
+    def quoted(self, pos: int, name: str) -> tuple[str, int]:
+        depth, start = 0, pos + 1
+        for match in _QUOTE_BRACE_OR_ENTRY.finditer(self.text, pos + 1):
+            token = match.group()
+            if token == "{":
+                depth += 1
+            elif token == "}":
+                depth -= 1
+                if depth < 0:
+                    raise _SyntaxFault(
+                        f"unterminated quoted value or unbalanced braces in field {name!r}",
+                        match.end(),
+                    )
+            elif token == '"':
+                if depth == 0:
+                    return self.text[start : match.start()], match.end()
+            else:
+                reason = f"unterminated quoted value in field {name!r}"
+                raise _SyntaxFault(reason, match.start() + 1)
+        raise _SyntaxFault(f"unterminated quoted value in field {name!r}", len(self.text))
+
+    def value(self, pos: int, name: str, warnings: list[str]) -> tuple[str, int]:
+        """``part # part # ...``; returns the concatenated raw value and the position after."""
+        parts: list[str] = []
+        while True:
+            pos = self.skip_space(pos)
+            char = self.text[pos : pos + 1]
+            if char == "{":
+                part, pos = self.braced(pos, name)
+            elif char == '"':
+                part, pos = self.quoted(pos, name)
+            elif number := _NUMBER.match(self.text, pos):
+                part, pos = number.group(), number.end()
+            elif macro := _NAME.match(self.text, pos):
+                defined = self.macros.get(macro.group().lower())
+                if defined is None:
+                    warnings.append(f"undefined macro {macro.group()!r} in field {name!r}")
+                part, pos = defined or "", macro.end()
+            else:
+                raise _SyntaxFault(f"field {name!r} has no value (found {self.describe(pos)})", pos)
+            parts.append(part)
+            if sum(len(p) for p in parts) > MAX_FIELD_CHARS:
+                raise _SyntaxFault(f"field {name!r} exceeds {MAX_FIELD_CHARS} characters", pos)
+            pos = self.skip_space(pos)
+            if self.text.startswith("#", pos):
+                pos += 1
+                continue
+            return "".join(parts), pos
+
+    # --- entries --------------------------------------------------------------------------
+
+    def fields(self, pos: int, closer: str, entry: BibEntry) -> int:
+        """``name = value`` pairs up to the closing delimiter; returns the position after it."""
+        while True:
+            pos = self.skip_space(pos)
+            if self.text.startswith(closer, pos):
+                return pos + 1
+            if self.text.startswith(",", pos):
+                pos += 1
+                continue
+            name_match = _NAME.match(self.text, pos)
+            if not name_match:
+                raise _SyntaxFault(self._unexpected(f"a field name or {closer!r}", pos), pos)
+            name = name_match.group().lower()
+            pos = self.skip_space(name_match.end())
+            if not self.text.startswith("=", pos):
+                raise _SyntaxFault(f"field {name!r} has no '='", pos)
+            value, pos = self.value(pos + 1, name, entry.warnings)
+            if name in entry.fields:
+                entry.warnings.append(f"repeated field {name!r} ignored")
+            else:
+                entry.fields[name] = value
+            pos = self.skip_space(pos)
+            if not self.text.startswith((",", closer), pos):
+                expected = f"',' or {closer!r} after field {name!r}"
+                raise _SyntaxFault(self._unexpected(expected, pos), pos)
+
+    def _unexpected(self, expected: str, pos: int) -> str:
+        """Reason for a syntax error; the usual cause, a brace too few, is named as such."""
+        if _TOP.match(self.text, pos) and self.text.startswith("@", pos):
+            return (
+                "unbalanced braces: the entry is not closed before the next '@' "
+                f"(expected {expected})"
+            )
+        return f"expected {expected}, found {self.describe(pos)}"
+
+    def entries(self, outcome: ParseOutcome) -> list[BibEntry]:
+        """Every regular entry of the text; broken ones go to ``outcome.skipped``."""
+        found: list[BibEntry] = []
+        pos = 0
+        while (top := _TOP.search(self.text, pos)) is not None:
+            if top.group(1) is None:  # a '%' comment line
+                pos = top.end()
+                continue
+            kind = top.group(1).lower()
+            closer = "}" if top.group(2) == "{" else ")"
+            entry = BibEntry(type=kind, key="", line=self.line_of(top.start()))
+            try:
+                pos = self._entry_body(top.end(), closer, entry)
+            except _SyntaxFault as fault:
+                if kind not in {"comment", "preamble"}:
+                    outcome.skipped.append(SkippedItem(entry.label, fault.reason))
+                pos = max(fault.pos, top.start() + 1)
+                continue
+            if kind not in _NOT_ENTRIES:
+                found.append(entry)
+        return found
+
+    def _entry_body(self, pos: int, closer: str, entry: BibEntry) -> int:
+        if entry.type in {"comment", "preamble"}:
+            opener = "{" if closer == "}" else "("
+            if opener == "{":
+                return self.braced(pos - 1, entry.type)[1]
+            end = self.text.find(")", pos)
+            return len(self.text) if end < 0 else end + 1
+        if entry.type == "string":
+            scratch = BibEntry(type="string", key="", line=entry.line)
+            end = self.fields(pos, closer, scratch)
+            for name, value in scratch.fields.items():
+                self.macros[name] = value
+            return end
+        pos = self.skip_space(pos)
+        key_match = _KEY.match(self.text, pos)
+        entry.key = key_match.group() if key_match else ""
+        pos = self.skip_space(key_match.end() if key_match else pos)
+        if self.text.startswith(closer, pos):
+            return pos + 1
+        if not self.text.startswith(",", pos):
+            raise _SyntaxFault(f"expected ',' after the entry key, found {self.describe(pos)}", pos)
+        return self.fields(pos + 1, closer, entry)
+
+
+# Names -------------------------------------------------------------------------------------
+
+
+def _mask_groups(text: str) -> str:
+    """Same-length copy of ``text`` with everything inside braces replaced by '_'."""
+    out, depth = [], 0
+    for char in text:
+        if char == "{":
+            depth += 1
+            out.append("_")
+        elif char == "}":
+            depth = max(depth - 1, 0)
+            out.append("_")
+        else:
+            out.append("_" if depth else char)
+    return "".join(out)
+
+
+def _split_top(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """Split on ``pattern`` matches that are outside braces."""
+    mask = _mask_groups(text)
+    pieces, start = [], 0
+    for match in pattern.finditer(mask):
+        pieces.append(text[start : match.start()])
+        start = match.end()
+    pieces.append(text[start:])
+    return pieces
+
+
+def parse_name(raw: str) -> str:
+    """One BibTeX name -> "First von Last Jr" (decoded); "" when nothing is left."""
+    parts = [part.strip() for part in _split_top(raw.strip(), re.compile(r","))]
+    if len(parts) == 1:
+        tokens = [latex_to_text(tok) for tok in _split_top(parts[0], re.compile(r"\s+"))]
+        tokens = [tok for tok in tokens if tok]
+        trailing = 0
+        while trailing < len(tokens) and _is_initials(tokens[-1 - trailing]):
+            trailing += 1
+        if 0 < trailing < len(tokens) and not _is_initials(tokens[0]):
+            tokens = tokens[-trailing:] + tokens[:-trailing]
+        return " ".join(tokens)
+    last = latex_to_text(parts[0])
+    if len(parts) == 2:
+        first, junior = latex_to_text(parts[1]), ""
+    else:
+        junior, first = latex_to_text(parts[1]), latex_to_text(", ".join(parts[2:]))
+    return " ".join(piece for piece in (first, last, junior) if piece)
+
+
+def _is_initials(token: str) -> bool:
+    return bool(_INITIALS.match(token)) and token not in _ROMAN
+
+
+def parse_names(raw: str) -> list[str]:
+    """A BibTeX ``author``/``editor`` value -> display names (``and others`` dropped)."""
+    names: list[str] = []
+    for piece in _split_top(" ".join(raw.split()), _AND):
+        if piece.strip().lower() in {"others", ""}:
+            continue
+        name = parse_name(piece)
+        if name:
+            names.append(name)
+    return names
+
+
+# Entry -> Paper ----------------------------------------------------------------------------
+
+
+def _month(raw: str) -> int | None:
+    text = latex_to_text(raw).strip().lower()
+    if text.isdigit():
+        number = int(text)
+        return number if 1 <= number <= 12 else None
+    return MONTHS.index(text[:3]) + 1 if text[:3] in MONTHS else None
+
+
+def _published(fields: dict[str, str], warnings: list[str]) -> str | None:
+    raw_date = latex_to_text(fields.get("date", ""))
+    if match := _ISO_DATE.match(raw_date):
+        return "-".join(part for part in match.groups() if part)
+    raw_year = fields.get("year", "").strip()
+    if not raw_year:
+        return None
+    year = _YEAR.search(raw_year)
+    if not year:
+        warnings.append(f"field 'year' ({latex_to_text(raw_year)!r}) is not a year; dropped")
+        return None
+    month = _month(fields.get("month", ""))
+    if month is None:
+        return year.group(1)
+    day = fields.get("day", "").strip()
+    if day.isdigit() and 1 <= int(day) <= 31:
+        return f"{year.group(1)}-{month:02d}-{int(day):02d}"
+    return f"{year.group(1)}-{month:02d}"
+
+
+def _url_only(text: str) -> str | None:
+    """The URL when a value is nothing but a (``\\url``-wrapped) URL."""
+    for candidate in (latex_to_verbatim(text), latex_to_text(text)):
+        if re.fullmatch(r"https?://\S+", candidate):
+            return candidate
+    return None
+
+
+def _identifiers(fields: dict[str, str], warnings: list[str]) -> dict[str, str | None]:
+    url = latex_to_verbatim(fields.get("url", "")) or None
+    if url is None:
+        for name in ("howpublished", "note"):
+            found = _URL_IN_TEXT.search(fields.get(name, ""))
+            if found:
+                url = latex_to_verbatim(found.group(1) or found.group(2))
+                break
+    doi = latex_to_verbatim(fields.get("doi", "")) or None
+    if doi and not _DOI_SHAPE.match(doi):
+        warnings.append(f"field 'doi' ({doi!r}) is not a DOI; dropped")
+        doi = None
+    if doi is None and url and _DOI_URL.match(url):
+        doi = url
+    arxiv: tuple[str, str | None] | None = None
+    eprint = latex_to_verbatim(fields.get("eprint", ""))
+    prefix = latex_to_text(fields.get("archiveprefix") or fields.get("eprinttype") or "").lower()
+    if eprint and prefix in {"", "arxiv"}:
+        arxiv = split_arxiv_id(eprint)
+    if arxiv is None:
+        for name in ("journal", "note", "howpublished", "booktitle"):
+            found = _ARXIV_IN_TEXT.search(fields.get(name, ""))
+            if found:
+                arxiv = (found.group(1), found.group(2))
+                break
+    if arxiv is None and url and "arxiv.org/" in url:
+        arxiv = split_arxiv_id(url)
+    return {
+        "url": url,
+        "doi": doi,
+        "arxiv_id": arxiv[0] if arxiv else None,
+        "arxiv_version": arxiv[1] if arxiv else None,
+    }
+
+
+def _keywords(fields: dict[str, str]) -> list[str]:
+    text = latex_to_text(fields.get("keywords") or fields.get("keyword") or "")
+    separator = ";" if ";" in text else ","
+    return [word.strip() for word in text.split(separator) if word.strip()]
+
+
+def entry_to_fields(entry: BibEntry) -> dict[str, object]:
+    """The Paper fields of one entry (decoded); raises ItemRejected for an unusable entry."""
+    fields = entry.fields
+    title = latex_to_text(fields.get("title", ""))
+    if not title:
+        raise ItemRejected("no title")
+    venue = None
+    for name in ("journal", "booktitle", "howpublished", "institution", "school"):
+        raw = fields.get(name, "")
+        if raw.strip() and not (name == "howpublished" and _url_only(raw)):
+            venue = latex_to_text(raw)
+            if venue:
+                break
+    return {
+        "title": title,
+        "authors": [{"name": name} for name in parse_names(fields.get("author", ""))],
+        "abstract": latex_to_text(fields.get("abstract", "")),
+        "published": _published(fields, entry.warnings),
+        "venue": venue,
+        "publisher": latex_to_text(fields.get("publisher") or fields.get("organization") or ""),
+        "type": entry.type,
+        "categories": _keywords(fields),
+        **_identifiers(fields, entry.warnings),
+    }
+
+
+def _resolve_crossrefs(entries: list[BibEntry]) -> None:
+    """Copy missing fields from a ``crossref`` parent (its title becomes the booktitle)."""
+    by_key = {entry.key.lower(): entry for entry in entries if entry.key}
+    for entry in entries:
+        parent = by_key.get(entry.fields.get("crossref", "").strip().lower())
+        if parent is None or parent is entry:
+            continue
+        for name, value in parent.fields.items():
+            if name == "title":
+                entry.fields.setdefault("booktitle", value)
+            elif name not in {"crossref", "key"}:
+                entry.fields.setdefault(name, value)
+
+
+def parse_bibtex(text: str) -> ParseOutcome:
+    """Every entry of a BibTeX document as a Paper; broken entries are reported, not fatal."""
+    outcome = ParseOutcome(format=FORMAT)
+    reader = _Reader(text)
+    entries = reader.entries(outcome)
+    _resolve_crossrefs(entries)
+    for entry in entries:
+        try:
+            data = entry_to_fields(entry)
+        except ItemRejected as rejected:
+            outcome.skipped.append(SkippedItem(entry.label, rejected.reason))
+            continue
+        paper = build_paper(
+            data, source=FORMAT, source_id=entry.key, item=entry.label, outcome=outcome
+        )
+        if paper is not None:
+            outcome.warnings.extend(SkippedItem(entry.label, note) for note in entry.warnings)
+    return outcome

@@ -1,0 +1,164 @@
+"""RIS (EndNote, Zotero, publishers' "export citation"): ``TY`` ... ``ER`` blocks of tagged lines.
+
+A line is ``XX  - value`` (two-character tag; one or two spaces before the dash are tolerated).
+An untagged line continues the previous tag: EndNote writes one keyword per continuation line
+under ``KW``, and wraps long abstracts. Text before the first ``TY`` is ignored (exports
+often number their records); a record missing its ``ER`` ends at the next ``TY`` or at the end
+of the file, with a warning.
+
+Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix");
+PY/Y1/DA -> published (the most precise one); JF > JO > T2 > JA > J2 > BT -> venue; PB ->
+publisher; DO -> doi; UR (first http link) -> url; AB/N2 -> abstract; KW -> categories;
+TY -> type; ID -> source id.
+"""
+
+from __future__ import annotations
+
+import re
+
+from retrieval.records import normalize_arxiv_id
+from retrieval.sources.base import (
+    ItemRejected,
+    ParseOutcome,
+    SkippedItem,
+    build_paper,
+    check_field_sizes,
+    person_name,
+)
+
+FORMAT = "ris"
+
+_TAG = re.compile(r"^([A-Z][A-Z0-9])  ?-(?: (.*))?$")
+_DATE = re.compile(r"(\d{4})(?:[/-](\d{1,2})?(?:[/-](\d{1,2}))?)?")
+_TYPES = {
+    "JOUR": "article", "JFULL": "article", "MGZN": "article", "NEWS": "article",
+    "EJOUR": "article", "CONF": "inproceedings", "CPAPER": "inproceedings",
+    "BOOK": "book", "EBOOK": "book", "EDBOOK": "book", "CHAP": "incollection",
+    "ECHAP": "incollection", "THES": "phdthesis", "RPRT": "techreport", "UNPB": "unpublished",
+    "MANSCPT": "unpublished", "GEN": "misc", "ELEC": "misc", "DATA": "misc", "COMP": "software",
+}  # fmt: skip
+_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/([^\s?#]+)", re.IGNORECASE)
+
+
+class _Record:
+    """Tag -> list of values (each value a list of lines) for one TY..ER block."""
+
+    def __init__(self, number: int, line: int) -> None:
+        self.number = number
+        self.line = line
+        self.tags: dict[str, list[list[str]]] = {}
+        self.last: list[str] | None = None
+        self.closed = False
+
+    @property
+    def label(self) -> str:
+        ids = self.first("ID")
+        return f"record {self.number} (line {self.line}{', ID ' + ids if ids else ''})"
+
+    def add(self, tag: str, value: str) -> None:
+        self.last = [value]
+        self.tags.setdefault(tag, []).append(self.last)
+
+    def values(self, tag: str) -> list[str]:
+        """Each value of a tag with its continuation lines joined by spaces."""
+        joined = (" ".join(line.strip() for line in lines) for lines in self.tags.get(tag, []))
+        return [" ".join(value.split()) for value in joined]
+
+    def first(self, *tags: str) -> str:
+        for tag in tags:
+            for value in self.values(tag):
+                if value:
+                    return value
+        return ""
+
+
+def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
+    records: list[_Record] = []
+    current: _Record | None = None
+    for number, raw in enumerate(text.lstrip("\ufeff").split("\n"), 1):
+        line = raw.rstrip("\r").lstrip("\ufeff")
+        match = _TAG.match(line)
+        if match is None:
+            if current is not None and current.last is not None and line.strip():
+                current.last.append(line)
+            continue
+        tag, value = match.group(1), (match.group(2) or "").strip()
+        if tag == "TY" or current is None:
+            if current is not None and not current.closed:
+                outcome.warnings.append(SkippedItem(current.label, "no ER line before the next TY"))
+            current = _Record(len(records) + 1, number)
+            records.append(current)
+        if tag == "ER":
+            current.closed = True
+            current.last = None
+            current = None
+            continue
+        current.add(tag, value)
+    if current is not None and not current.closed:
+        outcome.warnings.append(SkippedItem(current.label, "no ER line at the end of the file"))
+    return records
+
+
+def _name(raw: str) -> str:
+    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix"."""
+    parts = [part.strip() for part in raw.split(",")]
+    if len(parts) == 1:
+        return parts[0]
+    return person_name(parts[0], parts[1], ", ".join(parts[2:]))
+
+
+def _published(record: _Record) -> str | None:
+    best: tuple[str, ...] = ()
+    for value in record.values("PY") + record.values("Y1") + record.values("DA"):
+        match = _DATE.search(value)
+        if match:
+            parts = tuple(p for p in match.groups() if p)
+            if len(parts) > len(best) and (not best or parts[0] == best[0]):
+                best = parts
+    if not best:
+        return None
+    return "-".join(part if i == 0 else f"{int(part):02d}" for i, part in enumerate(best))
+
+
+def record_fields(record: _Record) -> dict[str, object]:
+    """The Paper fields of one RIS record."""
+    kind = record.first("TY").upper()
+    check_field_sizes({tag: " ".join(record.values(tag)) for tag in record.tags})
+    title = record.first("TI", "T1", "CT", "ST") or (record.first("BT") if "BOOK" in kind else "")
+    if not title:
+        raise ItemRejected("no title (no TI, T1, CT or ST line)")
+    venue_tags = ["JF", "JO", "T2", "JA", "J2"] + ([] if "BOOK" in kind else ["BT"])
+    urls = [url for url in record.values("UR") if url.startswith(("http://", "https://"))]
+    keywords: list[str] = []
+    for lines in record.tags.get("KW", []):  # one keyword per line, continuation lines too
+        keywords.extend(line.strip() for line in lines if line.strip())
+    doi = record.first("DO")
+    arxiv = next((m.group(1) for m in map(_ARXIV_URL.search, urls) if m), None)
+    return {
+        "title": title,
+        "authors": [{"name": _name(v)} for v in record.values("AU") + record.values("A1") if v],
+        "abstract": record.first("AB", "N2"),
+        "published": _published(record),
+        "venue": record.first(*venue_tags),
+        "publisher": record.first("PB"),
+        "doi": doi,
+        "arxiv_id": normalize_arxiv_id(arxiv),
+        "url": urls[0] if urls else None,
+        "type": _TYPES.get(kind, kind.lower() or None),
+        "categories": keywords,
+    }
+
+
+def parse_ris(text: str) -> ParseOutcome:
+    """Every record of a RIS document; records without a title are reported and skipped."""
+    outcome = ParseOutcome(format=FORMAT)
+    for record in _records(text, outcome):
+        try:
+            data = record_fields(record)
+        except ItemRejected as rejected:
+            outcome.skipped.append(SkippedItem(record.label, rejected.reason))
+            continue
+        build_paper(
+            data, source=FORMAT, source_id=record.first("ID"), item=record.label, outcome=outcome
+        )
+    return outcome

@@ -1,0 +1,202 @@
+"""JSON Lines of papers, CSL-JSON and RIS, on real exports (commonmeta-py and rispy fixtures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from retrieval.errors import ParseError
+from retrieval.sources.csljson import parse_csl_json
+from retrieval.sources.jsonl import parse_jsonl
+from retrieval.sources.ris import parse_ris
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
+
+
+# --- JSON Lines ---------------------------------------------------------------------------------
+
+
+def test_jsonl_good_bad_and_blank_lines() -> None:
+    text = "\n".join(
+        [
+            json.dumps({"title": "First", "year": 2020, "authors": [{"name": "Ada Lovelace"}]}),
+            "",
+            "{broken json",
+            json.dumps({"title": "   "}),
+            json.dumps(["not", "an", "object"]),
+            json.dumps({"title": "Bad date", "published": "someday"}),
+            json.dumps({"title": "Second", "doi": "https://doi.org/10.1000/ABC"}),
+        ]
+    )
+    outcome = parse_jsonl(text)
+    assert [p.title for p in outcome.papers] == ["First", "Second"]
+    assert outcome.papers[0].published == "2020"  # "year" accepted for published
+    assert outcome.papers[1].doi == "10.1000/abc"
+    assert [(s.item, s.reason) for s in outcome.skipped] == [
+        ("line 3", "invalid JSON: Expecting property name enclosed in double quotes at column 2"),
+        ("line 4", "title: title is empty"),
+        ("line 5", "not a JSON object (found list)"),
+        ("line 6", "published: publication date 'someday' is not YYYY[-MM[-DD]]"),
+    ]
+
+
+def test_oversized_fields_skip_the_item() -> None:
+    huge = "x" * 100_001
+    jsonl = parse_jsonl(json.dumps({"title": "T", "abstract": huge}))
+    ris = parse_ris(f"TY  - JOUR\nTI  - T\nAB  - {huge}\nER  - \n")
+    csl = parse_csl_json(json.dumps([{"title": huge}]))
+    for outcome, field in ((jsonl, "abstract"), (ris, "AB"), (csl, "title")):
+        assert outcome.papers == []
+        assert outcome.skipped[0].reason == f"field {field!r} exceeds 100000 characters"
+
+
+def test_jsonl_keeps_existing_provenance_and_adds_its_own() -> None:
+    record = {
+        "title": "Exported",
+        "arxiv_id": "2101.00001",
+        "provenance": [{"source": "openalex", "source_id": "W1", "fields": ["title"]}],
+    }
+    paper = parse_jsonl(json.dumps(record)).papers[0]
+    assert [p.source for p in paper.provenance] == ["openalex", "jsonl"]
+    assert paper.provenance[-1].source_id == "arxiv:2101.00001"
+    assert paper.provenance[-1].fields == ["title", "arxiv_id"]
+
+
+def test_jsonl_accepts_a_json_array_of_papers() -> None:
+    outcome = parse_jsonl(json.dumps([{"title": "A"}, {"title": ""}, {"title": "B"}], indent=2))
+    assert [p.title for p in outcome.papers] == ["A", "B"]
+    assert outcome.skipped[0].item == "item 2"
+
+
+# --- CSL-JSON -----------------------------------------------------------------------------------
+
+
+def test_csl_list_from_zotero() -> None:
+    outcome = parse_csl_json((FIXTURES / "commonmeta_csl-list.json").read_text(encoding="utf-8"))
+    assert (outcome.format, len(outcome.papers), outcome.skipped) == ("csl-json", 17, [])
+    first = outcome.papers[0]
+    assert first.title.startswith("Changes in Data Sharing and Data Reuse Practices")
+    assert first.author_names[:2] == ["Carol Tenopir", "Elizabeth D. Dalton"]
+    assert (first.published, first.venue, first.doi) == (
+        "2015-08-26",
+        "PLOS ONE",
+        "10.1371/journal.pone.0134826",
+    )
+    assert first.provenance[0].source_id == "tenopirChangesDataSharing2015"
+    by_id = {p.provenance[0].source_id: p for p in outcome.papers}
+    arxiv = by_id["asoreyExposiciTempranaNativos2015"]
+    assert arxiv.title.startswith("Exposición Temprana de Nativos Digitales")  # LaTeX escapes
+    assert arxiv.arxiv_id == "1501.04916"  # from the arxiv.org URL
+    assert (
+        "each other’s drawings" in by_id["hanniganCollaborativeReflectiveExperience2016"].abstract
+    )
+    assert by_id["graysonRevisitingPaleoindianExploitation2015"].published == "2015-04"
+    assert by_id["patriasCitingMedicine2007"].publisher == "National Library of Medicine (US)"
+
+
+def test_csl_single_item_with_publisher_object_and_categories() -> None:
+    outcome = parse_csl_json((FIXTURES / "commonmeta_citeproc.json").read_text(encoding="utf-8"))
+    paper = outcome.papers[0]
+    assert (paper.title, paper.publisher, paper.published) == (
+        "Eating your own Dog Food",
+        "DataCite",
+        "2016-12-20",
+    )
+    assert paper.categories[:2] == ["Phylogeny", "Malaria"]
+    assert paper.author_names == ["Martin Fenner"]
+
+
+def test_csl_items_literal_names_jats_abstract_and_skips() -> None:
+    items = [
+        {
+            "id": "x1",
+            "title": ["A <i>study</i>"],
+            "author": [
+                {"literal": "World Health Organization"},
+                {"family": "Beethoven", "given": "Ludwig", "non-dropping-particle": "van"},
+            ],
+            "issued": {"raw": "2019-07"},
+            "abstract": "<jats:p>Background text.</jats:p>",
+        },
+        {"id": "x2", "author": [{"family": "Nobody"}]},
+        "not an item",
+    ]
+    outcome = parse_csl_json(json.dumps(items))
+    paper = outcome.papers[0]
+    assert paper.title == "A study"
+    assert paper.author_names == ["World Health Organization", "Ludwig van Beethoven"]
+    assert (paper.published, paper.abstract) == ("2019-07", "Background text.")
+    assert [(s.item, s.reason) for s in outcome.skipped] == [
+        ("item 2 (x2)", "no title"),
+        ("item 3", "not a JSON object (str)"),
+    ]
+
+
+def test_csl_document_that_is_not_json_raises_naming_the_file() -> None:
+    with pytest.raises(ParseError, match=r"refs\.json is not valid CSL-JSON"):
+        parse_csl_json("[{oops", name="refs.json")
+
+
+# --- RIS ----------------------------------------------------------------------------------------
+
+
+def test_ris_full_example() -> None:
+    outcome = parse_ris((FIXTURES / "rispy_example_full.ris").read_text(encoding="utf-8"))
+    assert (outcome.format, len(outcome.papers), outcome.skipped) == ("ris", 2, [])
+    paper = outcome.papers[0]
+    assert paper.title == "Title of reference"
+    assert paper.author_names == ["Karl Marx", "Astrid Lindgren"]  # A2 (editor) is not an author
+    assert (paper.published, paper.venue, paper.publisher) == ("2014", "Lorem", "Fun Factory")
+    assert paper.categories == ["Pippi", "Nordwind", "Piraten"]
+    assert paper.abstract.startswith("BACKGROUND: Lorem ipsum")
+    assert paper.url == "http://example_url.com"
+    assert paper.provenance[0].source_id == "12345"
+
+
+def test_ris_endnote_continuation_lines() -> None:
+    paper = parse_ris((FIXTURES / "rispy_example_endnote.ris").read_text(encoding="utf-8")).papers[
+        0
+    ]
+    assert paper.title == "EndNote: The Only Reference I Can Remember"
+    assert paper.categories == [
+        "citation", "reference", "library", "wizardry", "coffee", "procrastination",
+        "EndNote", "RIS",
+    ]  # fmt: skip
+    assert paper.author_names[0] == "A. Nonymous Smith"
+    assert (paper.doi, paper.venue, paper.type) == (
+        "10.1234/endnote.joke.2024",
+        "Journal of Reference Management",
+        "article",
+    )
+    assert paper.url == "https://www.endnote.com/"
+
+
+def test_ris_unicode_and_bom() -> None:
+    paper = parse_ris(
+        (FIXTURES / "rispy_example_utf_chars.ris").read_text(encoding="utf-8")
+    ).papers[0]
+    assert paper.title.startswith("Состояние рецепторного аппарата")  # from ST
+    assert paper.author_names[0] == "Yu E. Dobrokhotova"
+    bom = parse_ris((FIXTURES / "rispy_example_bom.ris").read_text(encoding="utf-8"))
+    assert bom.papers == []
+    assert bom.skipped[0].reason == "no title (no TI, T1, CT or ST line)"
+
+
+def test_ris_broken_record_between_two_good_ones() -> None:
+    text = (
+        "TY  - JOUR\nTI  - Good one\nPY  - 2001/02/03/\nER  - \n"
+        "TY  - JOUR\nAU  - Nobody, A.\nER  - \n"
+        "TY  - CONF\nT1  - Good two\nDA  - 2005/07\nAU  - Doe, Jane, Jr.\n"
+    )
+    outcome = parse_ris(text)
+    assert [(p.title, p.published, p.type) for p in outcome.papers] == [
+        ("Good one", "2001-02-03", "article"),
+        ("Good two", "2005-07", "inproceedings"),
+    ]
+    assert outcome.papers[1].author_names == ["Jane Doe Jr."]
+    assert [(s.item, s.reason) for s in outcome.skipped] == [
+        ("record 2 (line 5)", "no title (no TI, T1, CT or ST line)")
+    ]
+    assert [w.reason for w in outcome.warnings] == ["no ER line at the end of the file"]
