@@ -1,0 +1,228 @@
+"""Cited answers: retrieve -> relevant evidence -> (LLM chain | extractive) -> validated citations.
+
+Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the result):
+
+1. With ``history``, the question is rewritten into a standalone query (``retrieval.followup``).
+2. ``retriever(query, k, filters)`` runs once; ``select_relevant`` keeps the hits that may serve
+   as evidence (score threshold or lexical support, see ``retrieval.evidence``). None left ->
+   abstention ("No indexed paper addresses this."), without calling any model.
+3. No chat model configured -> the extractive answer (``retrieval.extractive``), with
+   ``NO_LLM_NOTICE``.
+4. Otherwise the LCEL chain ``prompt | model | StrOutputParser()`` streams plain text with inline
+   ``[n]`` citations over delimited evidence blocks. Each text chunk is yielded as a
+   ``TextDelta`` as it arrives; at the end ``validate_answer`` drops invalid citations, uncited
+   claims and prompt leaks, renumbers, or abstains ("The indexed papers do not answer this.").
+   The ``Final`` result is the validated text, which may differ from the concatenated deltas:
+   consumers showing a live stream must replace it with ``Final.result.answer``.
+5. The model failing after the SDK's retries (``LLM_FAILURES``) or answering with no usable
+   text falls back to the extractive answer with an "LLM unreachable (...)" notice, also when
+   some deltas were already streamed.
+
+Plain text with inline ``[n]`` is used instead of structured output: it streams, and works on
+any OpenAI-compatible server (llama.cpp, vLLM, Ollama) without json_schema support.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable
+
+from prompts import Prompt, load_prompt
+from retrieval.citations import ValidationReport, validate_answer, visible_text
+from retrieval.config import Settings
+from retrieval.errors import InputError
+from retrieval.evidence import EvidenceSet, build_evidence, resolve_min_relevance, select_relevant, strip_markup
+from retrieval.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
+from retrieval.followup import heuristic_query, standalone_question
+from retrieval.llm import LLM_FAILURES, NO_LLM_NOTICE, build_chat_model, describe_failure, model_attempts
+from retrieval.models import AnswerResult, Citation, SearchFilters, SearchHit
+
+Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
+
+LLM_ABSTAIN_ANSWER = "The indexed papers do not answer this."
+MAX_QUESTION_CHARS = 2000
+MAX_K = 50
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of model text as it streams (unvalidated)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Final:
+    """The validated answer; always the last event. ``report`` is set when a model answered."""
+
+    result: AnswerResult
+    report: ValidationReport | None = None
+    query: str = ""  # the query retrieval ran with (the standalone rewrite for follow-ups)
+
+
+AnswerEvent = TextDelta | Final
+
+
+def _system_prompt() -> Prompt:
+    return load_prompt("answer_system", required={"boundary"})
+
+
+def _user_prompt() -> Prompt:
+    return load_prompt("answer_user", required={"boundary", "question", "evidence"})
+
+
+@lru_cache(maxsize=1)
+def _answer_prompt() -> ChatPromptTemplate:
+    return ChatPromptTemplate.from_messages([("system", _system_prompt().text), ("human", _user_prompt().text)])
+
+
+def build_answer_chain(model: BaseChatModel) -> Runnable[dict[str, str], str]:
+    """``{boundary, question, evidence}`` -> the model's plain-text answer (streamable)."""
+    return _answer_prompt() | model | StrOutputParser()
+
+
+def chain_inputs(question: str, evidence: EvidenceSet) -> dict[str, str]:
+    """The prompt variables for ``question`` over ``evidence`` (all untrusted text neutralised)."""
+    return {
+        "boundary": evidence.boundary,
+        "question": evidence.wrap_question(question),
+        "evidence": evidence.render(),
+    }
+
+
+def _checked_question(question: str, k: int) -> str:
+    text = (question or "").strip()
+    if not text:
+        raise InputError("The question is empty.", hint='Ask something, e.g. "which papers propose X?".')
+    if len(text) > MAX_QUESTION_CHARS:
+        raise InputError(
+            f"The question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}.",
+            hint="Shorten it to the topic you want papers about.",
+        )
+    if not 1 <= k <= MAX_K:
+        raise InputError(f"k must be between 1 and {MAX_K} (got {k}).", hint="Pass a smaller number of results.")
+    return text
+
+
+def _fallback(question: str, relevant: Sequence[SearchHit], reason: str) -> AnswerResult:
+    return extractive_answer(question, relevant, notice=f"LLM unreachable ({reason}): extractive answer instead.")
+
+
+def _llm_result(question: str, report: ValidationReport, evidence: EvidenceSet) -> AnswerResult:
+    if report.abstained:
+        return abstention(question, "llm", answer=LLM_ABSTAIN_ANSWER)
+    citations = []
+    for new, old in enumerate(report.order, start=1):
+        hit = evidence.hit(old)
+        citations.append(Citation.from_paper(new, hit.paper, hit.score))
+    text = strip_markup(report.text, evidence.boundary)
+    return AnswerResult(question=question, answer=text, mode="llm", abstained=False, citations=citations)
+
+
+def stream_answer(
+    question: str,
+    *,
+    retriever: Retriever,
+    settings: Settings,
+    k: int = 8,
+    filters: SearchFilters | None = None,
+    history: Sequence[tuple[str, str]] = (),
+    chat_model: BaseChatModel | None = None,
+    min_relevance: float | None = None,
+    scorer: SentenceScorer | None = None,
+) -> Iterator[AnswerEvent]:
+    """Yield ``TextDelta``s while a model writes, then exactly one ``Final`` (see module doc).
+
+    ``chat_model`` defaults to ``build_chat_model(settings)``; ``min_relevance`` to
+    ``settings.min_relevance``, else ``retrieval.evidence.DEFAULT_MIN_RELEVANCE``; ``scorer``
+    picks key sentences in extractive answers. Raises ``InputError`` for an empty or overlong
+    question; retriever errors (``IndexUnavailableError``) pass through.
+    """
+    question = _checked_question(question, k)  # eager: bad input raises before iteration
+    model = chat_model if chat_model is not None else build_chat_model(settings)
+    threshold = resolve_min_relevance(settings, min_relevance)
+    return _events(question, retriever, settings, k, filters, history, model, threshold, scorer)
+
+
+def _events(
+    question: str,
+    retriever: Retriever,
+    settings: Settings,
+    k: int,
+    filters: SearchFilters | None,
+    history: Sequence[tuple[str, str]],
+    model: BaseChatModel | None,
+    threshold: float,
+    scorer: SentenceScorer | None,
+) -> Iterator[AnswerEvent]:
+    failure: Exception | None = None
+    try:
+        query = standalone_question(question, history, model)
+    except LLM_FAILURES as exc:
+        failure, query = exc, heuristic_query(question, history)
+    relevant = select_relevant(query, retriever(query, k, filters), threshold)
+
+    if model is None:
+        yield Final(extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=scorer), query=query)
+        return
+    attempts = model_attempts(model, settings)
+    if failure is not None:
+        yield Final(_fallback(question, relevant, describe_failure(failure, attempts)), query=query)
+        return
+    if not relevant:
+        yield Final(abstention(question, "llm", answer=NO_EVIDENCE_ANSWER), query=query)
+        return
+
+    evidence = build_evidence(relevant)
+    pieces: list[str] = []
+    try:
+        for piece in build_answer_chain(model).stream(chain_inputs(query, evidence)):
+            if piece:
+                pieces.append(piece)
+                yield TextDelta(piece)
+    except LLM_FAILURES as exc:
+        yield Final(_fallback(question, relevant, describe_failure(exc, attempts)), query=query)
+        return
+    raw = "".join(pieces)
+    if not re.search(r"[^\W\d_]", visible_text(raw)):  # empty, digits, braces: not an answer
+        yield Final(_fallback(question, relevant, "no usable text in the response"), query=query)
+        return
+    system_text = _system_prompt().format(boundary=evidence.boundary)
+    report = validate_answer(raw, len(evidence), forbidden=[evidence.boundary], protected=[system_text])
+    yield Final(_llm_result(question, report, evidence), report=report, query=query)
+
+
+def answer_question(
+    question: str,
+    *,
+    retriever: Retriever,
+    settings: Settings,
+    k: int = 8,
+    filters: SearchFilters | None = None,
+    history: Sequence[tuple[str, str]] = (),
+    chat_model: BaseChatModel | None = None,
+    min_relevance: float | None = None,
+    scorer: SentenceScorer | None = None,
+) -> AnswerResult:
+    """The validated cited answer to ``question`` (``stream_answer`` without the deltas)."""
+    for event in stream_answer(
+        question,
+        retriever=retriever,
+        settings=settings,
+        k=k,
+        filters=filters,
+        history=history,
+        chat_model=chat_model,
+        min_relevance=min_relevance,
+        scorer=scorer,
+    ):
+        if isinstance(event, Final):
+            return event.result
+    raise AssertionError("stream_answer ended without a Final event")  # pragma: no cover

@@ -1,0 +1,219 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 for tests (stdlib only).
+
+Serves ``POST /v1/chat/completions`` (and ``GET /v1/models``). Each request takes the next
+scripted ``StubReply`` (the last one, or ``default``, repeats once the script runs out):
+
+* 200 with ``text``: a ``chat.completion`` JSON, or, when the request asks ``stream: true``,
+  SSE ``chat.completion.chunk`` events (one per word, or the given ``chunks``) then
+  ``data: [DONE]``;
+* any other ``status``: an OpenAI-style error body, with ``headers`` such as
+  ``{"retry-after-ms": "5"}`` (the openai SDK honours it, so retry tests stay fast);
+* ``delay`` seconds before answering (released early by ``stop()``), for timeout tests;
+* ``raw_body`` to send bytes verbatim (garbage, truncated JSON).
+
+Every request is recorded (method, path, lowercased headers, parsed JSON body) in
+``server.requests``; ``server.chat_requests`` keeps the chat completions only.
+
+    with OpenAIStubServer([StubReply(status=500), StubReply(text="Hi [1].")]) as server:
+        model = ChatOpenAI(base_url=server.base_url, api_key="test", ...)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StubReply:
+    """One scripted response."""
+
+    text: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    chunks: tuple[str, ...] | None = None  # explicit stream pieces; default: words of ``text``
+    raw_body: bytes | None = None  # sent verbatim with ``status`` instead of any JSON
+    error_message: str = "scripted failure"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lowercased names
+    body: Any  # parsed JSON, or the raw text when it is not JSON
+
+
+class OpenAIStubServer:
+    """Start with ``start()`` or a ``with`` block; ``base_url`` ends in ``/v1``."""
+
+    def __init__(self, replies: Iterable[StubReply] = (), *, default: StubReply | None = None,
+                 model: str = "stub-model") -> None:
+        self._script = list(replies)
+        self._default = default
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> OpenAIStubServer:
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-stub", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()  # wake delayed handlers so shutdown is immediate
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> OpenAIStubServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    # --- script ----------------------------------------------------------------------------
+    def script(self, *replies: StubReply) -> None:
+        """Append replies to the queue."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def _next_reply(self) -> StubReply:
+        with self._lock:
+            if len(self._script) > 1 or (self._script and self._default is not None):
+                return self._script.pop(0)
+            if self._script:
+                return self._script[0]
+            return self._default or StubReply(text="")
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self._release.wait(seconds)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\S+\s*|\s+", text) or [""]
+
+
+def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+            return
+
+        def _headers(self) -> dict[str, str]:
+            return {key.lower(): value for key, value in self.headers.items()}
+
+        def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            body = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802
+            server._record(RecordedRequest("GET", self.path, self._headers(), None))
+            self._send_json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            server._record(RecordedRequest("POST", self.path, self._headers(), body))
+            reply = server._next_reply()
+            server._wait(reply.delay)
+            try:
+                self._respond(reply, body if isinstance(body, dict) else {})
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout): nothing to do
+
+        def _respond(self, reply: StubReply, body: dict[str, Any]) -> None:
+            if reply.raw_body is not None:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(reply.raw_body)))
+                self.end_headers()
+                self.wfile.write(reply.raw_body)
+                return
+            if reply.status != 200:
+                error = {"error": {"message": reply.error_message, "type": "server_error", "code": str(reply.status)}}
+                self._send_json(reply.status, error, reply.headers)
+                return
+            created = int(time.time())
+            model = body.get("model") or server.model
+            if body.get("stream"):
+                self._stream(reply, model, created)
+                return
+            completion = {
+                "id": "chatcmpl-stub",
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
+                             "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": len(reply.text.split()),
+                          "total_tokens": 10 + len(reply.text.split())},
+            }
+            self._send_json(200, completion, reply.headers)
+
+        def _stream(self, reply: StubReply, model: str, created: int) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            pieces = list(reply.chunks) if reply.chunks is not None else _words(reply.text)
+            for i, piece in enumerate(pieces):
+                delta: dict[str, Any] = {"content": piece}
+                if i == 0:
+                    delta["role"] = "assistant"
+                self._event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": created,
+                             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            self._event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": created,
+                         "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            self.wfile.flush()
+
+    return Handler

@@ -1,0 +1,90 @@
+"""The extractive (no-LLM) answer built from hand-made hits."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from retrieval.citations import cited_numbers
+from retrieval.extractive import NO_EVIDENCE_ANSWER, extractive_answer, key_sentence
+from retrieval.models import SearchHit
+from retrieval.records import Paper
+from tests.answers.conftest import by_title
+
+QUESTION = "Which papers study the convergence of the discrete dipole approximation?"
+
+
+def test_key_sentence_is_the_most_similar_abstract_sentence(papers: list[Paper]) -> None:
+    paper = by_title(papers, "Convergence of the discrete dipole approximation. I")
+    sentence = key_sentence(QUESTION, paper)
+    assert sentence is not None
+    assert "convergence" in sentence.lower() and "discrete dipole approximation" in sentence.lower()
+    assert sentence in paper.abstract.replace("\n", " ").replace("  ", " ") or sentence.endswith("…")
+
+
+def test_key_sentence_falls_back_to_first_sentence(papers: list[Paper]) -> None:
+    paper = Paper(title="T", abstract="First statement here. Second statement there.")
+    assert key_sentence("unrelated zebra question", paper) == "First statement here"
+
+
+def test_key_sentence_trims_connectives_and_length() -> None:
+    paper = Paper(title="T", abstract="Intro. However, graphene shows resonance " + "very " * 100 + "strongly.")
+    sentence = key_sentence("graphene resonance", paper)
+    assert sentence is not None
+    assert sentence.startswith("Graphene shows resonance") and sentence.endswith("…") and len(sentence) <= 305
+
+
+def test_custom_scorer_is_used(papers: list[Paper]) -> None:
+    paper = Paper(title="T", abstract="Alpha one. Beta two. Gamma three.")
+
+    def last_wins(question: str, sentences: Sequence[str]) -> list[float]:
+        return [float(i) for i in range(len(sentences))]
+
+    assert key_sentence("alpha", paper, scorer=last_wins) == "Gamma three"
+
+
+def test_answer_format_every_item_ends_with_its_citation(papers: list[Paper]) -> None:
+    hits = [
+        SearchHit(paper=by_title(papers, "Convergence of the discrete dipole approximation. I"), score=0.9),
+        SearchHit(paper=by_title(papers, "overview and recent"), score=0.7),
+        SearchHit(paper=by_title(papers, "simulation of light scattering"), score=0.6),
+    ]
+    result = extractive_answer(QUESTION, hits)
+    lines = result.answer.splitlines()
+    assert lines[0] == "Relevant passages from 3 indexed papers:"
+    for n, line in enumerate(lines[1:], start=1):
+        assert line.startswith("- ") and line.endswith(f"[{n}]")
+    assert cited_numbers(result.answer) == [1, 2, 3]
+    assert [c.n for c in result.citations] == [1, 2, 3]
+    assert [c.id for c in result.citations] == [h.paper.id for h in hits]
+    assert result.citations[0].score == 0.9
+    assert result.mode == "extractive" and not result.abstained
+
+
+def test_at_most_five_records(papers: list[Paper]) -> None:
+    hits = [SearchHit(paper=p, score=0.9) for p in papers[:8]]
+    result = extractive_answer("anything", hits)
+    assert len(result.citations) == 5 and cited_numbers(result.answer) == [1, 2, 3, 4, 5]
+
+
+def test_no_hits_abstains_plainly() -> None:
+    result = extractive_answer(QUESTION, [], notice="note")
+    assert result.abstained and result.citations == []
+    assert result.answer == NO_EVIDENCE_ANSWER
+    assert result.notice == "note"
+
+
+def test_record_without_abstract_shows_its_title_only() -> None:
+    paper = Paper(title="Only a title", published="2020")
+    result = extractive_answer("title", [SearchHit(paper=paper, score=0.9)])
+    assert result.answer.splitlines()[1] == "- Only a title (2020) [1]"
+
+
+def test_untrusted_text_cannot_add_citations_or_pings() -> None:
+    paper = Paper(
+        title="<!channel> Graphene [7]",
+        abstract="Graphene resonance is strong [99] <!here> </evidence>. Other text.",
+    )
+    result = extractive_answer("graphene resonance", [SearchHit(paper=paper, score=0.9)])
+    assert cited_numbers(result.answer) == [1]
+    assert not re.search(r"<[!@#/]", result.answer)
