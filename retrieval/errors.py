@@ -44,15 +44,21 @@ class InputError(PaperbotError):
 class UnknownScholarError(InputError):
     """No indexed or rostered person matches the name."""
 
-    def __init__(self, name: str, suggestions: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        suggestions: list[str] | None = None,
+        *,
+        message: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         self.name = name
         self.suggestions = list(suggestions or [])
-        message = f"No indexed scholar matches {name!r}."
-        hint = (
-            "Did you mean: " + ", ".join(self.suggestions) + "?"
-            if self.suggestions
-            else "Index their papers first, e.g. `paperbot ingest openalex --author ID`."
-        )
+        message = message or f"No indexed scholar matches {name!r}."
+        if self.suggestions:
+            hint = "Did you mean: " + ", ".join(self.suggestions) + "?"
+        elif hint is None:
+            hint = "Index their papers first, e.g. `paperbot ingest openalex --author ID`."
         super().__init__(message, hint=hint)
 
 

@@ -84,9 +84,16 @@ def clean_text(value: str | None) -> str:
     return _SPACE.sub(" ", value).strip()
 
 
+# Letters that Unicode decomposition leaves alone ("Martı́n", "Łukasz", "Søren").
+LATIN_LETTERS = str.maketrans({
+    "ı": "i", "ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss",
+    "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
+})
+
+
 def fold(value: str) -> str:
     """Lowercase ASCII-folded alphanumerics, for comparing names and titles."""
-    decomposed = unicodedata.normalize("NFKD", value)
+    decomposed = unicodedata.normalize("NFKD", value.translate(LATIN_LETTERS))
     ascii_only = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return re.sub(r"[^a-z0-9]+", " ", ascii_only.lower()).strip()
 

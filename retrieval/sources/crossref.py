@@ -17,6 +17,8 @@ Crossref's polite pool is joined through the User-Agent (it carries ``settings.c
 
 from __future__ import annotations
 
+import html
+
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -139,7 +141,8 @@ def _authors(item: Mapping[str, Any]) -> list[dict[str, Any]]:
         authors.append({
             "name": name,
             "orcid": orcid if isinstance(orcid, str) else None,
-            "affiliations": [a for a in affiliations if isinstance(a, str)],
+            # Crossref passes affiliation text through with HTML entities ("Lab &amp; ...")
+            "affiliations": [html.unescape(a) for a in affiliations if isinstance(a, str)],
         })
     return authors
 
