@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "bot.commands.records",
     "bot.commands.scholars",
     "bot.commands.sync",
+    "bot.commands.fetch",
     "bot.commands.summarize",
     "bot.commands.collaborators",
     "bot.commands.serve",

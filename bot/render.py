@@ -12,6 +12,11 @@ MODE_LABELS = {
 }
 
 
+def _sentence(text: str) -> str:
+    """End with one full stop ("et al." stays "et al.", "Why?" stays "Why?")."""
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 def citation_line(citation: Citation) -> str:
     """"[n] Title. A, B et al. Venue, 2024. link" for one numbered record."""
     names = citation.authors
@@ -22,9 +27,9 @@ def citation_line(citation: Citation) -> str:
     else:
         authors = ", ".join(names)
     where = ", ".join(part for part in (citation.venue, str(citation.year) if citation.year else None) if part)
-    pieces = [f"[{citation.n}] {citation.title}.", f"{authors}."]
+    pieces = [f"[{citation.n}] {_sentence(citation.title)}", _sentence(authors)]
     if where:
-        pieces.append(f"{where}.")
+        pieces.append(_sentence(where))
     if citation.url:
         pieces.append(citation.url)
     return " ".join(pieces)

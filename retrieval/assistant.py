@@ -7,7 +7,6 @@ doors always behave the same. It owns the lazily opened index and chat model.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,8 +33,14 @@ if TYPE_CHECKING:
     from retrieval.index import PaperIndex
     from retrieval.ingest import IngestReport, Progress
 
-MAX_QUESTION_CHARS = 2000
 _UNSET = object()
+
+
+def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
+    """Append notices (a capped question, the filter that emptied the result) to the answer's."""
+    parts = [result.notice, *notices]
+    combined = " ".join(part for part in parts if part)
+    return result.model_copy(update={"notice": combined or None})
 
 
 class IndexStats(BaseModel):
@@ -93,33 +98,33 @@ class Assistant:
         return self._chat_model  # type: ignore[return-value]
 
     def _retrieve(self, query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
-        return self.index.search(query, k=k, filters=filters)
+        """Hybrid search on the question with its filter phrases ("since 2024") taken out."""
+        cleaned, _ = self.index.parse_question(query)
+        return self.index.search(cleaned or query, k=k, filters=filters)
 
-    def _prepare(self, text: str, filters: SearchFilters | None) -> tuple[str, SearchFilters]:
-        """Validate a question and read filters ("since 2024", "by Zhao Zhang") out of it."""
-        from retrieval.query_filters import extract_filters
+    def _prepare(self, text: str, filters: SearchFilters | None) -> tuple[str, SearchFilters, str | None]:
+        """Validate and cap a question; read filters ("since 2024", "by Zhao Zhang") out of it.
 
-        question = " ".join(text.split())
-        if not question:
-            raise InputError("The question is empty.", hint='Ask something, e.g. paperbot ask "which papers study X?"')
-        if len(question) > MAX_QUESTION_CHARS:
-            raise InputError(
-                f"The question has {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.",
-                hint="Shorten it to the essential question.",
-            )
-        _, parsed = extract_filters(question, known_authors=self.index.has_author)
-        return question, merge_filters(filters, parsed)
+        Returns the question to use, the merged filters and a notice (e.g. the cap) or None.
+        """
+        from retrieval.query_filters import prepare_query
+
+        prepared = prepare_query(text)
+        _, parsed = self.index.parse_question(prepared.text)
+        return prepared.text, merge_filters(filters, parsed), prepared.notice
 
     # --- the three jobs ----------------------------------------------------------------------
 
     def search(
         self, query: str, *, k: int = 10, offset: int = 0, filters: SearchFilters | None = None
     ) -> SearchResult:
-        question, merged = self._prepare(query, filters)
-        hits = self._retrieve(question, k + offset, merged)[offset:]
+        question, merged, notice = self._prepare(query, filters)
+        cleaned, _ = self.index.parse_question(question)
+        outcome = self.index.retrieve(cleaned or question, k + offset, None if merged.is_empty() else merged)
+        hits = outcome.hits[offset:]
         citations = [Citation.from_paper(offset + i + 1, hit.paper, hit.score) for i, hit in enumerate(hits)]
-        notice = self.index.explain_empty(merged) if not hits and not merged.is_empty() else None
-        return SearchResult(query=query, results=citations, notice=notice)
+        notices = " ".join(part for part in (notice, outcome.empty_reason if not hits else None) if part)
+        return SearchResult(query=query, results=citations, notice=notices or None)
 
     def ask(
         self,
@@ -131,8 +136,8 @@ class Assistant:
     ) -> AnswerResult:
         from retrieval.answer import answer_question
 
-        text, merged = self._prepare(question, filters)
-        return answer_question(
+        text, merged, notice = self._prepare(question, filters)
+        result = answer_question(
             text,
             retriever=self._retrieve,
             settings=self.settings,
@@ -142,6 +147,13 @@ class Assistant:
             chat_model=self.chat_model,
             min_relevance=self.relevance_threshold,
         )
+        return _with_notice(result, notice, self._empty_reason(result, merged))
+
+    def _empty_reason(self, result: AnswerResult, filters: SearchFilters) -> str | None:
+        """When an abstention is due to the filters (or an empty index), say which."""
+        if not result.abstained:
+            return None
+        return self.index.explain_empty(None if filters.is_empty() else filters)
 
     def stream_ask(
         self,
@@ -153,7 +165,7 @@ class Assistant:
     ) -> "Iterator[AnswerEvent]":
         from retrieval.answer import stream_answer
 
-        text, merged = self._prepare(question, filters)
+        text, merged, _notice = self._prepare(question, filters)
         return stream_answer(
             text,
             retriever=self._retrieve,

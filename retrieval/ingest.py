@@ -13,7 +13,7 @@ from pathlib import Path
 
 from retrieval.errors import ParseError
 from retrieval.index import PaperIndex
-from retrieval.merge import dedupe, merge_papers
+from retrieval.merge import dedupe, merge_papers, same_paper
 from retrieval.records import Paper
 from retrieval.sources.base import SkippedItem
 from retrieval.sources.files import parse_file
@@ -61,6 +61,8 @@ def _merge_with_index(index: PaperIndex, paper: Paper) -> tuple[Paper, list[str]
     merged = paper
     previous_ids: list[str] = []
     for existing in index.find_matches(paper):
+        if not same_paper(existing, merged):  # shared fingerprint but conflicting DOIs, say
+            continue
         merged = merge_papers(existing, merged)
         previous_ids.append(existing.id)
     return merged, previous_ids

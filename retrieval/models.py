@@ -64,6 +64,8 @@ class Citation(BaseModel):
     arxiv_id: str | None
     url: str | None
     score: float
+    # shown as a badge in Slack; kept out of --json so the citation contract stays exact
+    open_access: bool | None = Field(default=None, exclude=True)
 
     @classmethod
     def from_paper(cls, n: int, paper: Paper, score: float) -> "Citation":
@@ -78,6 +80,7 @@ class Citation(BaseModel):
             arxiv_id=paper.arxiv_id,
             url=paper.link,
             score=round(float(score), 4),
+            open_access=paper.open_access,
         )
 
 
@@ -119,6 +122,21 @@ class Coauthor(BaseModel):
     shared: int
 
 
+class CoauthorLink(BaseModel):
+    """Two of the scholar's top co-authors who also wrote ``shared`` indexed papers together."""
+
+    a: str
+    b: str
+    shared: int
+
+
+class ThemeYears(BaseModel):
+    """Papers per year of one theme (all the scholar's papers; older ones placed by similarity)."""
+
+    label: str
+    counts_by_year: dict[int, int]
+
+
 class ScholarSummaryResult(BaseModel):
     """``paperbot summarize --json`` for a resolved scholar."""
 
@@ -131,6 +149,11 @@ class ScholarSummaryResult(BaseModel):
     topics: list[str]
     counts_by_year: dict[int, int] = Field(default_factory=dict)
     window_note: str | None = None
+    paper_count: int = 0  # all indexed papers of the scholar
+    coauthor_count: int = 0  # distinct co-authors (grouped as people)
+    coauthor_links: list[CoauthorLink] = Field(default_factory=list)
+    timeline: list[ThemeYears] = Field(default_factory=list)
+    notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive themes"
 
 
 class ScholarCandidate(BaseModel):
@@ -139,6 +162,8 @@ class ScholarCandidate(BaseModel):
     papers: int
     sample_title: str | None
     ids: dict[str, str] = Field(default_factory=dict)
+    coauthors: list[str] = Field(default_factory=list)  # top co-authors: tells namesakes apart
+    latest_year: int | None = None
 
 
 class AmbiguousScholarResult(BaseModel):
@@ -147,6 +172,7 @@ class AmbiguousScholarResult(BaseModel):
     ambiguous: Literal[True] = True
     query: str
     candidates: list[ScholarCandidate]
+    more: int = 0  # further matching people not listed in ``candidates``
 
 
 class ExpertCandidate(BaseModel):
@@ -162,3 +188,4 @@ class CollaboratorsResult(BaseModel):
 
     topic: str
     scholars: list[ExpertCandidate]
+    notice: str | None = Field(default=None, exclude=True)  # e.g. "no indexed paper is close to the topic"

@@ -1,0 +1,86 @@
+"""`paperbot sync`: fetch new works of every roster scholar from arXiv, OpenAlex and Crossref."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from bot.context import CliContext
+from retrieval.errors import InputError, PaperbotError
+from retrieval.roster import Roster
+from retrieval.sync import SyncEvent, SyncReport, sync_roster
+
+NEW_SHOWN = 10
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sync",
+        help="fetch what is new for every scholar on the roster and index it",
+        description="For each roster scholar, fetch works since their last sync from arXiv, OpenAlex and "
+        "Crossref, merge them with what is indexed, and report what is new.",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run)
+
+
+def _progress(ctx: CliContext, update: Callable[[int, int], None]) -> Callable[[SyncEvent], None]:
+    def on_event(event: SyncEvent) -> None:
+        if event.stage == "start":
+            ctx.note(f"[{event.position}/{event.total}] {event.scholar}")
+        elif event.stage == "source":
+            ctx.note(f"    {event.source}: {event.count} work(s)")
+        elif event.stage == "error":
+            ctx.note(f"    {event.source} FAILED after {event.count} work(s): {event.message}")
+        elif event.stage == "note":
+            ctx.note(f"    {event.message}")
+        elif event.stage == "done":
+            update(event.position, event.total)
+
+    return on_event
+
+
+def print_report(report: SyncReport, ctx: CliContext) -> None:
+    """The human summary: totals, then per scholar what is new (with titles) and what failed."""
+    new_ids = report.new_paper_ids
+    titles = {pid: paper for pid, paper in ctx.index.get_many(new_ids).items()} if new_ids else {}
+    ctx.out(
+        f"Synced {len(report.scholars)} scholar(s): {len(new_ids)} new paper(s), "
+        f"{len(report.updated_paper_ids)} updated."
+    )
+    for scholar in report.scholars:
+        fetched = ", ".join(f"{source} {count}" for source, count in scholar.fetched.items()) or "no source"
+        ctx.out(f"  {scholar.name}: {len(scholar.new)} new, {len(scholar.updated)} updated (fetched: {fetched})")
+        for pid in scholar.new[:NEW_SHOWN]:
+            paper = titles.get(pid)
+            label = f"{paper.title} ({paper.year or 'n.d.'})" if paper else ""
+            ctx.out(f"    + {pid}  {label}".rstrip())
+        if len(scholar.new) > NEW_SHOWN:
+            ctx.out(f"    ... and {len(scholar.new) - NEW_SHOWN} more (use --json to see all).")
+        for failure in scholar.errors:
+            ctx.out(f"    ! {failure.message} (kept {failure.fetched_before_failure} work(s) fetched before the failure)")
+    if not report.ok:
+        ctx.out("Some sources failed; run `paperbot sync` again later to complete (nothing will be duplicated).")
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    scholars = Roster.load(ctx.settings).list()
+    if not scholars:
+        raise InputError(
+            "The roster is empty: there is nobody to sync.",
+            hint='Add a scholar first: paperbot scholars add "Zhao Zhang" --orcid 0000-0002-1825-0097',
+        )
+    with ctx.progress("Syncing scholars", total=len(scholars)) as update:
+        report = sync_roster(ctx.settings, ctx.index, progress=_progress(ctx, update))
+    if report.new_paper_ids:
+        try:
+            from retrieval.follows import note_new_papers
+
+            note_new_papers(ctx.settings, report.new_paper_ids)
+        except PaperbotError as exc:
+            ctx.note(f"Could not queue follow alerts for the new papers: {exc}")
+    if args.json:
+        ctx.out_json(report.model_dump(mode="json"))
+    else:
+        print_report(report, ctx)
+    return 0 if report.ok else 2

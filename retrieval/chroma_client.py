@@ -1,0 +1,261 @@
+"""The dense side of the index: Chroma, embedded or a ``chroma run`` server.
+
+With ``settings.chroma_url`` unset, ``chromadb.PersistentClient(settings.chroma_dir)`` is used;
+with it set, ``chromadb.HttpClient`` (host, port and TLS parsed from the URL). The connection
+is made lazily and dropped whenever the server cannot be reached, so the next call tries
+again: a server restarted between two questions is picked up without restarting paperbot.
+
+The collection always uses cosine space and ``embedding_function=None``: vectors are computed
+by our own encoder and passed explicitly (Chroma's default function would try to download a
+model). Metadata per record carries what filters and a citation line need; the full record
+lives in the record store. Note that the embedded client is not safe for several *processes*
+writing at once; run a server (``PAPERBOT_CHROMA_URL``) when the Slack bot and ingest jobs
+share an index.
+
+This module and ``index.py`` are the only ones that import chromadb.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+from urllib.parse import urlparse
+
+import chromadb
+import httpx
+import numpy as np
+from chromadb.config import Settings as ChromaSettings
+from chromadb.errors import ChromaError
+
+from retrieval.config import Settings
+from retrieval.errors import ConfigError, IndexUnavailableError
+from retrieval.query_filters import ResolvedFilters, author_key
+from retrieval.records import Paper, fold
+
+log = logging.getLogger(__name__)
+
+BATCH = 5000  # below Chroma's max batch size (5461 here)
+_PAGE = 5000
+
+
+def parse_chroma_url(url: str) -> tuple[str, int, bool]:
+    """``(host, port, ssl)`` from ``http(s)://host[:port]``; the port defaults to 8000 / 443."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"Invalid setting PAPERBOT_CHROMA_URL: {url!r} is not an http(s) URL.",
+                          hint="Use e.g. http://127.0.0.1:8000, or unset it for the embedded index.")
+    ssl = parsed.scheme == "https"
+    try:
+        port = parsed.port or (443 if ssl else 8000)
+    except ValueError:
+        raise ConfigError(f"Invalid setting PAPERBOT_CHROMA_URL: {url!r} has an invalid port.",
+                          hint="Use e.g. http://127.0.0.1:8000.") from None
+    return parsed.hostname, port, ssl
+
+
+def record_metadata(paper: Paper) -> dict[str, Any]:
+    """Chroma metadata for one record. ``None`` removes a key left over from an older version.
+
+    Lists must be non-empty in Chroma, so an author-less record gets ``authors=None``.
+    """
+    authors = [key for key in (author_key(a.name) for a in paper.authors) if key]
+    return {
+        "title": paper.title,
+        "year": paper.year,
+        "authors": authors or None,
+        "venue": fold(paper.venue) if paper.venue else None,
+        "doi": paper.doi,
+        "arxiv_id": paper.arxiv_id,
+        "embedding_hash": paper.embedding_hash,
+    }
+
+
+def build_where(filters: ResolvedFilters | None) -> dict[str, Any] | None:
+    """Chroma ``where`` for resolved filters (``$and`` of conditions; None when unfiltered).
+
+    Authors is a list field, so each author key is matched with ``$contains`` (a plain
+    equality on a list field silently matches nothing).
+    """
+    if filters is None or filters.is_empty():
+        return None
+    conditions: list[dict[str, Any]] = []
+    if filters.since is not None:
+        conditions.append({"year": {"$gte": filters.since}})
+    if filters.until is not None:
+        conditions.append({"year": {"$lte": filters.until}})
+    if filters.author_keys is not None:
+        keys = sorted(filters.author_keys)
+        contains = [{"authors": {"$contains": key}} for key in keys]
+        conditions.append(contains[0] if len(contains) == 1 else {"$or": contains})
+    if filters.venue_keys is not None:
+        conditions.append({"venue": {"$in": sorted(filters.venue_keys)}})
+    return conditions[0] if len(conditions) == 1 else {"$and": conditions}
+
+
+class DenseStore:
+    """One Chroma collection of paper vectors, with reconnect-on-next-call semantics."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.RLock()
+        self._client: Any = None
+        self._collection: Any = None
+
+    @property
+    def location(self) -> str:
+        return self._settings.chroma_url or str(self._settings.chroma_dir)
+
+    # --- connection --------------------------------------------------------------------------
+
+    def _unreachable(self) -> IndexUnavailableError:
+        return IndexUnavailableError(
+            f"Cannot reach the Chroma server at {self._settings.chroma_url}.",
+            hint="Start it (e.g. `chroma run --path DIR --host 127.0.0.1 --port 8000`) or unset "
+                 "PAPERBOT_CHROMA_URL to use the embedded index.",
+        )
+
+    def _failed(self, detail: str) -> IndexUnavailableError:
+        if self._settings.chroma_url:
+            return IndexUnavailableError(f"The Chroma server at {self._settings.chroma_url} failed: {detail}.",
+                                         hint="Check the server's log; `paperbot doctor` checks the index.")
+        return IndexUnavailableError(
+            f"Cannot use the vector index in {self._settings.chroma_dir}: {detail}.",
+            hint="Check that PAPERBOT_DATA_DIR is writable and has free space; `paperbot doctor` can repair the index.",
+        )
+
+    def _connect(self) -> Any:
+        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        if self._settings.chroma_url:
+            host, port, ssl = parse_chroma_url(self._settings.chroma_url)
+            return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
+        self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(self._settings.chroma_dir), settings=chroma_settings)
+
+    def _get_collection(self) -> Any:
+        if self._collection is None:
+            client = self._connect()
+            collection = client.get_or_create_collection(
+                self._settings.collection,
+                configuration={"hnsw": {"space": "cosine"}},
+                embedding_function=None,
+            )
+            space = (collection.configuration or {}).get("hnsw", {}) or {}
+            if space.get("space", "cosine") != "cosine":
+                raise IndexUnavailableError(
+                    f"The Chroma collection {self._settings.collection!r} uses {space.get('space')} distance, not cosine.",
+                    hint="Set PAPERBOT_COLLECTION to a new name and re-ingest, or delete that collection.",
+                )
+            self._client, self._collection = client, collection
+        return self._collection
+
+    def reset(self) -> None:
+        """Forget the connection; the next call reconnects."""
+        with self._lock:
+            self._client = None
+            self._collection = None
+
+    @contextmanager
+    def _call(self) -> Iterator[Any]:
+        """Yield the collection; translate connection and storage failures, reset on loss.
+
+        The lock only guards connecting: chromadb clients serve concurrent calls, so a long
+        upsert does not hold up searches from other threads.
+        """
+        try:
+            with self._lock:
+                collection = self._get_collection()
+            yield collection
+        except IndexUnavailableError:
+            raise
+        except httpx.TransportError as exc:
+            self.reset()
+            raise self._unreachable() from exc
+        except ValueError as exc:
+            # chromadb.HttpClient raises ValueError("Could not connect to a Chroma server...")
+            if self._settings.chroma_url and "connect" in str(exc).lower():
+                self.reset()
+                raise self._unreachable() from exc
+            raise
+        except ChromaError as exc:
+            raise self._failed(str(exc) or type(exc).__name__) from exc
+        except (OSError, sqlite3.Error) as exc:
+            self.reset()
+            raise self._failed(str(exc)) from exc
+
+    # --- operations --------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        """Raise ``IndexUnavailableError`` unless the collection can be reached."""
+        with self._call() as collection:
+            collection.count()
+
+    def count(self) -> int:
+        with self._call() as collection:
+            return int(collection.count())
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict[str, Any]]) -> None:
+        """Insert or replace vectors with their metadata, in batches of at most ``BATCH``."""
+        with self._call() as collection:
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
+                collection.upsert(ids=list(ids[start:end]), embeddings=vectors[start:end],
+                                  metadatas=list(metadatas[start:end]))
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Replace metadata of existing vectors (the text, hence the vector, did not change)."""
+        with self._call() as collection:
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
+                collection.update(ids=list(ids[start:end]), metadatas=list(metadatas[start:end]))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        with self._call() as collection:
+            for start in range(0, len(ids), BATCH):
+                collection.delete(ids=list(ids[start : start + BATCH]))
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by id (missing ids are absent)."""
+        found: dict[str, np.ndarray] = {}
+        if not ids:
+            return found
+        with self._call() as collection:
+            for start in range(0, len(ids), BATCH):
+                got = collection.get(ids=list(ids[start : start + BATCH]), include=["embeddings"])
+                for item, vector in zip(got["ids"], got["embeddings"]):
+                    found[item] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def embedding_hashes(self) -> dict[str, str | None]:
+        """``id -> embedding_hash`` metadata of every stored vector (paged)."""
+        result: dict[str, str | None] = {}
+        with self._call() as collection:
+            offset = 0
+            while True:
+                got = collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
+                for item, metadata in zip(got["ids"], got["metadatas"]):
+                    result[item] = (metadata or {}).get("embedding_hash")
+                if len(got["ids"]) < _PAGE:
+                    return result
+                offset += _PAGE
+
+    def query(
+        self, vector: np.ndarray, n: int, filters: ResolvedFilters | None = None
+    ) -> list[tuple[str, float, np.ndarray]]:
+        """Nearest ``n`` records as ``(id, cosine similarity, vector)``, best first."""
+        with self._call() as collection:
+            got = collection.query(
+                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                n_results=max(1, n),
+                where=build_where(filters),
+                include=["distances", "embeddings"],
+            )
+        ids = got["ids"][0]
+        distances = got["distances"][0]
+        vectors = got["embeddings"][0] if got.get("embeddings") is not None else [None] * len(ids)
+        return [
+            (item, 1.0 - float(distance), np.asarray(vec, dtype=np.float32))
+            for item, distance, vec in zip(ids, distances, vectors)
+        ]

@@ -1,0 +1,137 @@
+"""Pure ranking arithmetic: rank fusion, score scaling, near-duplicate removal, threshold calibration.
+
+No I/O and no retriever knowledge: ``index.py`` feeds ranked id lists and vectors in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """How the dense and lexical scores are combined (see ``fused_score``).
+
+    A convex combination of the cosine similarity and the BM25 score scaled by the best BM25
+    score of the query: on the SciFact train qrels it beat reciprocal rank fusion
+    (nDCG@10 0.742 vs 0.713 for RRF k=60, 0.724 for the best weighted RRF), and unlike a rank
+    fusion it yields a score whose value means something, so a relevance threshold can be
+    calibrated on it. Figures and the method are in the ``index`` module docstring.
+    """
+
+    dense_weight: float = 0.7
+    lexical_weight: float = 0.3
+    fetch_k: int = 50  # candidates taken from each retriever before fusing
+    duplicate_cosine: float = 0.97
+
+    def __post_init__(self) -> None:
+        if self.dense_weight < 0 or self.lexical_weight < 0 or self.dense_weight + self.lexical_weight <= 0:
+            raise ValueError("fusion weights must be non-negative and not both zero")
+        if self.fetch_k < 1:
+            raise ValueError("fetch_k must be at least 1")
+
+
+def scaled_lexical(raw: float, best: float) -> float:
+    """BM25 score relative to the best one of the same query (0..1)."""
+    if raw <= 0 or best <= 0:
+        return 0.0
+    return min(raw / best, 1.0)
+
+
+def fused_score(dense: float | None, lexical: float, config: FusionConfig) -> float:
+    """``(w_d * max(cosine, 0) + w_l * lexical) / (w_d + w_l)``: 0..1, higher is better.
+
+    ``lexical`` is already scaled (``scaled_lexical``); a record the dense side has no vector
+    for counts with cosine 0.
+    """
+    cosine = max(dense, 0.0) if dense is not None else 0.0
+    total = config.dense_weight + config.lexical_weight
+    return (config.dense_weight * cosine + config.lexical_weight * lexical) / total
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], rrf_k: int = 60
+) -> list[tuple[str, float]]:
+    """Weighted RRF, ``sum_i w_i / (rrf_k + rank_i)``: the baseline the benchmarks compare with.
+
+    Ties keep the order in which ids were first seen (first ranking first).
+    """
+    if len(rankings) != len(weights):
+        raise ValueError("one weight per ranking is required")
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (rrf_k + rank)
+    order = {item: n for n, item in enumerate(scores)}
+    return sorted(scores.items(), key=lambda pair: (-pair[1], order[pair[0]]))
+
+
+def drop_near_duplicates(
+    ranked: Sequence[str],
+    title_keys: Mapping[str, str],
+    vectors: Mapping[str, np.ndarray],
+    max_cosine: float = 0.97,
+    limit: int | None = None,
+) -> list[str]:
+    """Keep the best-ranked record of each group of near-duplicates (at most ``limit``).
+
+    Two records are near-duplicates when their normalised titles are equal or their
+    (L2-normalised) embeddings have cosine similarity above ``max_cosine``. Records without a
+    vector are compared by title only.
+    """
+    kept: list[str] = []
+    kept_titles: set[str] = set()
+    kept_vectors: list[np.ndarray] = []
+    for item in ranked:
+        if limit is not None and len(kept) >= limit:
+            break
+        key = title_keys.get(item)
+        if key and key in kept_titles:
+            continue
+        vector = vectors.get(item)
+        if vector is not None and kept_vectors and float(np.max(np.asarray(kept_vectors) @ vector)) > max_cosine:
+            continue
+        kept.append(item)
+        if key:
+            kept_titles.add(key)
+        if vector is not None:
+            kept_vectors.append(vector)
+    return kept
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A threshold and how it separates answerable from unanswerable queries."""
+
+    threshold: float
+    accepted_relevant: float  # share of answerable queries kept
+    accepted_irrelevant: float  # share of unanswerable queries wrongly kept
+
+
+def calibrate_threshold(
+    relevant: Sequence[float], irrelevant: Sequence[float], max_false_accept: float = 0.05
+) -> Calibration:
+    """Lowest threshold that lets through at most ``max_false_accept`` of the irrelevant scores.
+
+    ``relevant``: the score of the best relevant record for answerable queries;
+    ``irrelevant``: the best score for queries the corpus cannot answer. Keeping the false
+    accept rate fixed (rather than maximising accuracy) is what an abstaining assistant needs:
+    a confident answer from unrelated papers is worse than an abstention.
+    """
+    negatives = np.sort(np.asarray(irrelevant, dtype=np.float64))
+    positives = np.asarray(relevant, dtype=np.float64)
+    if positives.size == 0 or negatives.size == 0:
+        raise ValueError("both score samples are needed to calibrate")
+    allowed = int(math.floor(max_false_accept * len(negatives)))
+    # threshold just above the (allowed+1)-th highest irrelevant score
+    cut = negatives[len(negatives) - allowed - 1]
+    threshold = float(np.nextafter(cut, np.inf))
+    return Calibration(
+        threshold=threshold,
+        accepted_relevant=float(np.mean(positives >= threshold)),
+        accepted_irrelevant=float(np.mean(negatives >= threshold)),
+    )

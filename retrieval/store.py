@@ -1,0 +1,348 @@
+"""The record store: one SQLite file holding every full ``Paper`` record (the source of truth).
+
+Chroma and the BM25 index are derived from this store and can be rebuilt from it. Lookup
+columns (ids, fingerprint, title key, year, hashes) sit next to the JSON record so that ingest
+can find the records a new paper must merge with, and the index can tell added / updated /
+unchanged records apart without parsing JSON. An ``authors`` side table lists each paper's
+canonical author keys (see ``query_filters.author_key``) for author filters.
+
+Every write is one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``): a failure rolls back and
+leaves the previous data intact. Each write also bumps a ``generation`` counter in the ``meta``
+table, so derived indexes notice changes made by another process with one cheap query.
+SQLite failures become ``StorageError`` with a message naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+from retrieval.errors import StorageError
+from retrieval.query_filters import author_key
+from retrieval.records import Author, Paper, Provenance, fold, title_key
+
+# Ordered schema migrations; ``PRAGMA user_version`` records how many have been applied.
+_MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE papers (
+            id TEXT PRIMARY KEY,
+            doi TEXT, arxiv_id TEXT, openalex_id TEXT,
+            fingerprint TEXT NOT NULL, title_key TEXT NOT NULL,
+            year INTEGER, venue_key TEXT,
+            content_hash TEXT NOT NULL, embedding_hash TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            record TEXT NOT NULL)""",
+        "CREATE INDEX papers_doi ON papers(doi) WHERE doi IS NOT NULL",
+        "CREATE INDEX papers_arxiv ON papers(arxiv_id) WHERE arxiv_id IS NOT NULL",
+        "CREATE INDEX papers_openalex ON papers(openalex_id) WHERE openalex_id IS NOT NULL",
+        "CREATE INDEX papers_fingerprint ON papers(fingerprint)",
+        "CREATE INDEX papers_title_key ON papers(title_key)",
+        "CREATE INDEX papers_year ON papers(year)",
+        """CREATE TABLE authors (
+            paper_id TEXT NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            author_key TEXT NOT NULL,
+            family TEXT NOT NULL,
+            PRIMARY KEY (paper_id, position))""",
+        "CREATE INDEX authors_family ON authors(family)",
+        "CREATE INDEX authors_key ON authors(author_key)",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+]
+
+_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+
+
+def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _decode(record: str) -> Paper:
+    """Rebuild a stored ``Paper`` without re-running its validators.
+
+    Records were validated before they were stored, and validation is slow (text cleaning
+    walks every character: ~1 ms per abstract, which dominated search latency and BM25
+    rebuilds). Unknown keys (an older schema) are dropped; anything unexpected falls back to
+    full validation.
+    """
+    try:
+        data = json.loads(record)
+        fields = {key: value for key, value in data.items() if key in Paper.model_fields}
+        fields["authors"] = [Author.model_construct(**_known(Author, a)) for a in fields.get("authors") or []]
+        fields["provenance"] = [Provenance.model_construct(**_known(Provenance, p)) for p in fields.get("provenance") or []]
+        return Paper.model_construct(**fields)
+    except (TypeError, ValueError, AttributeError):
+        return Paper.model_validate_json(record)
+
+
+def _known(model: type, data: dict) -> dict:
+    return {key: value for key, value in data.items() if key in model.model_fields}
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RecordStore:
+    """SQLite (WAL) store of full ``Paper`` records, safe to share between threads."""
+
+    def __init__(self, path: Path, *, clock: Callable[[], datetime] = _utc_now) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._lock = threading.RLock()
+        with self._errors("open"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn SQLite/OS failures into ``StorageError`` naming the file and the fix."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._storage_error(action, str(exc)) from exc
+        except OSError as exc:
+            raise self._storage_error(action, exc.strerror or str(exc)) from exc
+
+    def _storage_error(self, action: str, detail: str) -> StorageError:
+        text = detail.lower()
+        where = f"the record store {self.path}"
+        if "full" in text or "no space" in text:
+            return StorageError(f"Cannot {action} {where}: the disk is full; nothing was changed.",
+                                hint="Free some disk space, then run the command again.")
+        if "readonly" in text or "read-only" in text or "permission" in text:
+            return StorageError(f"Cannot {action} {where}: it is read-only; nothing was changed.",
+                                hint="Make PAPERBOT_DATA_DIR writable or point it to a writable directory.")
+        if "locked" in text or "busy" in text:
+            return StorageError(f"Cannot {action} {where}: another paperbot process is writing to it.",
+                                hint="Wait for it to finish, then run the command again.")
+        if "not a database" in text or "malformed" in text:
+            return StorageError(f"Cannot {action} {where}: the file is damaged.",
+                                hint="Move it aside and ingest your sources again (the index is rebuilt from them).")
+        return StorageError(f"Cannot {action} {where}: {detail}.",
+                            hint="Check that PAPERBOT_DATA_DIR exists and is writable.")
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._errors(action):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, params: Iterable[object] = ()) -> list[tuple]:
+        with self._lock, self._errors("read"):
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        for number, statements in enumerate(_MIGRATIONS[version:], start=version + 1):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in statements:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {number}")
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "RecordStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def get(self, paper_id: str) -> Paper | None:
+        rows = self._query("SELECT record FROM papers WHERE id = ?", (paper_id,))
+        return _decode(rows[0][0]) if rows else None
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, Paper]:
+        """Records by id; ids that are not stored are simply absent from the result."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, Paper] = {}
+        for chunk in _chunks(wanted):
+            marks = ",".join("?" * len(chunk))
+            for paper_id, record in self._query(f"SELECT id, record FROM papers WHERE id IN ({marks})", chunk):
+                found[paper_id] = _decode(record)
+        return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
+
+    def find_matches(self, paper: Paper) -> list[Paper]:
+        """Stored records sharing the id, DOI, arXiv id, OpenAlex id or fingerprint of ``paper``."""
+        clauses = ["id = ?", "fingerprint = ?"]
+        params: list[object] = [paper.id, paper.fingerprint]
+        for column, value in (("doi", paper.doi), ("arxiv_id", paper.arxiv_id), ("openalex_id", paper.openalex_id)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        rows = self._query(f"SELECT record FROM papers WHERE {' OR '.join(clauses)} ORDER BY id", params)
+        return [_decode(record) for (record,) in rows]
+
+    def hashes(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """``id -> (content_hash, embedding_hash)`` for the stored ones among ``ids``."""
+        wanted = list(dict.fromkeys(ids))
+        result: dict[str, tuple[str, str]] = {}
+        for chunk in _chunks(wanted):
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id, content_hash, embedding_hash FROM papers WHERE id IN ({marks})"
+            for paper_id, content, embedding in self._query(sql, chunk):
+                result[paper_id] = (content, embedding)
+        return result
+
+    def all_embedding_hashes(self) -> dict[str, str]:
+        """``id -> embedding_hash`` for every record (for consistency checks)."""
+        return dict(self._query("SELECT id, embedding_hash FROM papers"))
+
+    def iter_papers(self, batch: int = 500) -> Iterator[Paper]:
+        """Every record in id order, read in batches (keyset pagination, no long read lock)."""
+        last = ""
+        while True:
+            rows = self._query("SELECT id, record FROM papers WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
+            if not rows:
+                return
+            for _, record in rows:
+                yield _decode(record)
+            last = rows[-1][0]
+
+    def ids(self) -> set[str]:
+        return {paper_id for (paper_id,) in self._query("SELECT id FROM papers")}
+
+    def count(self) -> int:
+        return int(self._query("SELECT COUNT(*) FROM papers")[0][0])
+
+    def generation(self) -> int:
+        """Counter bumped by every write; a derived index built at this generation is current."""
+        value = self.get_meta("generation")
+        return int(value) if value else 0
+
+    def digest(self) -> str:
+        """Hash of the (id, content_hash) set: equal digests mean equal contents."""
+        digest = hashlib.sha256()
+        for paper_id, content in self._query("SELECT id, content_hash FROM papers ORDER BY id"):
+            digest.update(f"{paper_id}\t{content}\n".encode("utf-8"))
+        return digest.hexdigest()
+
+    # --- lookups for filters -----------------------------------------------------------------
+
+    def author_keys_with_family(self, family: str) -> set[str]:
+        """Canonical author keys (``"zhao zhang"``) of every indexed author with this family name."""
+        rows = self._query("SELECT DISTINCT author_key FROM authors WHERE family = ?", (family,))
+        return {key for (key,) in rows}
+
+    def year_range(self) -> tuple[int | None, int | None]:
+        """(oldest, newest) publication year among records that have one."""
+        low, high = self._query("SELECT MIN(year), MAX(year) FROM papers")[0]
+        return low, high
+
+    def venue_keys(self) -> set[str]:
+        """Distinct folded venue names."""
+        return {key for (key,) in self._query("SELECT DISTINCT venue_key FROM papers WHERE venue_key IS NOT NULL")}
+
+    def count_matching(
+        self,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        author_keys: Iterable[str] | None = None,
+        venue_keys: Iterable[str] | None = None,
+    ) -> int:
+        """How many records pass these restrictions (None = unrestricted)."""
+        clauses: list[str] = []
+        params: list[object] = []
+        if since is not None:
+            clauses.append("year >= ?")
+            params.append(since)
+        if until is not None:
+            clauses.append("year <= ?")
+            params.append(until)
+        if author_keys is not None:
+            keys = list(author_keys)
+            clauses.append(f"id IN (SELECT paper_id FROM authors WHERE author_key IN ({','.join('?' * len(keys))}))")
+            params.extend(keys)
+        if venue_keys is not None:
+            keys = list(venue_keys)
+            clauses.append(f"venue_key IN ({','.join('?' * len(keys))})")
+            params.extend(keys)
+        where = " AND ".join(clauses) or "1"
+        return int(self._query(f"SELECT COUNT(*) FROM papers WHERE {where}", params)[0][0])
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def write(self, put: Sequence[Paper] = (), delete: Sequence[str] = ()) -> int:
+        """Remove ``delete`` and store ``put`` (insert or replace by id) in ONE transaction.
+
+        Returns how many of ``delete`` existed. Deletions run first, so an id listed in both
+        ends up stored.
+        """
+        if not put and not delete:
+            return 0
+        deleted = 0
+        stamp = self._clock().isoformat(timespec="seconds")
+        with self._transaction("write to") as conn:
+            for chunk in _chunks(list(dict.fromkeys(delete))):
+                cursor = conn.execute(f"DELETE FROM papers WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+                deleted += cursor.rowcount
+            for paper in put:
+                paper_id = paper.id
+                conn.execute(
+                    "INSERT OR REPLACE INTO papers (id, doi, arxiv_id, openalex_id, fingerprint, title_key, year,"
+                    " venue_key, content_hash, embedding_hash, updated_at, record)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (paper_id, paper.doi, paper.arxiv_id, paper.openalex_id, paper.fingerprint,
+                     title_key(paper.title), paper.year, fold(paper.venue) if paper.venue else None,
+                     paper.content_hash, paper.embedding_hash, stamp, paper.model_dump_json()),
+                )
+                conn.execute("DELETE FROM authors WHERE paper_id = ?", (paper_id,))
+                conn.executemany(
+                    "INSERT INTO authors (paper_id, position, author_key, family) VALUES (?, ?, ?, ?)",
+                    [(paper_id, n, key, key.rsplit(" ", 1)[-1])
+                     for n, key in enumerate(author_key(a.name) for a in paper.authors) if key],
+                )
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('generation', '1')"
+                " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+        return deleted
+
+    def put_many(self, papers: Sequence[Paper]) -> None:
+        """Insert or replace records by id, all or nothing."""
+        self.write(put=papers)
+
+    def delete_many(self, ids: Sequence[str]) -> int:
+        """Remove records by id; returns how many existed."""
+        return self.write(delete=ids)
+
+    # --- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction("write to") as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )

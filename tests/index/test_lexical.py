@@ -1,0 +1,165 @@
+"""BM25 index: tokenizer, filtered search, persistence and automatic rebuilds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from retrieval import lexical
+from retrieval.lexical import LexicalIndex, document_text, tokenize
+from retrieval.query_filters import ResolvedFilters
+from retrieval.records import Paper
+from retrieval.store import RecordStore
+
+from .conftest import by_arxiv
+
+
+@pytest.fixture
+def store(tmp_path: Path, arxiv_papers: list[Paper]) -> RecordStore:
+    with RecordStore(tmp_path / "records.sqlite3") as opened:
+        opened.put_many(arxiv_papers)
+        yield opened
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts real rebuilds of any LexicalIndex during the test."""
+    calls: list[int] = []
+    original = LexicalIndex._build
+
+    def counted(self, digest, generation):
+        calls.append(generation)
+        return original(self, digest, generation)
+
+    monkeypatch.setattr(LexicalIndex, "_build", counted)
+    return calls
+
+
+def test_tokenizer_stems_folds_and_drops_stopwords():
+    assert tokenize("The Convergence of Discrete Dipole Approximations") == ["converg", "discret", "dipol", "approxim"]
+    assert tokenize("Café résumé") == ["cafe", "resum"]
+    assert tokenize("ｆｕｌｌwidth") == ["fullwidth"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("深度学习", ["深度", "度学", "学习"]),
+        ("图 and BERT模型", ["bert", "图", "模型"]),
+        ("التعلم العميق", ["التعلم", "العميق"]),
+        ("مُحَمَّد", ["محمد"]),  # vowel signs are folded away
+        ("한국어 처리", ["한국", "국어", "처리"]),
+        ("Нейронные сети", ["неиронные", "сети"]),
+        ("!!! ??? ...", []),
+        ("", []),
+    ],
+)
+def test_tokenizer_handles_every_script_without_crashing(text, expected):
+    assert tokenize(text) == expected
+
+
+def test_document_text_weights_the_title_and_includes_authors_and_venue(arxiv_papers):
+    paper = by_arxiv(arxiv_papers, "0704.0033")
+    text = document_text(paper)
+    assert text.count(paper.title) == lexical.TITLE_WEIGHT
+    assert "Maxim A. Yurkin" in text and "J.Opt.Soc.Am.A" in text and paper.abstract in text
+
+
+def test_search_finds_the_paper_by_title_words_author_and_venue(tmp_path, store, arxiv_papers):
+    snapshot = LexicalIndex(tmp_path / "lexical", store).current()
+    assert snapshot.search("doubly charmed baryons lifetime", 3)[0][0] == by_arxiv(arxiv_papers, "0704.0016").id
+    assert {item for item, _ in snapshot.search("Yurkin", 10)} == {
+        p.id for p in arxiv_papers if any("Yurkin" in a.name for a in p.authors)}
+    assert snapshot.search("JHEP", 5)[0][0] == by_arxiv(arxiv_papers, "0704.0015").id
+    scores = [score for _, score in snapshot.search("quantum", 20)]
+    assert scores == sorted(scores, reverse=True) and all(score > 0 for score in scores)
+
+
+def test_search_never_crashes_on_unknown_words_or_other_scripts(tmp_path, store):
+    snapshot = LexicalIndex(tmp_path / "lexical", store).current()
+    assert snapshot.search("zzzqqq", 5) == []
+    assert snapshot.search("深度学习的图神经网络", 5) == []
+    assert snapshot.search("التعلم العميق", 5) == []
+    assert snapshot.search("dipole", 0) == []
+
+
+def test_mask_filters_inside_scoring(tmp_path, store, arxiv_papers):
+    snapshot = LexicalIndex(tmp_path / "lexical", store).current()
+    unfiltered = [item for item, _ in snapshot.search("discrete dipole approximation", 10)]
+    assert len(unfiltered) >= 4
+    mask = snapshot.mask(ResolvedFilters(since=2007, until=2007))
+    filtered = snapshot.search("discrete dipole approximation", 10, mask)
+    papers = {p.id: p for p in arxiv_papers}
+    assert filtered and all(papers[item].year == 2007 for item, _ in filtered)
+    # a venue filter keeps the 2006 JOSA A papers only
+    josa = snapshot.mask(ResolvedFilters(venue_keys=frozenset({"j opt soc am a"})))
+    assert {papers[item].year for item, _ in snapshot.search("dipole", 10, josa)} == {2006}
+    # authors: exact indexed keys
+    by_author = snapshot.mask(ResolvedFilters(author_keys=frozenset({"maxim a yurkin"})))
+    assert len(snapshot.search("approximation light scattering", 10, by_author)) == 4
+    assert snapshot.mask(ResolvedFilters()) is None
+    nothing = snapshot.mask(ResolvedFilters(author_keys=frozenset({"nobody here"})))
+    assert snapshot.search("dipole", 10, nothing) == []
+
+
+def test_index_is_persisted_and_reused_without_rebuilding(tmp_path, store, builds):
+    directory = tmp_path / "lexical"
+    first = LexicalIndex(directory, store).current()
+    assert builds == [store.generation()]
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["digest"] == store.digest() and manifest["documents"] == len(first)
+    second = LexicalIndex(directory, store).current()  # e.g. another process
+    assert builds == [store.generation()]  # loaded from disk, not rebuilt
+    assert second.ids == first.ids
+    assert second.search("dipole", 3) == first.search("dipole", 3)
+
+
+def test_index_is_rebuilt_when_the_store_changes(tmp_path, store, arxiv_papers, builds):
+    index = LexicalIndex(tmp_path / "lexical", store)
+    assert index.current().search("charmed baryons", 1)
+    store.put_many(arxiv_papers[:3])  # same content, new generation: digest unchanged, no rebuild
+    index.current()
+    assert len(builds) == 1
+    gone = by_arxiv(arxiv_papers, "0704.0016")
+    store.delete_many([gone.id])
+    assert not index.is_current()
+    results = index.current().search("charmed baryons lifetime", 5)
+    assert len(builds) == 2 and gone.id not in [item for item, _ in results]
+    assert index.is_current()
+
+
+def test_index_is_rebuilt_when_files_are_missing_or_damaged(tmp_path, store, builds):
+    directory = tmp_path / "lexical"
+    LexicalIndex(directory, store).current()
+    shutil.rmtree(directory)
+    reopened = LexicalIndex(directory, store)
+    assert not reopened.is_current()
+    assert reopened.current().search("dipole", 1)
+    assert len(builds) == 2 and reopened.is_current()
+    (directory / "manifest.json").write_text("{not json")
+    assert LexicalIndex(directory, store).current().search("dipole", 1)
+    assert len(builds) == 3
+    # the build directory named by the manifest disappeared
+    build = json.loads((directory / "manifest.json").read_text())["build"]
+    shutil.rmtree(directory / build)
+    assert LexicalIndex(directory, store).current().search("dipole", 1)
+    assert len(builds) == 4
+    assert len(list(directory.glob("build-*"))) == 1  # old builds are cleaned up
+
+
+def test_unwritable_directory_still_serves_from_memory(tmp_path, store):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    index = LexicalIndex(blocker / "lexical", store)
+    assert index.current().search("dipole", 1)
+    assert not index.is_current()
+
+
+def test_empty_store_gives_empty_results(tmp_path):
+    with RecordStore(tmp_path / "records.sqlite3") as empty:
+        snapshot = LexicalIndex(tmp_path / "lexical", empty).current()
+        assert len(snapshot) == 0 and snapshot.search("anything", 5) == []
+        assert LexicalIndex(tmp_path / "lexical", empty).current().search("anything", 5) == []

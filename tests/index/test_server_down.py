@@ -1,0 +1,60 @@
+"""A Chroma server that is down: a clear error, nothing half-written, recovery on the next call."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.errors import IndexUnavailableError
+from retrieval.index import PaperIndex
+from retrieval.records import Paper
+
+from .conftest import ChromaServer, free_port, make_settings
+
+pytestmark = pytest.mark.slow
+
+QUERY = "discrete dipole approximation"
+
+
+def test_no_server_at_the_url(tmp_path, arxiv_papers, counting_encoder):
+    url = f"http://127.0.0.1:{free_port()}"
+    index = PaperIndex.open(make_settings(tmp_path / "data", url), counting_encoder)
+    try:
+        assert index.count() == 0  # the record store does not need the server
+        with pytest.raises(IndexUnavailableError) as failure:
+            index.search(QUERY)
+        assert failure.value.user_message == f"Cannot reach the Chroma server at {url}."
+        assert "unset PAPERBOT_CHROMA_URL" in str(failure.value)
+        with pytest.raises(IndexUnavailableError):
+            index.upsert(arxiv_papers[:3])
+        assert index.count() == 0  # nothing was recorded as indexed
+        with pytest.raises(IndexUnavailableError):
+            index.check_consistency()
+    finally:
+        index.close()
+
+
+def test_a_restarted_server_is_used_again_without_reopening(tmp_path, arxiv_papers, counting_encoder):
+    server = ChromaServer(tmp_path / "server")
+    server.start()
+    index = PaperIndex.open(make_settings(tmp_path / "data", server.url), counting_encoder)
+    try:
+        index.upsert(arxiv_papers[:10])
+        before = [hit.paper.id for hit in index.search(QUERY, k=3)]
+        server.stop()
+
+        with pytest.raises(IndexUnavailableError, match="Cannot reach the Chroma server"):
+            index.search(QUERY, k=3)
+        extra: Paper = arxiv_papers[10]
+        with pytest.raises(IndexUnavailableError):
+            index.upsert([extra])
+        assert index.count() == 10 and index.get(extra.id) is None
+        with pytest.raises(IndexUnavailableError):  # still down: still a clear error, no crash
+            index.search(QUERY, k=3)
+
+        server.start()  # same port, same data
+        assert [hit.paper.id for hit in index.search(QUERY, k=3)] == before
+        assert index.upsert([extra]).added == [extra.id]
+        assert index.count() == 11 and index.check_consistency().ok
+    finally:
+        index.close()
+        server.stop()
