@@ -32,6 +32,8 @@ COMMAND_MODULES = (
     "bot.commands.serve",
 )
 
+QUIET_LIBRARIES = ("bm25s", "chromadb", "httpx", "sentence_transformers", "onnxruntime")
+
 log = logging.getLogger("paperbot")
 
 
@@ -76,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for chatty in QUIET_LIBRARIES:  # libraries that set their own loggers to DEBUG/INFO
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     data_dir: Path | None = None
     try:
         settings = load_settings()

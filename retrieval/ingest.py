@@ -68,6 +68,21 @@ def _merge_with_index(index: PaperIndex, paper: Paper) -> tuple[Paper, list[str]
     return merged, previous_ids
 
 
+def _fold_equal_ids(papers: list[Paper]) -> list[Paper]:
+    """Merge records that ``dedupe`` kept apart but that share a canonical id.
+
+    A hash id (title + year + first family name) is the record's key in the store, so two
+    items with that key *are* one record there ("Steve Benson" and "Steven J. Benson" citing
+    the same 2001 paper). Folding them here, once, keeps a re-ingest from flip-flopping
+    between the two versions.
+    """
+    by_id: dict[str, Paper] = {}
+    for paper in papers:
+        key = paper.id
+        by_id[key] = merge_papers(by_id[key], paper) if key in by_id else paper
+    return list(by_id.values())
+
+
 def ingest_papers(
     index: PaperIndex,
     papers: Iterable[Paper],
@@ -77,7 +92,7 @@ def ingest_papers(
 ) -> IngestReport:
     """Dedupe ``papers``, merge each with its indexed matches, and upsert in committed batches."""
     incoming = list(papers)
-    unique = dedupe(incoming)
+    unique = _fold_equal_ids(dedupe(incoming))
     report = IngestReport(merged_duplicates=len(incoming) - len(unique))
     total = len(unique)
     done = 0

@@ -1,0 +1,90 @@
+"""`paperbot serve`: run the Slack app (Socket Mode, or HTTP with --http)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from retrieval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, or --http)",
+        description=(
+            "Answer in Slack. Socket Mode (default) needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN and no public URL. "
+            "--http serves POST /slack/events (events, /paperbot, buttons) and GET /healthz, and needs "
+            "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET. See docs/slack-install.md."
+        ),
+    )
+    serve.add_argument("--http", action="store_true", help="serve Slack's HTTP requests instead of Socket Mode")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP mode: address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000; 0 picks a free one)")
+    serve.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, ctx: "CliContext") -> int:
+    from bot.slack.app import EVENTS_PATH, build_slack
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")
+    logging.getLogger("bot").setLevel(logging.INFO)
+    runtime = build_slack(ctx.settings, ctx.assistant, http=args.http)
+    _stop_on_sigterm()
+    server = handler = None
+    try:
+        threading.Thread(target=_warm_up, args=(ctx,), name="paperbot-warmup", daemon=True).start()
+        if args.http:
+            try:
+                server = runtime.http_server(args.host, args.port)
+            except OSError as exc:
+                raise ConfigError(f"Cannot listen on {args.host}:{args.port} ({exc.strerror or exc}).",
+                                  hint="Pick another --port or stop the process using it.") from None
+            host, port = server.server_address[:2]
+            runtime.scheduler.start()
+            ctx.note(f"paperbot: listening on http://{host}:{port}{EVENTS_PATH} (HTTP mode; Ctrl-C stops)")
+            server.serve_forever()
+        else:
+            handler = runtime.socket_mode_handler()
+            handler.connect()
+            runtime.scheduler.start()
+            ctx.note("paperbot: connected to Slack in Socket Mode (Ctrl-C stops)")
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        ctx.note("paperbot: stopping")
+    finally:
+        if handler is not None:
+            handler.close()
+        if server is not None:
+            server.server_close()
+        runtime.close()
+    return 0
+
+
+def _warm_up(ctx: "CliContext") -> None:
+    """Open the index before the first question arrives (errors surface on that question)."""
+    try:
+        ctx.assistant.index.count()
+    except Exception:
+        log.warning("the index could not be opened at start-up", exc_info=True)
+
+
+def _stop_on_sigterm() -> None:
+    """Treat SIGTERM (systemd, docker stop) like Ctrl-C so workers and stores close cleanly."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)

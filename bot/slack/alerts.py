@@ -1,0 +1,130 @@
+"""Follow alerts: post papers that syncs reported as NEW into the channels that follow them.
+
+``paperbot sync`` (any process) hands the ids of new papers to the follows store's queue
+(``retrieval.follows.note_new_papers``); the serving bot picks them up every minute, matches
+them against the follows and posts each matching paper once per follow. With
+``PAPERBOT_SYNC_INTERVAL_HOURS`` set, the bot also runs the sync itself on that schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.slack.blocks import follow_alert_blocks
+from bot.slack.deps import SlackDeps
+from bot.slack.formatting import fallback_text, paginate
+from retrieval.errors import PaperbotError
+from retrieval.follows import Follow
+from retrieval.models import Citation
+from retrieval.records import Paper
+
+log = logging.getLogger(__name__)
+
+# The channel is gone or the bot was removed: retrying would never succeed.
+_PERMANENT = {"channel_not_found", "not_in_channel", "is_archived", "invalid_channel", "restricted_action"}
+
+
+class FollowAlerts:
+    """Matches queued new papers to follows and posts them."""
+
+    def __init__(self, deps: SlackDeps, client: WebClient) -> None:
+        self._deps = deps
+        self._client = client
+        self._lock = threading.Lock()  # one pass at a time (scheduler and tests)
+
+    def post_pending(self) -> int:
+        """One pass over the queue; returns how many (follow, paper) announcements were posted."""
+        with self._lock:
+            ids = self._deps.follows.queued_new_papers()
+            if not ids:
+                return 0
+            papers = self._deps.assistant.papers(ids)
+            posted, complete = 0, True
+            for alert in self._deps.follows.pending_alerts(papers):
+                outcome = self._post(alert.follow, alert.papers)
+                if outcome is None:
+                    complete = False  # transient failure: keep the ids queued, try again next pass
+                    continue
+                self._deps.follows.mark_announced(alert.follow.id, [paper.id for paper in alert.papers])
+                posted += outcome
+            if complete:
+                self._deps.follows.done_with_new_papers(ids)
+            return posted
+
+    def _post(self, follow: Follow, papers: Sequence[Paper]) -> int | None:
+        channel, label = follow.channel, follow.label
+        citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(papers, start=1)]
+        text = f"New papers matching {label}: " + "; ".join(citation.title for citation in citations)
+        try:
+            for page in paginate(follow_alert_blocks(follow.kind, follow.query, citations)):
+                self._client.chat_postMessage(channel=channel, text=fallback_text(text), blocks=page,
+                                              unfurl_links=False, unfurl_media=False)
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error in _PERMANENT:
+                log.warning("follow alert for %s in %s dropped: %s", label, channel, error)
+                return 0
+            log.warning("follow alert for %s in %s failed (%s); will retry", label, channel, error)
+            return None
+        return len(citations)
+
+
+class AlertScheduler:
+    """Background loop: every ``poll_seconds`` post queued alerts; run a sync when one is due."""
+
+    def __init__(
+        self,
+        alerts: FollowAlerts,
+        *,
+        poll_seconds: float = 60.0,
+        sync_every_seconds: float | None = None,
+        run_sync: Callable[[], Sequence[str]] | None = None,
+        note_new: Callable[[Sequence[str]], object] | None = None,
+        clock: Callable[[], float],
+    ) -> None:
+        self._alerts = alerts
+        self._poll = poll_seconds
+        self._sync_every = sync_every_seconds
+        self._run_sync = run_sync
+        self._note_new = note_new
+        self._clock = clock
+        self._next_sync = clock() + sync_every_seconds if sync_every_seconds else None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> int:
+        """One iteration (what the loop runs); returns the announcements posted."""
+        if self._next_sync is not None and self._run_sync is not None and self._clock() >= self._next_sync:
+            self._next_sync = self._clock() + (self._sync_every or 0)
+            try:
+                new_ids = self._run_sync()
+                if self._note_new is not None:
+                    self._note_new(new_ids)
+                log.info("scheduled sync found %d new paper(s)", len(new_ids))
+            except PaperbotError as exc:
+                log.warning("scheduled sync failed: %s", exc)
+            except Exception:
+                log.exception("scheduled sync failed")
+        try:
+            return self._alerts.post_pending()
+        except Exception:
+            log.exception("posting follow alerts failed")
+            return 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="paperbot-alerts", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._poll):
+            self.tick()

@@ -1,0 +1,116 @@
+"""The slow work behind questions, summaries and collaborator searches (run on the queue).
+
+Each ``*_work`` returns a function of a :class:`~bot.slack.jobs.Reply`; ``jobs.submit`` runs it
+with the working indicator and error handling. The core is only reached through the
+``Assistant`` facade.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+from bot.slack import blocks as kit
+from bot.slack.deps import SlackDeps
+from bot.slack.formatting import escape
+from bot.slack.jobs import Reply, Work, new_reference
+from retrieval.answer import Final, TextDelta
+from retrieval.errors import PaperbotError
+from retrieval.models import AmbiguousScholarResult, AnswerResult
+
+log = logging.getLogger(__name__)
+
+ASK_K = 8
+
+
+def ask_work(deps: SlackDeps, question: str, *, asked_by: str | None = None) -> Work:
+    """Stream a cited answer into the reply; the thread's earlier answers are the history."""
+
+    def work(reply: Reply) -> None:
+        intro = [kit.asked_context(asked_by, question)] if asked_by else []
+        thread = reply.target.thread_ts
+        history = deps.store.thread_history(reply.target.channel, thread) if thread else []
+        reply.begin(intro)
+        text = ""
+        result: AnswerResult | None = None
+        for event in deps.assistant.stream_ask(question, k=ASK_K, history=history):
+            if isinstance(event, TextDelta):
+                text += event.text
+                reply.stream([*intro, *kit.partial_answer_blocks(text)], text)
+            elif isinstance(event, Final):
+                result = event.result
+        if result is None:  # the core promises a Final; never show a silent non-answer
+            raise RuntimeError("the answer stream ended without a result")
+        answer_id = deps.store.save_answer(
+            channel=reply.target.channel, thread_ts=reply.thread_ts, user=reply.target.user,
+            team=reply.target.team, kind="ask", question=question, answer=result.answer,
+            cited_ids=[citation.id for citation in result.citations],
+        )
+        footer = [kit.answer_actions(answer_id, has_citations=bool(result.citations), more_offset=0)]
+        reply.finish(kit.answer_blocks(result, asked_by=asked_by), fallback=result.answer, footer=footer)
+
+    return work
+
+
+def summarize_work(deps: SlackDeps, name: str, *, since: int | None = None, asked_by: str | None = None) -> Work:
+    """A scholar summary (or the list of candidates when the name is ambiguous), then two plots."""
+
+    def work(reply: Reply) -> None:
+        request = f"/paperbot summarize {name}" + (f" --since {since}" if since else "")
+        intro = [kit.asked_context(asked_by, request)] if asked_by else []
+        reply.begin(intro)
+        result = deps.assistant.summarize(name, since=since)
+        if isinstance(result, AmbiguousScholarResult):
+            reply.finish([*intro, *kit.ambiguous_blocks(result, since=since)],
+                         fallback=f"Several scholars match {name}; which one?")
+            return
+        cited = [paper.id for paper in result.papers]
+        answer_id = deps.store.save_answer(
+            channel=reply.target.channel, thread_ts=reply.thread_ts, user=reply.target.user,
+            team=reply.target.team, kind="summary", question=request, answer=result.summary, cited_ids=cited,
+        )
+        footer = [kit.answer_actions(answer_id, has_citations=bool(cited), more_offset=None)]
+        reply.finish([*intro, *kit.summary_blocks(result)], fallback=f"{result.scholar.name}: {result.summary}", footer=footer)
+        _upload_plots(deps, reply, result)
+
+    return work
+
+
+def _upload_plots(deps: SlackDeps, reply: Reply, result: object) -> None:
+    """The summary stands on its own: a plot failure is reported but does not undo it."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="paperbot-plots-") as folder:
+            paths = deps.assistant.render_scholar_plots(result, Path(folder))  # type: ignore[arg-type]
+            if paths:
+                reply.upload(paths, comment="Publications per year and co-author network")
+    except PaperbotError as exc:
+        reply.note(f":warning: No pictures this time: {escape(exc.user_message)}")
+    except Exception:
+        reference = new_reference()
+        log.exception("plot upload failed [ref %s]", reference)
+        reply.note(f":warning: The pictures could not be attached (reference `{reference}`).")
+
+
+def collaborators_work(
+    deps: SlackDeps, topic: str, *, for_name: str | None = None, new_only: bool = False,
+    limit: int = 10, asked_by: str | None = None,
+) -> Work:
+    """Ranked people for a topic, each with the papers that justify the ranking."""
+
+    def work(reply: Reply) -> None:
+        request = f"/paperbot collaborators {topic}" + (f" --for {for_name}" if for_name else "") + (" --new" if new_only else "")
+        intro = [kit.asked_context(asked_by, request)] if asked_by else []
+        reply.begin(intro)
+        result = deps.assistant.collaborators(topic, for_name=for_name, new_only=new_only, limit=limit)
+        cited = list(dict.fromkeys(paper.id for person in result.scholars for paper in person.papers))
+        summary = "; ".join(person.name for person in result.scholars) or "nobody found"
+        answer_id = deps.store.save_answer(
+            channel=reply.target.channel, thread_ts=reply.thread_ts, user=reply.target.user,
+            team=reply.target.team, kind="collaborators", question=request, answer=summary, cited_ids=cited,
+        )
+        footer = [kit.answer_actions(answer_id, has_citations=bool(cited), more_offset=None)]
+        reply.finish([*intro, *kit.collaborators_blocks(result, for_name=for_name)],
+                     fallback=f"People working on {topic}: {summary}", footer=footer)
+
+    return work

@@ -1,0 +1,82 @@
+"""Drop Slack's re-deliveries: each event id (and each user message) is handled once.
+
+Slack re-sends an event when it did not see a 2xx within 3 s (headers ``X-Slack-Retry-Num``
+and ``X-Slack-Retry-Reason``; in Socket Mode Bolt mirrors the envelope's ``retry_attempt``
+into the same headers). Bolt itself does nothing with them, so the middleware here remembers
+every ``event_id`` for an hour (Slack retries for ~6 minutes) and answers a repeat with an
+empty 200, which also tells Slack to stop retrying.
+
+The same message can also arrive as two *different* events (``app_mention`` and
+``message.channels`` for a mention inside a followed thread); listeners call
+:meth:`Deduper.first` with a ``channel:ts`` key for that. The store is in memory: one
+``paperbot serve`` process per app (see the install notes).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from slack_bolt import BoltRequest, BoltResponse
+
+log = logging.getLogger(__name__)
+
+
+class Deduper:
+    """Remembers keys for ``ttl`` seconds; thread-safe; bounded in size."""
+
+    def __init__(self, ttl: float = 3600.0, *, max_entries: int = 100_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._max = max_entries
+        self._clock = clock
+        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first(self, key: str) -> bool:
+        """True the first time ``key`` is offered within the TTL (and remember it)."""
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            if key in self._seen:
+                return False
+            self._seen[key] = now + self._ttl
+            if len(self._seen) > self._max:
+                self._seen.popitem(last=False)
+            return True
+
+    def _expire(self, now: float) -> None:
+        while self._seen:
+            key, expires = next(iter(self._seen.items()))
+            if expires > now:
+                return
+            del self._seen[key]
+
+
+def retry_number(request: BoltRequest) -> int:
+    """``X-Slack-Retry-Num`` as an int (0 on first delivery; Socket Mode may send "0")."""
+    raw = request.headers.get("x-slack-retry-num", ["0"])[0] or "0"
+    try:
+        return int(raw)
+    except ValueError:
+        return 0
+
+
+def dedupe_middleware(deduper: Deduper) -> Callable[..., Any]:
+    """Bolt middleware: a second delivery of an ``event_id`` gets an empty 200 and no listener."""
+
+    def drop_repeats(body: dict[str, Any], request: BoltRequest, next: Callable[[], Any]) -> Any:
+        event_id = body.get("event_id")
+        if isinstance(event_id, str) and event_id and not deduper.first(f"event:{event_id}"):
+            log.info(
+                "dropped repeated delivery of %s (retry %d, reason %s)",
+                event_id, retry_number(request), request.headers.get("x-slack-retry-reason", ["-"])[0],
+            )
+            return BoltResponse(status=200, body="")
+        return next()
+
+    return drop_repeats

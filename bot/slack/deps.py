@@ -1,0 +1,46 @@
+"""What every listener needs, built once by ``app.build_slack`` and passed down explicitly."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bot.slack.dedupe import Deduper
+from bot.slack.queue import WorkQueue
+from bot.slack.store import SlackStore
+from retrieval.config import Settings
+from retrieval.follows import FollowStore
+
+if TYPE_CHECKING:
+    from retrieval.assistant import Assistant
+
+
+@dataclass
+class SlackDeps:
+    """Settings, the core facade, state stores and the concurrency/time seams."""
+
+    settings: Settings
+    assistant: "Assistant"
+    store: SlackStore
+    follows: FollowStore
+    queue: WorkQueue
+    deduper: Deduper
+    background: ThreadPoolExecutor
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    update_interval: float = 1.0  # seconds between chat.update calls of one streaming answer
+    queue_notice_wait: float = 10.0  # how long a started job waits for its "position N" notice
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    def run_in_background(self, task: Callable[[], None]) -> None:
+        """Small, quick side tasks (refusals, notices) off the request thread."""
+        self.background.submit(task)
+
+    def close(self) -> None:
+        self.queue.close()
+        self.background.shutdown(wait=True, cancel_futures=True)
+        self.store.close()
+        self.follows.close()

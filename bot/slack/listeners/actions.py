@@ -1,0 +1,94 @@
+"""Button clicks: votes, "More papers", "BibTeX", and picking one of several scholars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+
+from bot.slack import feedback, payloads
+from bot.slack.answering import summarize_work
+from bot.slack.blocks import error_text
+from bot.slack.deps import SlackDeps
+from bot.slack.formatting import escape, sections
+from bot.slack.jobs import Target, submit
+from retrieval.errors import PaperbotError
+
+
+def _value(body: dict[str, Any]) -> str:
+    actions = body.get("actions") or [{}]
+    return str(actions[0].get("value") or "")
+
+
+def _user(body: dict[str, Any]) -> str:
+    return str((body.get("user") or {}).get("id") or "")
+
+
+def _team(body: dict[str, Any]) -> str | None:
+    return (body.get("team") or {}).get("id")
+
+
+def _tell(respond: Respond, text: str) -> None:
+    """An ephemeral note to the person who clicked (text is pre-escaped mrkdwn)."""
+    respond(text=text, blocks=sections(text), response_type="ephemeral", replace_original=False)
+
+
+def register(app: App, deps: SlackDeps) -> None:
+    def on_vote(choice: str) -> Any:
+        def listener(ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+            ack()
+            try:
+                ref = payloads.AnswerRef.decode(_value(body))
+                _tell(respond, escape(feedback.vote(deps, ref.answer_id, _user(body), choice)))  # type: ignore[arg-type]
+            except PaperbotError as exc:
+                _tell(respond, error_text(exc.user_message, exc.hint))
+
+        return listener
+
+    app.action(payloads.ACTION_VOTE_UP)(on_vote("up"))
+    app.action(payloads.ACTION_VOTE_DOWN)(on_vote("down"))
+
+    @app.action(payloads.ACTION_MORE_PAPERS)
+    def on_more(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
+        ack()
+        try:
+            ref = payloads.AnswerRef.decode(_value(body))
+            answer = feedback.stored_answer(deps, ref.answer_id)
+        except PaperbotError as exc:
+            _tell(respond, error_text(exc.user_message, exc.hint))
+            return
+        target = Target(channel=answer.channel, user=_user(body), thread_ts=answer.thread_ts, team=_team(body),
+                        response_url=body.get("response_url"))
+        submit(deps, client, target, feedback.more_papers_work(deps, answer, ref.offset))
+
+    @app.action(payloads.ACTION_BIBTEX)
+    def on_bibtex(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
+        ack()
+        try:
+            ref = payloads.AnswerRef.decode(_value(body))
+            answer = feedback.stored_answer(deps, ref.answer_id)
+        except PaperbotError as exc:
+            _tell(respond, error_text(exc.user_message, exc.hint))
+            return
+        target = Target(channel=answer.channel, user=_user(body), thread_ts=answer.thread_ts, team=_team(body),
+                        response_url=body.get("response_url"))
+        submit(deps, client, target, feedback.bibtex_work(deps, answer))
+
+    @app.action(payloads.ACTION_PICK_SCHOLAR)
+    def on_pick(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
+        ack()
+        try:
+            pick = payloads.ScholarPick.decode(_value(body))
+        except PaperbotError as exc:
+            _tell(respond, error_text(exc.user_message, exc.hint))
+            return
+        container = body.get("container") or {}
+        message = body.get("message") or {}
+        channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
+        thread_ts = container.get("thread_ts") or message.get("thread_ts") or container.get("message_ts")
+        if not channel:
+            return
+        target = Target(channel=channel, user=_user(body), thread_ts=thread_ts, team=_team(body),
+                        response_url=body.get("response_url"))
+        submit(deps, client, target, summarize_work(deps, pick.name, since=pick.since))

@@ -1,0 +1,181 @@
+"""What the Slack app remembers in the data dir (``slack/state.sqlite3``).
+
+* ``answers``: every posted answer with its question, text and cited ids, so the buttons under
+  it ("More papers", "BibTeX", votes) work after a restart and carry only an id.
+* ``feedback``: one vote per person per answer (the latest wins), stored *with* the question,
+  the answer and the cited ids so the file is useful on its own for evaluation.
+* ``threads``: threads the bot answered in; a message there is a follow-up even untagged.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from retrieval.errors import StorageError
+
+Vote = Literal["up", "down"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    team TEXT, channel TEXT NOT NULL, thread_ts TEXT, user TEXT,
+    kind TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    cited_ids TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS feedback (
+    answer_id TEXT NOT NULL,
+    user TEXT NOT NULL,
+    vote TEXT NOT NULL CHECK (vote IN ('up', 'down')),
+    created_at TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    cited_ids TEXT NOT NULL,
+    PRIMARY KEY (answer_id, user)
+);
+CREATE TABLE IF NOT EXISTS threads (
+    channel TEXT NOT NULL,
+    thread_ts TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (channel, thread_ts)
+);
+"""
+
+
+class StoredAnswer(BaseModel):
+    id: str
+    created_at: str
+    team: str | None
+    channel: str
+    thread_ts: str | None
+    user: str | None
+    kind: str
+    question: str
+    answer: str
+    cited_ids: list[str]
+
+
+class FeedbackRecord(BaseModel):
+    answer_id: str
+    user: str
+    vote: Vote
+    created_at: str
+    question: str
+    answer: str
+    cited_ids: list[str]
+
+
+class SlackStore:
+    """SQLite-backed, thread-safe; every failure is a ``StorageError`` naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(
+                f"Cannot open the Slack state file {path}: {exc}.",
+                hint="Check that PAPERBOT_DATA_DIR is writable.",
+            ) from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _db_call(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise StorageError(
+                    f"Cannot update the Slack state file {self.path}: {exc}.",
+                    hint="Check free disk space and permissions of PAPERBOT_DATA_DIR.",
+                ) from exc
+
+    # --- answers -----------------------------------------------------------------------------
+
+    def save_answer(
+        self, *, channel: str, thread_ts: str | None, user: str | None, team: str | None,
+        kind: str, question: str, answer: str, cited_ids: Sequence[str],
+    ) -> str:
+        """Store an answer; returns its id (what the buttons carry)."""
+        answer_id = secrets.token_hex(8)
+        with self._db_call() as db:
+            db.execute(
+                "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (answer_id, _now(), team, channel, thread_ts, user, kind, question, answer, json.dumps(list(cited_ids))),
+            )
+        return answer_id
+
+    def answer(self, answer_id: str) -> StoredAnswer | None:
+        with self._db_call() as db:
+            row = db.execute(
+                "SELECT id, created_at, team, channel, thread_ts, user, kind, question, answer, cited_ids "
+                "FROM answers WHERE id = ?", (answer_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        keys = ("id", "created_at", "team", "channel", "thread_ts", "user", "kind", "question", "answer")
+        return StoredAnswer(**dict(zip(keys, row[:9])), cited_ids=json.loads(row[9]))
+
+    def thread_history(self, channel: str, thread_ts: str, *, limit: int = 10) -> list[tuple[str, str]]:
+        """(question, answer) pairs of the questions answered in this thread, oldest first."""
+        with self._db_call() as db:
+            rows = db.execute(
+                "SELECT question, answer FROM answers WHERE channel = ? AND thread_ts = ? AND kind = 'ask' "
+                "ORDER BY created_at DESC, rowid DESC LIMIT ?", (channel, thread_ts, limit),
+            ).fetchall()
+        return [(question, answer) for question, answer in reversed(rows)]
+
+    # --- feedback ----------------------------------------------------------------------------
+
+    def record_vote(self, answer: StoredAnswer, user: str, vote: Vote) -> bool:
+        """Store a vote with the question, answer and cited ids; False if it only repeated one."""
+        with self._db_call() as db:
+            previous = db.execute(
+                "SELECT vote FROM feedback WHERE answer_id = ? AND user = ?", (answer.id, user)
+            ).fetchone()
+            db.execute(
+                "INSERT OR REPLACE INTO feedback VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (answer.id, user, vote, _now(), answer.question, answer.answer, json.dumps(answer.cited_ids)),
+            )
+        return previous is None or previous[0] != vote
+
+    def feedback(self) -> list[FeedbackRecord]:
+        with self._db_call() as db:
+            rows = db.execute(
+                "SELECT answer_id, user, vote, created_at, question, answer, cited_ids FROM feedback ORDER BY created_at"
+            ).fetchall()
+        keys = ("answer_id", "user", "vote", "created_at", "question", "answer")
+        return [FeedbackRecord(**dict(zip(keys, row[:6])), cited_ids=json.loads(row[6])) for row in rows]
+
+    # --- threads -----------------------------------------------------------------------------
+
+    def remember_thread(self, channel: str, thread_ts: str) -> None:
+        with self._db_call() as db:
+            db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?)", (channel, thread_ts, _now()))
+
+    def is_bot_thread(self, channel: str, thread_ts: str) -> bool:
+        with self._db_call() as db:
+            row = db.execute("SELECT 1 FROM threads WHERE channel = ? AND thread_ts = ?", (channel, thread_ts)).fetchone()
+        return row is not None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")

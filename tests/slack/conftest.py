@@ -1,0 +1,145 @@
+"""Fixtures for the Slack tests: a real Assistant over a small real index, the Web API stand-in,
+and the Bolt app served over HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.slack.app import SlackRuntime, build_slack
+from retrieval.assistant import Assistant
+from retrieval.config import Settings
+from tests.slack.slack_requests import SlackSender
+from tests.slack.stand_in import SlackStandIn
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slack"
+RECORDS = FIXTURES / "records.jsonl"
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+BOT_TOKEN = "xoxb-1111-2222-testtokenvalue"
+APP_TOKEN = "xapp-1-A0TEST-3333-testappvalue"
+
+_LEAKY_ENV = (
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+    "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET",
+    "SLACK_API_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """slack_sdk honours proxy variables (not NO_PROXY); Bolt reads SLACK_* itself."""
+    for name in _LEAKY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def make_settings(data_dir: Path, **overrides: Any) -> Settings:
+    """Settings isolated from the environment and any .env file (no LLM)."""
+    values: dict[str, Any] = {"data_dir": data_dir, "openai_api_key": None, "openai_base_url": None}
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture(scope="session")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir with the 22 fixture records ingested (built once per session)."""
+    data_dir = tmp_path_factory.mktemp("slack-index")
+    builder = Assistant(make_settings(data_dir), chat_model=None)
+    report = builder.ingest_files([RECORDS])
+    assert len(report.added) == 22, report
+    builder.index.close()
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def assistant(index_dir: Path) -> Assistant:
+    """The real facade over the small index, extractive (no chat model)."""
+    return Assistant(make_settings(index_dir), chat_model=None)
+
+
+@pytest.fixture
+def index_copy(index_dir: Path, tmp_path: Path) -> Path:
+    """A private copy of the index data dir (for a process of its own)."""
+    target = tmp_path / "data"
+    shutil.copytree(index_dir, target)
+    return target
+
+
+@pytest.fixture
+def stand_in() -> Iterator[SlackStandIn]:
+    server = SlackStandIn().start()
+    yield server
+    server.stop()
+
+
+@dataclass
+class Bot:
+    """The app under test, served on 127.0.0.1, with its sender and the stand-in."""
+
+    runtime: SlackRuntime
+    sender: SlackSender
+    api: SlackStandIn
+    settings: Settings
+    sleeps: list[float]
+
+    def idle(self, timeout: float = 20.0) -> None:
+        """Wait until the work queue is empty and nothing runs (no sleeps: poll via the stand-in)."""
+        queue = self.runtime.deps.queue
+        done = threading.Event()
+
+        def check() -> bool:
+            return queue.waiting() == 0 and queue.busy() == 0
+
+        deadline = threading.Timer(timeout, done.set)
+        deadline.start()
+        try:
+            while not check():
+                if done.wait(0.02):
+                    raise AssertionError("the work queue did not drain")
+        finally:
+            deadline.cancel()
+
+
+BotFactory = Callable[..., Bot]
+
+
+@pytest.fixture
+def make_bot(stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path) -> Iterator[BotFactory]:
+    """Build and serve an app; keyword arguments override settings (or pass ``assistant=``)."""
+    started: list[tuple[SlackRuntime, Any]] = []
+
+    def start(*, core: Assistant | None = None, clock: Callable[[], float] | None = None,
+              sleep: Callable[[float], None] | None = None, **overrides: Any) -> Bot:
+        settings = make_settings(
+            tmp_path / f"bot{len(started)}", slack_bot_token=BOT_TOKEN, slack_signing_secret=SECRET,
+            slack_api_url=stand_in.api_url, **overrides,
+        )
+        sleeps: list[float] = []
+        extra: dict[str, Any] = {"sleep": sleep or sleeps.append}  # throttling waits are recorded, not slept
+        if clock is not None:
+            extra["clock"] = clock
+        runtime = build_slack(settings, core or assistant, http=True, **extra)
+        server = runtime.http_server("127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        started.append((runtime, server))
+        host, port = server.server_address[:2]
+        sender = SlackSender(f"http://{host}:{port}/slack/events", SECRET, bot_user_id=stand_in.bot_user_id,
+                             team=stand_in.team_id)
+        return Bot(runtime=runtime, sender=sender, api=stand_in, settings=settings, sleeps=sleeps)
+
+    yield start
+    for runtime, server in started:
+        server.shutdown()
+        server.server_close()
+        runtime.close()
+
+
+@pytest.fixture
+def bot(make_bot: BotFactory) -> Bot:
+    return make_bot()

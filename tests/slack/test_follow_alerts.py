@@ -1,0 +1,94 @@
+"""Follows over the slash command and follow alerts posted once each after a sync."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.slack.alerts import AlertScheduler, FollowAlerts
+from retrieval.follows import note_new_papers
+from tests.slack.conftest import Bot
+
+pytestmark = pytest.mark.slow
+
+DEL_MAESTRO = ["doi:10.1103/physrevb.82.060515", "doi:10.1103/physrevlett.106.105303"]
+GRAPHENE = "doi:10.1103/physrevlett.99.087402"
+DDA = "doi:10.1016/j.jqsrt.2007.01.033"
+
+
+def _follow(bot: Bot, text: str, name: str) -> str:
+    response = bot.sender.command(text, response_url=bot.api.response_url(name))
+    assert response.status_code == 200
+    [reply] = bot.api.wait_calls("respond", where=lambda c: c.path.endswith("/" + name))
+    return reply.params["text"] + reply.text()
+
+
+def test_follow_list_unfollow(bot: Bot) -> None:
+    assert "Following scholar *Adrian Del Maestro*" in _follow(bot, "follow scholar Adrian Del Maestro", "a")
+    guessed = _follow(bot, "follow A. Del Maestro", "b")  # an indexed author: read as a scholar
+    assert "Following scholar" in guessed and "Read as a scholar" in guessed
+    topic = _follow(bot, "follow Magnetophonon Resonance", "c")  # capitalised, but nobody's name
+    assert "Following topic" in topic
+    assert "already follows" in _follow(bot, "follow scholar adrian del maestro", "d")
+    listed = _follow(bot, "follows", "e")
+    assert "#1 · scholar *Adrian Del Maestro*" in listed and "topic *Magnetophonon Resonance*" in listed
+    assert "Stopped following topic" in _follow(bot, "unfollow Magnetophonon Resonance", "f")
+    assert "does not follow" in _follow(bot, "unfollow 99", "g")
+    public = [c for c in bot.api.calls_to("respond") if c.path[-1] in "acf"]
+    assert all(call.params["response_type"] == "in_channel" for call in public)
+
+
+def test_new_papers_are_posted_once_to_following_channels(bot: Bot) -> None:
+    _follow(bot, "follow scholar Adrian Del Maestro", "a")
+    bot.sender.command("follow topic graphene", channel="CPHYSICS1", response_url=bot.api.response_url("b"))
+    bot.api.wait_calls("respond", where=lambda c: c.path.endswith("/b"))
+
+    note_new_papers(bot.settings, [*DEL_MAESTRO, GRAPHENE, DDA])  # what `paperbot sync` hands over
+    assert bot.runtime.scheduler.tick() == 3
+    general = [c for c in bot.api.calls_to("chat.postMessage") if c.params["channel"] == "CGENERAL1"]
+    physics = [c for c in bot.api.calls_to("chat.postMessage") if c.params["channel"] == "CPHYSICS1"]
+    assert len(general) == 1 and len(physics) == 1
+    assert ":bell: New papers matching scholar *Adrian Del Maestro*" in general[0].text()
+    assert "Helium-4 Luttinger liquids in nanopores" in general[0].text() and "Graphene" not in general[0].text()
+    assert "Magnetophonon Resonance in Graphene" in physics[0].text()
+    assert "discrete dipole" not in general[0].text().lower() + physics[0].text().lower()
+
+    note_new_papers(bot.settings, [DEL_MAESTRO[0]])  # reported again by a later sync
+    assert bot.runtime.scheduler.tick() == 0
+    assert len(bot.api.calls_to("chat.postMessage")) == 2
+    assert bot.runtime.deps.follows.queued_new_papers() == []
+
+
+def test_failed_posts_are_retried_on_the_next_pass(bot: Bot) -> None:
+    _follow(bot, "follow scholar Adrian Del Maestro", "a")
+    note_new_papers(bot.settings, DEL_MAESTRO)
+    bot.api.fail_next("chat.postMessage", status=200, error="fatal_error")  # not retried by the SDK, not permanent
+    assert bot.runtime.scheduler.tick() == 0
+    assert bot.runtime.deps.follows.queued_new_papers() == sorted(DEL_MAESTRO)
+    assert bot.runtime.scheduler.tick() == 2
+
+
+def test_alerts_for_a_channel_the_bot_left_are_dropped(bot: Bot) -> None:
+    bot.sender.command("follow scholar Adrian Del Maestro", channel="CNOTMEMBER1", response_url=bot.api.response_url("a"))
+    bot.api.wait_calls("respond", where=lambda c: c.path.endswith("/a"))
+    note_new_papers(bot.settings, DEL_MAESTRO)
+    assert bot.runtime.scheduler.tick() == 0
+    assert bot.runtime.deps.follows.queued_new_papers() == []  # not retried forever
+
+
+def test_scheduled_sync_runs_when_due_and_alerts_follow(bot: Bot) -> None:
+    _follow(bot, "follow scholar Adrian Del Maestro", "a")
+    now = [0.0]
+    syncs: list[float] = []
+
+    def run_sync() -> list[str]:
+        syncs.append(now[0])
+        return DEL_MAESTRO
+
+    scheduler = AlertScheduler(FollowAlerts(bot.runtime.deps, bot.runtime.app.client), sync_every_seconds=3600,
+                               run_sync=run_sync, note_new=bot.runtime.deps.follows.note_new_papers,
+                               clock=lambda: now[0])
+    assert scheduler.tick() == 0 and syncs == []
+    now[0] = 3600.0
+    assert scheduler.tick() == 2 and syncs == [3600.0]
+    now[0] = 5000.0
+    assert scheduler.tick() == 0 and syncs == [3600.0]

@@ -1,0 +1,100 @@
+"""Answers written by a (scripted, streaming) chat model: throttled chat.update streaming,
+escaping of model text, and the thread's history reaching the model on follow-ups."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from retrieval.assistant import Assistant
+from tests.slack.conftest import BotFactory, make_settings
+from tests.slack.helpers import final_answer, has_button, scripted_model
+from tests.slack.stand_in import Call
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "which papers study the discrete dipole approximation?"
+REPLY = (
+    "The convergence of the discrete dipole approximation is analysed theoretically [1]. "
+    "An overview of the method and its recent developments is given as well [2]. "
+    "<!channel> see <http://evil.example|doi.org> for the full story @here [1]."
+)
+
+
+class FakeClock:
+    """Advances a little on every reading; sleeping advances it by the time slept."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 0.3
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_model_text_streams_into_the_message_at_most_once_a_second(make_bot: BotFactory, assistant: Assistant) -> None:
+    model = scripted_model(REPLY)
+    core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index, chat_model=model)
+    clock = FakeClock()
+    bot = make_bot(core=core, clock=clock, sleep=clock.sleep)
+    update_times: list[float] = []
+
+    def observe(call: Call) -> None:
+        if call.method == "chat.update":
+            update_times.append(clock.now)
+
+    bot.api.on_record = observe
+    _, ts = bot.sender.mention(QUESTION)
+    final = final_answer(bot.api)
+
+    updates = [c for c in bot.api.calls_to("chat.update") if c.params["ts"] == final.params["ts"]]
+    partial = [c for c in updates if "writing…" in c.text()]
+    assert partial, "no partial update was streamed"
+    assert len(updates) < len(REPLY.split())  # throttled, not one edit per token
+    gaps = [later - earlier for earlier, later in zip(update_times, update_times[1:])]
+    assert gaps and min(gaps) >= 1.0 - 1e-9
+    assert "[1]" in final.text() and "*Sources*" in final.text()
+    for call in bot.api.calls:
+        for raw in ("<!channel>", "<http://evil.example", "<!here>"):
+            assert raw not in call.text()
+    assert "&lt;!channel&gt;" in json.dumps([c.params.get("blocks") for c in partial], ensure_ascii=False) \
+        or "&lt;!channel&gt;" in final.text()
+
+
+def test_follow_up_sends_the_thread_as_history_to_the_model(make_bot: BotFactory, assistant: Assistant) -> None:
+    model = scripted_model(REPLY, "How fast does the discrete dipole approximation converge?", REPLY)
+    core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index, chat_model=model)
+    bot = make_bot(core=core)
+    _, root = bot.sender.mention(QUESTION)
+    first = final_answer(bot.api)
+    bot.sender.message("and how fast does it converge?", thread_ts=root)
+    final_answer(bot.api, count=2)
+    condense_prompt = " ".join(str(message.content) for message in model.seen[1])
+    assert QUESTION in condense_prompt and "and how fast does it converge?" in condense_prompt
+    assert bot.runtime.deps.store.thread_history("CGENERAL1", root)[0][0] == QUESTION
+    assert first.params["ts"] != final_answer(bot.api, count=2).params["ts"]
+
+
+def test_a_long_answer_continues_in_further_messages(make_bot: BotFactory, assistant: Assistant) -> None:
+    long_reply = " ".join(f"Finding {i} on the discrete dipole approximation is reported [1]." for i in range(400))
+    core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index,
+                     chat_model=scripted_model(long_reply))
+    bot = make_bot(core=core)
+    _, ts = bot.sender.mention(QUESTION)
+    bot.api.wait_calls("chat.postMessage", where=has_button("paperbot_vote_up"))  # buttons close the last page
+    placeholder, *pages = [c for c in bot.api.calls_to("chat.postMessage") if c.params.get("thread_ts") == ts]
+    first_ts = next(m["ts"] for m in bot.api.messages["CGENERAL1"].values() if m.get("thread_ts") == ts)
+    final = [c for c in bot.api.calls_to("chat.update") if c.params["ts"] == first_ts][-1]
+    assert "Working on it" in placeholder.text() and pages, "the overflow was not posted"
+    shown = final.text() + "".join(page.text() for page in pages)
+    assert all(f"Finding {i} on" in shown for i in (0, 200, 399))  # nothing dropped
+    for call in [final, *pages]:
+        blocks = call.params["blocks"]
+        assert len(blocks) <= 50
+        assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
+    assert "Continued in the next message" in final.text() and "(continued, 2/" in pages[0].text()
+    assert "paperbot_vote_up" in pages[-1].text() and "paperbot_vote_up" not in final.text()

@@ -1,0 +1,109 @@
+"""The work queue: positions, per-user serialisation and limits, no dropped jobs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from bot.slack.queue import QueueFullError, WorkQueue
+
+
+class Gate:
+    """A job that blocks until released and records when it ran."""
+
+    def __init__(self, log: list[str], name: str) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.log, self.name = log, name
+
+    def __call__(self) -> None:
+        self.started.set()
+        self.log.append(self.name)
+        assert self.release.wait(10)
+
+
+@pytest.fixture
+def queue() -> Iterator[WorkQueue]:
+    work = WorkQueue(workers=2, per_user_limit=3)
+    yield work
+    work.close()
+
+
+def test_positions_and_global_order(queue: WorkQueue) -> None:
+    log: list[str] = []
+    a, b, c, d = (Gate(log, name) for name in "abcd")
+    assert queue.submit("U1", a) == 0
+    assert queue.submit("U2", b) == 0
+    assert queue.submit("U3", c) == 1  # both workers busy
+    assert queue.submit("U4", d) == 2
+    assert a.started.wait(5) and b.started.wait(5)
+    a.release.set()
+    assert c.started.wait(5)
+    b.release.set()
+    assert d.started.wait(5)
+    c.release.set(), d.release.set()
+    assert sorted(log[:2]) == ["a", "b"] and log[2:] == ["c", "d"]
+
+
+def test_one_user_runs_one_job_at_a_time_and_others_pass(queue: WorkQueue) -> None:
+    log: list[str] = []
+    first, second, other = Gate(log, "u1-first"), Gate(log, "u1-second"), Gate(log, "u2")
+    assert queue.submit("U1", first) == 0
+    assert queue.submit("U1", second) == 1  # a worker is idle, but U1 already runs something
+    assert queue.submit("U2", other) == 0  # the idle worker serves the next person
+    assert other.started.wait(5)
+    assert not second.started.is_set()
+    first.release.set()
+    assert second.started.wait(5)
+    second.release.set(), other.release.set()
+
+
+def test_per_user_limit_refuses_politely(queue: WorkQueue) -> None:
+    gates = [Gate([], str(i)) for i in range(3)]
+    for gate in gates:
+        queue.submit("U1", gate)
+    with pytest.raises(QueueFullError) as raised:
+        queue.submit("U1", Gate([], "x"))
+    assert "3 request(s) in line" in raised.value.user_message
+    other = Gate([], "y")
+    assert queue.submit("U2", other) == 0  # other people are unaffected
+    for gate in [*gates, other]:
+        gate.release.set()
+
+
+def test_a_failing_job_does_not_kill_the_worker() -> None:
+    work = WorkQueue(workers=1, per_user_limit=5)
+    done = threading.Event()
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    try:
+        work.submit("U1", boom)
+        work.submit("U1", done.set)
+        assert done.wait(5)
+    finally:
+        work.close()
+
+
+def test_burst_is_fully_processed() -> None:
+    work = WorkQueue(workers=3, per_user_limit=50)
+    finished: list[int] = []
+    lock = threading.Lock()
+    all_done = threading.Event()
+
+    def job(i: int) -> None:
+        with lock:
+            finished.append(i)
+            if len(finished) == 60:
+                all_done.set()
+
+    try:
+        for i in range(60):
+            work.submit(f"U{i % 6}", lambda i=i: job(i))
+        assert all_done.wait(10)
+        assert sorted(finished) == list(range(60))
+    finally:
+        work.close()
