@@ -6,7 +6,7 @@ doors always behave the same. It owns the lazily opened index and chat model.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from retrieval.answer import AnswerEvent
     from retrieval.index import PaperIndex
     from retrieval.ingest import IngestReport, Progress
+    from retrieval.sync import SyncEvent, SyncReport
 
 _UNSET = object()
 
@@ -207,6 +208,20 @@ class Assistant:
         if not topic.strip():
             raise InputError("The topic is empty.", hint='Try: paperbot collaborators "optical interconnects"')
         return find_collaborators(self.index, self.settings, topic.strip(), for_name=for_name, new_only=new_only, limit=limit)
+
+    def is_known_scholar(self, name: str) -> bool:
+        """On the roster (name, alias or id), or an author of some indexed paper."""
+        from retrieval.roster import Roster
+
+        if Roster.load(self.settings).find(name) is not None:
+            return True
+        return bool(self.index.knows_author(name))
+
+    def sync(self, *, progress: "Callable[[SyncEvent], None] | None" = None) -> "SyncReport":
+        """Fetch new works of every roster scholar from all sources into the index."""
+        from retrieval.sync import sync_roster
+
+        return sync_roster(self.settings, self.index, progress=progress)
 
     # --- records -----------------------------------------------------------------------------
 

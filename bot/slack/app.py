@@ -216,16 +216,11 @@ def build_slack(
     sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours else None
     scheduler = AlertScheduler(
         alerts, poll_seconds=alert_poll_seconds, sync_every_seconds=sync_every,
-        run_sync=(lambda: _scheduled_sync(settings, assistant)) if sync_every else None,
+        run_sync=(lambda: assistant.sync().new_paper_ids) if sync_every else None,
         note_new=deps.follows.note_new_papers, clock=clock,
     )
     return SlackRuntime(app, deps, creds, scheduler)
 
-
-def _scheduled_sync(settings: Settings, assistant: "Assistant") -> list[str]:
-    from retrieval.sync import sync_roster
-
-    return sync_roster(settings, assistant.index).new_paper_ids
 
 
 def _log_unhandled(error: Exception, body: dict[str, Any]) -> BoltResponse:

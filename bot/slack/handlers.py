@@ -82,11 +82,7 @@ def _follow_verbs(deps: SlackDeps, client: WebClient, command: Command, target: 
 
 def is_known_scholar(deps: SlackDeps, name: str) -> bool:
     """On the roster, or an author of some indexed paper."""
-    from retrieval.roster import Roster
-
-    if Roster.load(deps.settings).find(name) is not None:
-        return True
-    return bool(deps.assistant.index.knows_author(name))
+    return deps.assistant.is_known_scholar(name)
 
 
 def _label(follow: Follow) -> str:
