@@ -7,6 +7,7 @@ doors always behave the same. It owns the lazily opened index and chat model.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,17 +55,6 @@ class IndexStats(BaseModel):
     by_year: dict[int, int]
 
 
-def merge_filters(explicit: SearchFilters | None, parsed: SearchFilters) -> SearchFilters:
-    """Filters from options win over filters read from the question text."""
-    if explicit is None:
-        return parsed
-    return SearchFilters(
-        since=explicit.since if explicit.since is not None else parsed.since,
-        until=explicit.until if explicit.until is not None else parsed.until,
-        authors=explicit.authors or parsed.authors,
-        venue=explicit.venue or parsed.venue,
-    )
-
 
 class Assistant:
     """One installation's paperbot: settings, index and (optional) chat model."""
@@ -108,7 +98,7 @@ class Assistant:
 
         Returns the question to use, the merged filters and a notice (e.g. the cap) or None.
         """
-        from retrieval.query_filters import prepare_query
+        from retrieval.query_filters import merge_filters, prepare_query
 
         prepared = prepare_query(text)
         _, parsed = self.index.parse_question(prepared.text)
@@ -127,6 +117,30 @@ class Assistant:
         notices = " ".join(part for part in (notice, outcome.empty_reason if not hits else None) if part)
         return SearchResult(query=query, results=citations, notice=notices or None)
 
+    def _answer_inputs(
+        self, question: str, k: int, filters: SearchFilters | None, history: Sequence[tuple[str, str]]
+    ) -> tuple[dict[str, object], SearchFilters, str | None]:
+        """Everything ``answer_question``/``stream_answer`` take, plus the filters and a notice."""
+        text, merged, notice = self._prepare(question, filters)
+        inputs: dict[str, object] = {
+            "question": text,
+            "retriever": self._retrieve,
+            "settings": self.settings,
+            "k": k,
+            "filters": None if merged.is_empty() else merged,
+            "history": history,
+            "chat_model": self.chat_model,
+            "min_relevance": self.relevance_threshold,
+        }
+        return inputs, merged, notice
+
+    def _finish(self, result: AnswerResult, filters: SearchFilters, notice: str | None) -> AnswerResult:
+        """Add the question's notice and, for an abstention, the filter that emptied the result."""
+        empty_reason = None
+        if result.abstained:
+            empty_reason = self.index.explain_empty(None if filters.is_empty() else filters)
+        return _with_notice(result, notice, empty_reason)
+
     def ask(
         self,
         question: str,
@@ -137,24 +151,8 @@ class Assistant:
     ) -> AnswerResult:
         from retrieval.answer import answer_question
 
-        text, merged, notice = self._prepare(question, filters)
-        result = answer_question(
-            text,
-            retriever=self._retrieve,
-            settings=self.settings,
-            k=k,
-            filters=None if merged.is_empty() else merged,
-            history=history,
-            chat_model=self.chat_model,
-            min_relevance=self.relevance_threshold,
-        )
-        return _with_notice(result, notice, self._empty_reason(result, merged))
-
-    def _empty_reason(self, result: AnswerResult, filters: SearchFilters) -> str | None:
-        """When an abstention is due to the filters (or an empty index), say which."""
-        if not result.abstained:
-            return None
-        return self.index.explain_empty(None if filters.is_empty() else filters)
+        inputs, merged, notice = self._answer_inputs(question, k, filters, history)
+        return self._finish(answer_question(**inputs), merged, notice)  # type: ignore[arg-type]
 
     def stream_ask(
         self,
@@ -164,19 +162,19 @@ class Assistant:
         filters: SearchFilters | None = None,
         history: Sequence[tuple[str, str]] = (),
     ) -> "Iterator[AnswerEvent]":
-        from retrieval.answer import stream_answer
+        """Text deltas as the model writes, then ``Final`` with the validated result."""
+        from retrieval.answer import Final, stream_answer
 
-        text, merged, _notice = self._prepare(question, filters)
-        return stream_answer(
-            text,
-            retriever=self._retrieve,
-            settings=self.settings,
-            k=k,
-            filters=None if merged.is_empty() else merged,
-            history=history,
-            chat_model=self.chat_model,
-            min_relevance=self.relevance_threshold,
-        )
+        inputs, merged, notice = self._answer_inputs(question, k, filters, history)
+        events = stream_answer(**inputs)  # type: ignore[arg-type]
+
+        def finished() -> "Iterator[AnswerEvent]":
+            for event in events:
+                if isinstance(event, Final):
+                    event = replace(event, result=self._finish(event.result, merged, notice))
+                yield event
+
+        return finished()
 
     @property
     def relevance_threshold(self) -> float:

@@ -12,9 +12,9 @@ import hashlib
 import re
 import unicodedata
 from datetime import date
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 # Identifier normalisation ------------------------------------------------------------------
 
@@ -103,7 +103,23 @@ def title_key(title: str) -> str:
     return fold(title)
 
 
+def unique_clean(values: list[str]) -> list[str]:
+    """Cleaned, non-empty, first-seen-order unique strings."""
+    seen: list[str] = []
+    for item in values:
+        text = clean_text(item)
+        if text and text not in seen:
+            seen.append(text)
+    return seen
+
+
 # Models ------------------------------------------------------------------------------------
+
+Doi = Annotated[str | None, AfterValidator(normalize_doi)]
+ArxivId = Annotated[str | None, AfterValidator(normalize_arxiv_id)]
+OpenAlexId = Annotated[str | None, AfterValidator(normalize_openalex_id)]
+Orcid = Annotated[str | None, AfterValidator(normalize_orcid)]
+CleanList = Annotated[list[str], AfterValidator(unique_clean)]
 
 
 class Author(BaseModel):
@@ -112,9 +128,9 @@ class Author(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     name: str
-    orcid: str | None = None
-    openalex_id: str | None = None
-    affiliations: list[str] = Field(default_factory=list)
+    orcid: Orcid = None
+    openalex_id: OpenAlexId = None
+    affiliations: CleanList = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod
@@ -123,26 +139,6 @@ class Author(BaseModel):
         if not name:
             raise ValueError("author name is empty")
         return name
-
-    @field_validator("orcid")
-    @classmethod
-    def _orcid(cls, value: str | None) -> str | None:
-        return normalize_orcid(value)
-
-    @field_validator("openalex_id")
-    @classmethod
-    def _openalex(cls, value: str | None) -> str | None:
-        return normalize_openalex_id(value)
-
-    @field_validator("affiliations")
-    @classmethod
-    def _affiliations(cls, value: list[str]) -> list[str]:
-        seen: list[str] = []
-        for item in value:
-            text = clean_text(item)
-            if text and text not in seen:
-                seen.append(text)
-        return seen
 
     @property
     def family_name(self) -> str:
@@ -177,13 +173,13 @@ class Paper(BaseModel):
     published: str | None = Field(default=None, description="YYYY, YYYY-MM or YYYY-MM-DD")
     venue: str | None = None
     publisher: str | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
+    doi: Doi = None
+    arxiv_id: ArxivId = None
     arxiv_version: str | None = None
-    openalex_id: str | None = None
+    openalex_id: OpenAlexId = None
     url: str | None = None
     type: str | None = None  # article, inproceedings, preprint, book, ...
-    categories: list[str] = Field(default_factory=list)
+    categories: CleanList = Field(default_factory=list)
     open_access: bool | None = None
     citation_count: int | None = Field(default=None, ge=0)
     provenance: list[Provenance] = Field(default_factory=list)
@@ -225,21 +221,6 @@ class Paper(BaseModel):
         text = clean_text(value)
         return text or None
 
-    @field_validator("doi")
-    @classmethod
-    def _doi(cls, value: str | None) -> str | None:
-        return normalize_doi(value)
-
-    @field_validator("arxiv_id")
-    @classmethod
-    def _arxiv(cls, value: str | None) -> str | None:
-        return normalize_arxiv_id(value)
-
-    @field_validator("openalex_id")
-    @classmethod
-    def _openalex(cls, value: str | None) -> str | None:
-        return normalize_openalex_id(value)
-
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
@@ -262,16 +243,6 @@ class Paper(BaseModel):
         if day is None or not 1 <= int(day) <= 31:
             return f"{year}-{int(month):02d}"
         return f"{year}-{int(month):02d}-{int(day):02d}"
-
-    @field_validator("categories")
-    @classmethod
-    def _categories(cls, value: list[str]) -> list[str]:
-        seen: list[str] = []
-        for item in value:
-            text = clean_text(item)
-            if text and text not in seen:
-                seen.append(text)
-        return seen
 
     # --- derived -------------------------------------------------------------------------
 
