@@ -1,0 +1,221 @@
+"""Benchmark expert finding: "who would write this?" from a held-out paper's title.
+
+    python bench/experts.py [--quick] [--data ../shared/datasets] [--queries N] [--seeds 13,14,15]
+
+Data: ``conference-authors/`` (CVPR 2024, MLSys 2023/2024: titles with full author lists, no
+abstracts, no ids). Protocol, fixed before any figure was seen and not tuned on it:
+
+1. Papers are read as paperbot records (author "first last", year, venue).
+2. Per fold (one per seed in ``--seeds``), ``--queries`` papers are held out at random among
+   papers with at least one author who has another paper in the data. The rest is indexed
+   with the real ``PaperIndex`` (Chroma + BM25, the configured local encoder) in a temporary
+   data dir. Seeds 1 and 2 were used to choose the ranking's constants (see
+   ``retrieval.collaborators``); the default seeds were not looked at before that.
+3. For each held-out paper, its title is the query. ``index.search(title, k=150)`` runs once;
+   the same hits and the same people (``retrieval.people`` over the indexed papers) feed both
+   rankings:
+   * **document model**: ``retrieval.collaborators.document_model_scores``, the ranking behind
+     ``paperbot collaborators`` (sum over a person's retrieved papers of rank relevance x
+     recency x authorship position);
+   * **single best paper** (baseline): ``single_best_scores``, each person scored by their best
+     retrieved paper with the same weights.
+4. Relevant people: the held-out paper's authors who have another indexed paper (the others
+   cannot be found from the index). A ranked person counts as one of them when one of their
+   written names equals the author's (case and accents aside).
+
+Reported: Recall@10 (share of relevant authors in the top 10, averaged over queries), MRR of
+the first relevant author, and how many queries each ranking wins, over all folds; the spread
+of Recall@10 across folds shows the noise. ``--quick`` (under a minute) is one fold of 30
+queries over the 300 papers of the most prolific authors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # runnable as a plain script
+    sys.path.insert(0, str(REPO))
+
+from retrieval.collaborators import Expert, document_model_scores, single_best_scores  # noqa: E402
+from retrieval.config import Settings  # noqa: E402
+from retrieval.people import PeopleDirectory  # noqa: E402
+from retrieval.records import Author, Paper, fold  # noqa: E402
+
+FILES = ("cvpr24.json", "mlsys2023.json", "mlsys2024.json")
+RETRIEVE_K = 150
+CUTOFF = 10
+TODAY = date(2025, 1, 1)  # just after the data: recency weights stay meaningful
+
+
+def load_conference_authors(folder: Path) -> list[Paper]:
+    """The conference-authors files as records (one per distinct paper)."""
+    papers: dict[str, Paper] = {}
+    for name in FILES:
+        path = folder / name
+        if not path.exists():
+            raise SystemExit(f"missing {path}: pass --data pointing at the shared datasets folder")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        venue = f"{data['info']['short_name']} {data['info']['date']}"
+        for item in data["collection"]:
+            authors = []
+            for person in item.get("authors", []):
+                written = " ".join(part for part in (person.get("first_name", ""), person.get("last_name", "")) if part)
+                if written.strip():
+                    authors.append(Author(name=written))
+            if not authors or not item.get("title", "").strip():
+                continue
+            paper = Paper(title=item["title"], authors=authors, published=item.get("pubTime"), venue=venue)
+            papers.setdefault(paper.id, paper)
+    return list(papers.values())
+
+
+def _key(name: str) -> str:
+    return fold(name)
+
+
+def quick_corpus(papers: Sequence[Paper], size: int = 300) -> list[Paper]:
+    """The papers of the most prolific authors, until ``size``: a dense small problem."""
+    counts = Counter(_key(n) for p in papers for n in p.author_names)
+    ranked = sorted(papers, key=lambda p: (-max(counts[_key(n)] for n in p.author_names), p.title))
+    return ranked[:size]
+
+
+def split(papers: Sequence[Paper], queries: int, seed: int) -> tuple[list[Paper], list[Paper]]:
+    """(indexed, held out): held-out papers have an author with another paper."""
+    counts = Counter(_key(n) for p in papers for n in set(p.author_names))
+    eligible = [p for p in papers if any(counts[_key(n)] >= 2 for n in p.author_names)]
+    rng = random.Random(seed)
+    held = rng.sample(eligible, min(queries, len(eligible)))
+    held_ids = {p.id for p in held}
+    return [p for p in papers if p.id not in held_ids], held
+
+
+@dataclass
+class Scores:
+    recall: list[float]
+    reciprocal_rank: list[float]
+
+
+def evaluate(ranking: Sequence[Expert], relevant: set[str]) -> tuple[float, float]:
+    """(recall@CUTOFF, reciprocal rank of the first relevant person)."""
+    found: set[str] = set()
+    first: int | None = None
+    for position, expert in enumerate(ranking, start=1):
+        matched = {_key(n) for n in expert.person.names} & relevant
+        if matched:
+            if first is None:
+                first = position
+            if position <= CUTOFF:
+                found |= matched
+    return len(found) / len(relevant), (1.0 / first if first else 0.0)
+
+
+def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Settings,
+             progress: Callable[[str], None]) -> dict[str, object]:
+    """One fold: index all but ``queries`` held-out papers, rank people for each held-out title."""
+    from retrieval.index import PaperIndex
+
+    indexed, held = split(papers, queries, seed)
+    started = time.perf_counter()
+    index = PaperIndex.open(settings)
+    index.upsert(indexed)
+    indexing = time.perf_counter() - started
+    progress(f"seed {seed}: indexed {len(indexed)} papers in {indexing:.0f} s")
+    people = PeopleDirectory(index.iter_papers())
+    indexed_names = Counter(_key(n) for p in indexed for n in p.author_names)
+    results = {name: Scores([], []) for name in METHODS}
+    reachable: list[float] = []  # share of relevant authors with any paper among the hits
+    wins: Counter[str] = Counter()
+    started = time.perf_counter()
+    for paper in held:
+        relevant = {_key(n) for n in paper.author_names if indexed_names[_key(n)] >= 1}
+        if not relevant:
+            continue
+        hits = index.search(paper.title, k=RETRIEVE_K)
+        in_hits = {_key(n) for hit in hits for n in hit.paper.author_names}
+        reachable.append(len(relevant & in_hits) / len(relevant))
+        recalls = []
+        for name, method in METHODS.items():
+            recall, rr = evaluate(method(hits, people, TODAY), relevant)
+            results[name].recall.append(recall)
+            results[name].reciprocal_rank.append(rr)
+            recalls.append(recall)
+        wins[DOCUMENT] += recalls[0] > recalls[1]
+        wins[BASELINE] += recalls[1] > recalls[0]
+    used = len(results[DOCUMENT].recall)
+    index.close()
+    return {"indexed": len(indexed), "queries": used, "results": results, "wins": wins, "reachable": reachable,
+            "indexing_s": indexing, "query_s": (time.perf_counter() - started) / max(1, used)}
+
+
+DOCUMENT = "document model (paperbot collaborators)"
+BASELINE = "baseline: single best paper"
+METHODS: dict[str, Callable[..., list[Expert]]] = {DOCUMENT: document_model_scores, BASELINE: single_best_scores}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def table(papers: int, folds: Sequence[dict[str, object]]) -> str:
+    lines = [
+        f"| ranking | Recall@{CUTOFF} | Recall@{CUTOFF} per fold | MRR | queries won |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for name in METHODS:
+        per_fold = [fold["results"][name] for fold in folds]  # type: ignore[index]
+        recall = [r for scores in per_fold for r in scores.recall]
+        rr = [r for scores in per_fold for r in scores.reciprocal_rank]
+        spread = " / ".join(f"{_mean(scores.recall):.3f}" for scores in per_fold)
+        won = sum(fold["wins"][name] for fold in folds)  # type: ignore[index]
+        lines.append(f"| {name} | {_mean(recall):.3f} | {spread} | {_mean(rr):.3f} | {won} |")
+    queries = sum(int(fold["queries"]) for fold in folds)  # type: ignore[arg-type]
+    indexed = int(folds[0]["indexed"])  # type: ignore[arg-type]
+    indexing = _mean([float(fold["indexing_s"]) for fold in folds])  # type: ignore[arg-type]
+    per_query = _mean([float(fold["query_s"]) for fold in folds])  # type: ignore[arg-type]
+    reachable = _mean([r for fold in folds for r in fold["reachable"]])  # type: ignore[attr-defined]
+    lines += ["", (
+        f"{queries} held-out titles in {len(folds)} fold(s), about {indexed:,} indexed papers each (of {papers:,}); "
+        f"top {RETRIEVE_K} hybrid hits per query; indexing {indexing:.0f} s per fold, "
+        f"{1000 * per_query:.0f} ms per query (search + both rankings). "
+        f"Ceiling: {reachable:.3f} of the relevant authors have any paper among the {RETRIEVE_K} hits "
+        f"(titles only, no abstracts)."
+    )]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one fold, 300 papers, 30 queries: under a minute")
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "datasets",
+                        help="folder holding conference-authors/ (default: ../shared/datasets)")
+    parser.add_argument("--queries", type=int, default=None, help="held-out titles per fold (default 300; 30 with --quick)")
+    parser.add_argument("--seeds", default=None, help="comma-separated fold seeds (default 13,14,15; 13 with --quick)")
+    args = parser.parse_args(argv)
+    papers = load_conference_authors(args.data / "conference-authors")
+    queries = args.queries or (30 if args.quick else 300)
+    seeds = [int(s) for s in (args.seeds or ("13" if args.quick else "13,14,15")).split(",")]
+    if args.quick:
+        papers = quick_corpus(papers)
+    folds = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory(prefix="paperbot-bench-experts-") as tmp:
+            settings = Settings(_env_file=None, data_dir=Path(tmp), chroma_url=None)  # type: ignore[call-arg]
+            folds.append(run_fold(papers, queries, seed, settings, lambda line: print(line, file=sys.stderr)))
+    print(table(len(papers), folds))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""Fixture corpus for the scholar tests: real records (see tests/fixtures/scholars/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retrieval.config import Settings
+from retrieval.people import PeopleDirectory
+from retrieval.records import Paper
+from retrieval.themes import TermStats
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scholars"
+FILES = ("arxiv_del_maestro.jsonl", "conference_authors_slice.jsonl", "openalex_works.jsonl")
+
+
+def load_papers(*names: str) -> list[Paper]:
+    papers: list[Paper] = []
+    for name in names or FILES:
+        for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                papers.append(Paper.model_validate_json(line))
+    return papers
+
+
+def make_settings(tmp: Path, **overrides: Any) -> Settings:
+    """Settings isolated from the environment and any .env file (no LLM unless given)."""
+    values: dict[str, Any] = {"data_dir": tmp, "openai_api_key": None, "openai_base_url": None}
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+class PaperList:
+    """The part of the index summaries read (``iter_papers``), over a list."""
+
+    def __init__(self, papers: list[Paper]) -> None:
+        self.papers = papers
+
+    def iter_papers(self) -> list[Paper]:
+        return list(self.papers)
+
+
+@pytest.fixture(scope="session")
+def papers() -> list[Paper]:
+    return load_papers()
+
+
+@pytest.fixture(scope="session")
+def directory(papers: list[Paper]) -> PeopleDirectory:
+    return PeopleDirectory(papers)
+
+
+@pytest.fixture(scope="session")
+def background(papers: list[Paper]) -> TermStats:
+    return TermStats.from_papers(papers)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    from retrieval.embeddings import TorchEncoder
+
+    return TorchEncoder()
+
+
+def index_subset(papers: list[Paper]) -> list[Paper]:
+    """What the real index holds (kept small: embedding is the slow part): the arXiv and
+    OpenAlex records, every MLSys paper, and the two CVPR papers by a "Zhao Zhang"."""
+    return [
+        p for p in papers
+        if not (p.venue or "").startswith("CVPR") or "Zhao Zhang" in p.author_names
+    ]
+
+
+@pytest.fixture(scope="session")
+def index_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return make_settings(tmp_path_factory.mktemp("scholars-index"))
+
+
+@pytest.fixture(scope="session")
+def real_index(index_settings: Settings, papers: list[Paper], encoder):
+    """A real PaperIndex (record store + embedded Chroma + BM25) over ``index_subset``."""
+    from retrieval.index import PaperIndex
+
+    index = PaperIndex.open(index_settings, encoder=encoder)
+    index.upsert(index_subset(papers))
+    yield index
+    index.close()

@@ -1,0 +1,120 @@
+"""Grouping papers into themes, labels, extractive sentences (real records, no model)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from retrieval.themes import (
+    OTHER_LABEL,
+    TermStats,
+    assign_to_themes,
+    extractive_theme_text,
+    group_into_themes,
+    label_for,
+    salient_terms,
+)
+
+from tests.scholars.conftest import load_papers
+
+
+def _del_maestro():
+    return sorted(load_papers("arxiv_del_maestro.jsonl"), key=lambda p: p.published or "", reverse=True)
+
+
+def _by_title(papers, start: str):
+    return next(p for p in papers if p.title.startswith(start))
+
+
+def test_helium_nanopore_papers_form_one_theme_with_a_telling_label(background):
+    papers = _del_maestro()
+    themes = group_into_themes(papers, background)
+    helium = {"A Luttinger Liquid Core Inside Helium-4", "Helium-4 Luttinger liquids in nanopores",
+              "Quantum Monte Carlo measurement of the chemical potential"}
+    owner = [t for t in themes if any(p.title.startswith(tuple(helium)) for p in t.papers)]
+    assert len(owner) == 1  # never split across themes
+    assert "Monte Carlo" in owner[0].label or "Luttinger" in owner[0].label
+    # every paper in exactly one theme, newest first inside a theme
+    assert sorted(p.id for t in themes for p in t.papers) == sorted(p.id for p in papers)
+    for theme in themes:
+        dates = [p.published for p in theme.papers]
+        assert dates == sorted(dates, reverse=True)
+
+
+def test_density_wave_papers_are_apart_from_the_helium_ones(background):
+    papers = _del_maestro()
+    themes = group_into_themes(papers, background)
+    owner = {p.title: t.label for t in themes for p in t.papers}
+    assert owner[_by_title(papers, "Thermal melting of density waves").title] != owner[
+        _by_title(papers, "Helium-4 Luttinger liquids").title
+    ]
+
+
+def test_max_themes_puts_leftover_singletons_under_other_topics(background):
+    papers = _del_maestro()
+    themes = group_into_themes(papers, background, max_themes=2)
+    assert len(themes) == 2 and themes[-1].label == OTHER_LABEL and themes[-1].phrase == ""
+
+
+def test_labels_keep_proper_nouns_and_acronyms_and_skip_filler(background):
+    papers = _del_maestro()
+    phrase, keys = label_for([_by_title(papers, "Quantum Monte Carlo measurement"),
+                              _by_title(papers, "A Luttinger Liquid Core")], background)
+    assert "Monte Carlo" in phrase  # as the abstracts write it, though titles are Title Case
+    conference = [p for p in load_papers("conference_authors_slice.jsonl") if p.title.startswith("Towards")]
+    for paper in conference:
+        assert "toward" not in label_for([paper], background)[0].lower()
+
+
+def test_salient_terms_name_the_field(background):
+    terms = salient_terms(_del_maestro(), background)
+    assert any("Monte Carlo" in t for t in terms)
+    assert any("Luttinger" in t for t in terms)
+
+
+def test_extractive_text_cites_each_paper_once_and_quotes_the_central_abstract(background):
+    papers = _del_maestro()[:5]
+    themes = group_into_themes(papers, background)
+    numbers = {p.id: n for n, p in enumerate((p for t in themes for p in t.papers), start=1)}
+    texts = [extractive_theme_text(t, numbers) for t in themes]
+    cited = [int(n) for text in texts for n in re.findall(r"\[(\d+)\]", text)]
+    assert set(cited) == set(numbers.values())
+    big = max(themes, key=lambda t: len(t.papers))
+    text = texts[themes.index(big)]
+    assert text.startswith(f"{len(big.papers)} papers on ")
+    assert "From the abstract of [" in text
+
+
+def test_many_papers_are_summarised_as_n_more(background):
+    papers = load_papers("conference_authors_slice.jsonl")[:12]
+    themes = group_into_themes(papers, TermStats.from_papers(papers), max_themes=1)
+    assert len(themes) == 1
+    numbers = {p.id: n for n, p in enumerate(themes[0].papers, start=1)}
+    text = extractive_theme_text(themes[0], numbers)
+    assert "8 more [5][6][7][8][9][10][11][12]" in text
+    # the "Other topics" group has no label of its own: its most telling phrases are named
+    assert text.startswith("12 papers on various topics (2023), among them large language models")
+
+
+def test_older_papers_are_placed_into_recent_themes_or_other(background):
+    papers = _del_maestro()
+    recent, older = papers[:3], papers[3:]
+    themes = group_into_themes(recent, background)
+    labels = assign_to_themes(papers, themes, background)
+    assert {labels[p.id] for p in recent} == {t.label for t in themes}
+    helium_2011 = _by_title(papers, "Helium-4 Luttinger liquids in nanopores")
+    melting_2004 = _by_title(papers, "Thermal melting of density waves")
+    assert labels[helium_2011.id] == themes[0].label
+    assert labels[melting_2004.id] == OTHER_LABEL
+    assert all(labels[p.id] for p in older)
+
+
+def test_embeddings_when_given_replace_term_overlap(background):
+    papers = _del_maestro()[:4]
+    # orthogonal vectors: nothing is alike, so every paper is its own theme
+    vectors = {p.id: np.eye(4)[i] for i, p in enumerate(papers)}
+    assert len(group_into_themes(papers, background, vectors=vectors)) == 4
+    # identical vectors: one theme
+    same = {p.id: np.ones(4) / 2 for p in papers}
+    assert len(group_into_themes(papers, background, vectors=same)) == 1

@@ -1,0 +1,189 @@
+"""Summaries, collaborator finding and the CLI commands over a real index (local model)."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from bot.commands import collaborators as collaborators_command
+from bot.commands import summarize as summarize_command
+from bot.context import CliContext
+from retrieval.assistant import Assistant
+from retrieval.collaborators import document_model_scores, find_collaborators, single_best_scores
+from retrieval.errors import InputError, UnknownScholarError
+from retrieval.models import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
+from retrieval.people import PeopleDirectory
+from retrieval.scholars import stored_vectors, summarize_scholar
+
+pytestmark = pytest.mark.slow
+
+TODAY = date(2025, 1, 1)
+TOPIC = "communication in model parallel training"
+
+
+@pytest.fixture(scope="module")
+def people(real_index) -> PeopleDirectory:
+    return PeopleDirectory(real_index.iter_papers())
+
+
+# --- collaborators -----------------------------------------------------------------------------
+
+
+def test_several_strong_papers_beat_one_top_hit(real_index, people):
+    hits = real_index.search(TOPIC, k=150)
+    ranked = document_model_scores(hits, people, TODAY)
+    baseline = single_best_scores(hits, people, TODAY)
+    top = ranked[0]
+    assert top.person.name == "Eric Xing" and len(top.evidence) == 3
+    # a middle author on all three, and still ahead of the top hit's first author
+    assert not any(e.mention.is_first or e.mention.is_last for e in top.evidence)
+    one_hit = baseline[0]
+    assert len(one_hit.evidence) == 1 and one_hit.best_rank == 1  # the baseline's winner: the top hit's first author
+    assert ranked.index(next(e for e in ranked if e.person.key == one_hit.person.key)) > 0
+    assert baseline.index(next(e for e in baseline if e.person.key == top.person.key)) > 0
+
+
+def test_collaborators_result_carries_evidence_and_reasons(real_index, index_settings, people):
+    result = find_collaborators(real_index, index_settings, TOPIC, limit=5, today=TODAY, directory=people)
+    assert isinstance(result, CollaboratorsResult) and result.topic == TOPIC
+    assert [s.name for s in result.scholars][0] == "Eric Xing"
+    xing = result.scholars[0]
+    assert len(xing.papers) == 3
+    assert xing.reason.startswith("3 papers among the 20 closest (best #1)")
+    assert "latest 2024" in xing.reason and "author on" not in xing.reason  # middle author on all three
+    assert "first author on 1" in result.scholars[1].reason
+    scores = [s.score for s in result.scholars]
+    assert scores == sorted(scores, reverse=True)
+    # citations are numbered once across candidates: a shared paper keeps its number
+    seen: dict[str, int] = {}
+    for scholar in result.scholars:
+        for citation in scholar.papers:
+            assert seen.setdefault(citation.id, citation.n) == citation.n
+    assert sorted(set(seen.values())) == list(range(1, len(seen) + 1))
+    payload = result.model_dump(mode="json")
+    assert set(payload) == {"topic", "scholars"}
+    assert set(payload["scholars"][0]) == {"name", "score", "affiliation", "reason", "papers"}
+
+
+def test_for_excludes_the_person_and_new_only_their_coauthors(real_index, index_settings, people):
+    plain = find_collaborators(real_index, index_settings, TOPIC, limit=20, today=TODAY, directory=people)
+    without = find_collaborators(real_index, index_settings, TOPIC, limit=20, today=TODAY, directory=people,
+                                 for_name="Eric Xing")
+    assert "Eric Xing" in [s.name for s in plain.scholars]
+    assert "Eric Xing" not in [s.name for s in without.scholars]
+    [xing] = people.compatible_with("Eric Xing")
+    coauthors = {people.get(key).name for key in people.coauthors_of(xing)}
+    assert coauthors & {s.name for s in without.scholars}  # co-authors are still there...
+    new_only = find_collaborators(real_index, index_settings, TOPIC, limit=20, today=TODAY, directory=people,
+                                  for_name="Eric Xing", new_only=True)
+    names = {s.name for s in new_only.scholars}
+    assert names and not names & (coauthors | {"Eric Xing"})  # ...but not with --new-only
+
+
+def test_for_an_ambiguous_or_unknown_name_is_an_input_error(real_index, index_settings, people):
+    with pytest.raises(InputError) as caught:
+        find_collaborators(real_index, index_settings, TOPIC, for_name="Zhao Zhang", directory=people)
+    assert "2 different people" in caught.value.user_message
+    with pytest.raises(UnknownScholarError):
+        find_collaborators(real_index, index_settings, TOPIC, for_name="Nobody Atall", directory=people)
+    with pytest.raises(InputError):
+        find_collaborators(real_index, index_settings, TOPIC, new_only=True, directory=people)
+    with pytest.raises(InputError):
+        find_collaborators(real_index, index_settings, TOPIC, limit=0, directory=people)
+
+
+# --- summaries over the index ----------------------------------------------------------------------
+
+
+def test_summary_uses_the_stored_embeddings(real_index, index_settings):
+    [person] = PeopleDirectory(real_index.iter_papers()).compatible_with("Adrian Del Maestro")
+    papers = PeopleDirectory(real_index.iter_papers()).papers_of(person)
+    vectors = stored_vectors(real_index, papers)
+    assert vectors is not None and len(vectors) == 11
+    result = summarize_scholar(real_index, index_settings, "A. Del Maestro", today=date(2026, 3, 1))
+    assert isinstance(result, ScholarSummaryResult)
+    assert result.paper_count == 11 and len(result.papers) == 5 and result.window_note
+    helium = {c.n for c in result.papers if "Luttinger" in c.title or "helium" in c.title.lower()}
+    assert any(helium <= set(t.citations) for t in result.themes)
+
+
+# --- the CLI commands through the facade -----------------------------------------------------------
+
+
+def _ctx(index_settings, real_index) -> tuple[CliContext, io.StringIO]:
+    out = io.StringIO()
+    ctx = CliContext(settings=index_settings, stdout=out)
+    ctx._assistant = Assistant(index_settings, index=real_index, chat_model=None)
+    return ctx, out
+
+
+def _args(**values):
+    import argparse
+
+    return argparse.Namespace(**values)
+
+
+def test_cli_summarize_json_and_plots(real_index, index_settings, tmp_path: Path):
+    ctx, out = _ctx(index_settings, real_index)
+    code = summarize_command.run(_args(name="Adrian Del Maestro", since=2011, json=True, plot=tmp_path), ctx)
+    assert code == 0
+    payload = json.loads(out.getvalue())
+    assert payload["scholar"]["name"] == "Adrian Del Maestro" and payload["mode"] == "extractive"
+    pngs = sorted(tmp_path.glob("*.png"))
+    assert [p.name for p in pngs] == ["adrian-del-maestro-coauthors.png", "adrian-del-maestro-timeline.png"]
+
+
+def test_cli_summarize_text_and_ambiguous(real_index, index_settings):
+    ctx, out = _ctx(index_settings, real_index)
+    summarize_command.run(_args(name="Adrian Del Maestro", since=None, json=False, plot=None), ctx)
+    text = out.getvalue()
+    assert text.startswith("Adrian Del Maestro\nAffiliation: none on record")
+    assert "Co-authors: 12 in the index; most shared papers: Subir Sachdev (3)" in text
+    assert "\nPapers:\n[1] " in text
+    ctx, out = _ctx(index_settings, real_index)
+    summarize_command.run(_args(name="Zhao Zhang", since=None, json=True, plot=None), ctx)
+    assert json.loads(out.getvalue())["ambiguous"] is True
+    ctx, out = _ctx(index_settings, real_index)
+    summarize_command.run(_args(name="Zhao Zhang", since=None, json=False, plot=None), ctx)
+    assert "matches 2 different people" in out.getvalue()
+    with pytest.raises(InputError):
+        summarize_command.run(_args(name="Zhao Zhang", since=3000, json=False, plot=None), ctx)
+
+
+def test_cli_collaborators_text(real_index, index_settings):
+    ctx, out = _ctx(index_settings, real_index)
+    code = collaborators_command.run(_args(topic=TOPIC, for_name="Eric Xing", new_only=True, limit=3, json=False), ctx)
+    assert code == 0
+    text = out.getvalue()
+    assert text.startswith(f"People working on “{TOPIC}” (leaving out Eric Xing and their co-authors):")
+    assert " 1. " in text and "\nPapers:\n[1] " in text and "Eric Xing" not in text.split("\n", 1)[1]
+
+
+def test_assistant_summarize_is_ambiguous_or_unknown(real_index, index_settings):
+    assistant = Assistant(index_settings, index=real_index, chat_model=None)
+    assert isinstance(assistant.summarize("Zhao Zhang"), AmbiguousScholarResult)
+    with pytest.raises(UnknownScholarError) as caught:
+        assistant.summarize("Adrian del Mastro")
+    assert "Adrian Del Maestro" in caught.value.suggestions
+
+
+def test_directory_is_cached_until_the_index_changes(tmp_path: Path, encoder, papers):
+    from retrieval.index import PaperIndex
+    from retrieval.people import directory_for
+
+    from tests.scholars.conftest import make_settings
+
+    index = PaperIndex.open(make_settings(tmp_path), encoder=encoder)
+    try:
+        index.upsert(papers[:2])
+        first = directory_for(index)
+        assert directory_for(index) is first
+        index.upsert(papers[2:3])
+        second = directory_for(index)
+        assert second is not first and len(second.papers) == 3
+    finally:
+        index.close()
