@@ -1,0 +1,64 @@
+"""`paperbot ask` with an OpenAI-compatible endpoint served on 127.0.0.1 (the real client path)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
+from tests.cli.conftest import paperbot
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "Which papers use large language models to generate unit tests?"
+
+
+def _llm_env(server: OpenAIStubServer) -> dict[str, str]:
+    return {
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "sk-test-not-a-real-key",
+        "PAPERBOT_LLM_MODEL": "stub-model",
+        "PAPERBOT_LLM_TIMEOUT": "5",
+        "PAPERBOT_LLM_MAX_RETRIES": "1",
+    }
+
+
+def test_llm_answer_keeps_only_validated_citations(indexed):
+    reply = (
+        "Large language models have been used to generate unit tests directly [2]. "
+        "Fine-tuned models were compared on unit testing tasks [1][17]. "
+        "Everyone agrees this is solved. "
+        "See also the famous paper [12]."
+    )
+    with OpenAIStubServer(default=StubReply(text=reply)) as server:
+        run = paperbot("ask", QUESTION, "--json", data_dir=indexed, **_llm_env(server))
+        assert run.code == 0, run.stderr
+        payload = run.json()
+        prompt = str(server.chat_requests[-1].body)
+    assert payload["mode"] == "llm" and payload["abstained"] is False
+    # invented keys [17] and [12] are gone, the uncited claim is dropped, numbering follows first use
+    assert "[17]" not in payload["answer"] and "[12]" not in payload["answer"]
+    assert "Everyone agrees" not in payload["answer"]
+    assert [c["n"] for c in payload["citations"]] == [1, 2]
+    assert payload["answer"].index("[1]") < payload["answer"].index("[2]")
+    # the cited records are the ones the model was shown as evidence
+    for citation in payload["citations"]:
+        assert citation["title"] in prompt
+    assert "sk-test-not-a-real-key" not in run.stdout + run.stderr
+
+
+def test_llm_is_not_called_when_nothing_is_relevant(indexed):
+    with OpenAIStubServer(default=StubReply(text="Bread needs flour [1].")) as server:
+        run = paperbot("ask", "What is the best recipe for sourdough bread?", "--json", data_dir=indexed,
+                       **_llm_env(server))
+        assert run.code == 0, run.stderr
+        assert server.chat_requests == []
+    assert run.json()["abstained"] is True and run.json()["citations"] == []
+
+
+def test_unreachable_llm_falls_back_to_extractive_with_one_line_notice(indexed):
+    with OpenAIStubServer(default=StubReply(status=503)) as server:
+        run = paperbot("ask", QUESTION, "--json", data_dir=indexed, **_llm_env(server))
+    assert run.code == 0, run.stderr
+    payload = run.json()
+    assert payload["mode"] == "extractive" and payload["citations"]
+    assert "LLM unreachable" in run.stderr and "Traceback" not in run.stderr
