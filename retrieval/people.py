@@ -6,13 +6,15 @@ written names are mutually compatible (``names_compatible``: "Z. Zhang" ~ "Zhao 
 "Tong Zhang") and their ids do not conflict (two different ORCIDs or OpenAlex author ids are
 two people, whatever the names say). Within those limits, evidence decides, strongest first:
 
-1. **ids**: the same ORCID or OpenAlex author id is the same person;
+1. **ids**: the same ORCID or OpenAlex author id is the same person (``names.id_sets_agree``:
+   ORCIDs decide when both sides have one, so an ORCID joins two OpenAlex profiles of one person);
 2. **shared context**: a co-author in common or an affiliation in common. Links between
    mentions of an identical written name are made first; a mention whose name is compatible
    with several people (an initial) joins only when all the people it has evidence with could
    be one person, so "Z. Zhang" never glues "Zhao Zhang" to "Zhen Zhang";
 3. **an unambiguous family name**: when every name carrying a family name is compatible with
-   every other ("Adrian Del Maestro", "A. Del Maestro"), the index holds one such person.
+   every other ("Adrian Del Maestro", "A. Del Maestro") and no id or shared paper proves two
+   people, the index holds one such person.
 
 Whatever is left apart stays apart: two "Lei Zhang" with no id, no co-author and no affiliation
 in common are reported as two candidates rather than merged into one profile.
@@ -27,8 +29,17 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.names import PersonName, name_specificity, names_compatible, parse_name
-from retrieval.records import Author, Paper, fold
+from retrieval.names import (
+    PersonName,
+    affiliation_keys,
+    folded,
+    id_sets_agree,
+    name_specificity,
+    names_compatible,
+    parse_name,
+    possible_families,
+)
+from retrieval.records import Author, Paper
 
 # Co-authorship on very large collaborations says little about identity.
 MAX_AUTHORS_FOR_COAUTHOR_EVIDENCE = 25
@@ -60,12 +71,13 @@ class Person:
     key: str
     mentions: list[Mention]
     names: Counter[str] = field(default_factory=Counter)
-    ids: dict[str, str] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)  # "orcid"/"openalex" -> the one most written
 
     @property
     def name(self) -> str:
-        """The most informative written form: full given names over initials, then frequency."""
-        return max(self.names, key=lambda n: (name_specificity(n), self.names[n], len(n), n))
+        """The most informative written form: full given names over initials, then frequency,
+        then capitalised over all lowercase ("Colby Banbury" over "colby banbury")."""
+        return max(self.names, key=lambda n: (name_specificity(n), self.names[n], n != n.lower(), len(n), n))
 
     @property
     def paper_ids(self) -> list[str]:
@@ -84,32 +96,54 @@ class Person:
                 yield mention.published, affiliation
 
 
+class _Context:
+    """The co-authors of one paper as evidence keys, counted (two namesakes may share a paper).
+
+    A spelled-out co-author gives a *strong* key (``PersonName.key``, first given name):
+    ("li s", "shuai") for "Shuai Li"; an initial-only one a *weak* key, its ``PersonName.key``
+    ("li s" for "S. Li").
+    """
+
+    def __init__(self, authors: list[PersonName], n_authors: int) -> None:
+        self.own: list[tuple[tuple[str, str] | None, str | None]] = []
+        self.strong: Counter[tuple[str, str]] = Counter()
+        self.weak: Counter[str] = Counter()
+        for name in authors if n_authors <= MAX_AUTHORS_FOR_COAUTHOR_EVIDENCE else ():
+            strong = (name.key, name.given[0]) if name.family and name.has_full_given else None
+            weak = name.key if name.family and name.given and not strong else None
+            self.own.append((strong, weak))
+            if strong:
+                self.strong[strong] += 1
+            if weak:
+                self.weak[weak] += 1
+
+    def coauthors_of(self, position: int) -> tuple[set[tuple[str, str]], set[str]]:
+        """(strong, weak) keys of everyone on the paper but the author at ``position``."""
+        if not self.own:
+            return set(), set()
+        strong, weak = set(self.strong), set(self.weak)
+        mine_strong, mine_weak = self.own[position]
+        if mine_strong and self.strong[mine_strong] == 1:
+            strong.discard(mine_strong)
+        if mine_weak and self.weak[mine_weak] == 1:
+            weak.discard(mine_weak)
+        return strong, weak
+
+
 class _Cluster:
     """Working state of the grouping: mentions plus the evidence they carry."""
 
-    __slots__ = ("mentions", "papers", "names", "folded", "orcid", "openalex", "strong", "weak", "probe", "affils")
+    __slots__ = ("mentions", "papers", "names", "folded", "orcid", "openalex", "strong", "weak", "affils")
 
-    def __init__(self, mention: Mention, coauthors: list[PersonName]) -> None:
+    def __init__(self, mention: Mention, context: _Context) -> None:
         self.mentions = [mention]
         self.papers = {mention.paper_id}
         self.names = {mention.author.name}
-        self.folded = {fold(mention.author.name)}
+        self.folded = {folded(mention.author.name)}
         self.orcid = {mention.author.orcid} - {None}
         self.openalex = {mention.author.openalex_id} - {None}
-        self.strong: set[str] = set()
-        self.weak: set[str] = set()
-        self.probe: set[str] = set()
-        if mention.n_authors <= MAX_AUTHORS_FOR_COAUTHOR_EVIDENCE:
-            for other in coauthors:
-                if not other.given or not other.family:
-                    continue
-                initial_key = f"{other.family}|{other.given[0][0]}"
-                if len(other.given[0]) > 1:
-                    self.strong.add(f"{other.family}|{other.given[0]}")
-                    self.probe.add(initial_key)
-                else:
-                    self.weak.add(initial_key)
-        self.affils = {fold(a) for a in mention.author.affiliations if fold(a)}
+        self.strong, self.weak = context.coauthors_of(mention.position)
+        self.affils = affiliation_keys(mention.author.affiliations)
 
     def absorb(self, other: "_Cluster") -> None:
         self.mentions += other.mentions
@@ -120,14 +154,13 @@ class _Cluster:
         self.openalex |= other.openalex
         self.strong |= other.strong
         self.weak |= other.weak
-        self.probe |= other.probe
         self.affils |= other.affils
 
 
 def _mergeable(a: _Cluster, b: _Cluster) -> bool:
-    """Same person possible: ids agree where both have one, every name pair compatible, and
-    never two authors of one paper."""
-    if len(a.orcid | b.orcid) > 1 or len(a.openalex | b.openalex) > 1 or a.papers & b.papers:
+    """Same person possible: no id proves two people, every name pair compatible, and never two
+    authors of one paper."""
+    if id_sets_agree(a.orcid, a.openalex, b.orcid, b.openalex) is False or a.papers & b.papers:
         return False
     return all(names_compatible(x, y) for x in a.names for y in b.names)
 
@@ -171,18 +204,17 @@ class _Grouping:
 
     def evidence_links(self) -> dict[int, set[int]]:
         """Root -> roots sharing a co-author or an affiliation with it."""
-        buckets: dict[tuple[str, str], set[int]] = defaultdict(set)
+        buckets: dict[tuple[str, tuple[str, str] | str], set[int]] = defaultdict(set)
         probes: dict[str, set[int]] = defaultdict(set)
         probe_sources: dict[str, set[str]] = defaultdict(set)
         for r in self.roots():
             cluster = self.clusters[r]
-            for key in cluster.strong:
-                buckets[("s", key)].add(r)
-                probe_sources[key[: key.index("|") + 2]].add(key)  # "li|shuai" probes "li|s"
+            for strong in cluster.strong:
+                buckets[("s", strong)].add(r)
+                probes[strong[0]].add(r)  # ("li s", "shuai") probes "li s"
+                probe_sources[strong[0]].add(strong[1])
             for key in cluster.weak:
                 buckets[("w", key)].add(r)
-            for key in cluster.probe:
-                probes[key].add(r)
             for key in cluster.affils:
                 buckets[("a", key)].add(r)
         # An initial-only co-author ("S. Li") links to a full one ("Shuai Li") only when a single
@@ -203,9 +235,9 @@ class _Grouping:
         while changed:
             changed = False
             links = self.evidence_links()
-            # identical written names first
-            for r, others in links.items():
-                for o in sorted(others):
+            # identical written names first (in a fixed order: the result must not depend on hashing)
+            for r in sorted(links):
+                for o in sorted(links[r]):
                     a, b = self.root(r), self.root(o)
                     if a != b and self.clusters[a].folded & self.clusters[b].folded:
                         changed |= self.union(a, b)
@@ -230,9 +262,13 @@ class _Grouping:
         return sorted(t for t in linked if _mergeable(self.clusters[root], self.clusters[t]))
 
     def merge_unambiguous_family(self) -> None:
-        names = {n for r in self.roots() for n in self.clusters[r].names}
-        if all(names_compatible(x, y) for x in names for y in names):
-            roots = self.roots()
+        """One person for the whole block, unless a name, an id or a shared paper says two."""
+        roots = self.roots()
+        names = {n for r in roots for n in self.clusters[r].names}
+        if not all(names_compatible(x, y) for x in names for y in names):
+            return
+        clusters = [self.clusters[r] for r in roots]
+        if all(_mergeable(a, b) for i, a in enumerate(clusters) for b in clusters[i + 1 :]):
             for r in roots[1:]:
                 self.union(roots[0], r)
 
@@ -257,6 +293,7 @@ class PeopleDirectory:
         self._by_key: dict[str, Person] = {}
         self._by_slot: dict[tuple[str, int], Person] = {}
         self._by_family: dict[str, list[Person]] = defaultdict(list)
+        self._by_id: dict[tuple[str, str], list[Person]] = {}
         self._group()
 
     # --- construction -------------------------------------------------------------------------
@@ -265,10 +302,10 @@ class PeopleDirectory:
         blocks: dict[str, list[_Cluster]] = defaultdict(list)
         for paper_id, paper in self.papers.items():
             parsed = [parse_name(a.name) for a in paper.authors]
+            context = _Context(parsed, len(paper.authors))
             for position, author in enumerate(paper.authors):
                 mention = Mention(paper_id, position, len(paper.authors), author, paper.published)
-                others = parsed[:position] + parsed[position + 1 :]
-                blocks[parsed[position].family].append(_Cluster(mention, others))
+                blocks[parsed[position].family].append(_Cluster(mention, context))
         for family in sorted(blocks):
             grouping = _Grouping(blocks[family])
             if len(grouping.clusters) > 1:
@@ -278,15 +315,20 @@ class PeopleDirectory:
             for r in grouping.roots():
                 self._add(family, grouping.clusters[r])
         self.people.sort(key=lambda p: (-len(p.paper_ids), p.name))
+        for person in self.people:
+            for mention in person.mentions:
+                for key in (("orcid", mention.author.orcid), ("openalex", mention.author.openalex_id)):
+                    if key[1] and person not in (holders := self._by_id.setdefault(key, [])):
+                        holders.append(person)
 
     def _add(self, family: str, cluster: _Cluster) -> None:
         mentions = sorted(cluster.mentions, key=_newest_first, reverse=True)
         person = Person(key=_person_key(mentions), mentions=mentions)
         person.names.update(m.author.name for m in mentions)
-        if cluster.orcid:
-            person.ids["orcid"] = next(iter(cluster.orcid))
-        if cluster.openalex:
-            person.ids["openalex"] = next(iter(cluster.openalex))
+        written = Counter(i for m in mentions for i in (m.author.orcid, m.author.openalex_id) if i)
+        for kind, values in (("orcid", cluster.orcid), ("openalex", cluster.openalex)):
+            if values:  # the most used one: an ORCID may have joined several OpenAlex profiles
+                person.ids[kind] = max(sorted(values), key=lambda value: written[value])
         self.people.append(person)
         self._by_key[person.key] = person
         self._by_family[family].append(person)
@@ -322,16 +364,12 @@ class PeopleDirectory:
 
     def with_id(self, kind: str, value: str) -> list[Person]:
         """People carrying an ORCID (``kind="orcid"``) or OpenAlex author id (``"openalex"``)."""
-        return [p for p in self.people if p.ids.get(kind) == value]
+        return list(self._by_id.get((kind, value), []))
 
     def compatible_with(self, name: str) -> list[Person]:
         """People any of whose written names could be ``name``."""
-        parsed = parse_name(name)
-        families = {parsed.family}
-        if len(parsed.given) == 1:  # "Zhang Zhao" written family-first
-            families.add(parsed.given[0])
         found: list[Person] = []
-        for family in families:
+        for family in possible_families(name):
             for person in self._by_family.get(family, []):
                 if any(names_compatible(name, written) for written in person.names):
                     found.append(person)

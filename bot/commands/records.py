@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 
 from bot.context import CliContext
 
@@ -62,7 +62,7 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     index = ctx.index
     report = index.repair() if args.repair else index.check_consistency()
     if args.json:
-        ctx.out_json(json.loads(report.model_dump_json()) if hasattr(report, "model_dump_json") else report.__dict__)
+        ctx.out_json({**dataclasses.asdict(report), "ok": report.ok})
     else:
         ctx.out(str(report))
     return 0 if (args.repair or report.ok) else 3
