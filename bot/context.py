@@ -49,7 +49,7 @@ class CliContext:
 
     def note(self, text: str) -> None:
         """A one-line message on stderr (never mixed into --json output)."""
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     @contextmanager
     def progress(self, description: str, total: int | None = None) -> Iterator[Callable[[int, int], None]]:

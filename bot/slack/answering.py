@@ -16,6 +16,7 @@ from bot.slack.deps import SlackDeps
 from bot.slack.formatting import escape
 from bot.slack.jobs import Reply, Work, new_reference
 from retrieval.answer import Final, TextDelta
+from retrieval.records import clean_text
 from retrieval.errors import PaperbotError
 from retrieval.models import AmbiguousScholarResult, AnswerResult
 
@@ -26,6 +27,7 @@ ASK_K = 8
 
 def ask_work(deps: SlackDeps, question: str, *, asked_by: str | None = None) -> Work:
     """Stream a cited answer into the reply; the thread's earlier answers are the history."""
+    question = clean_text(question)  # lone surrogates and control characters cannot be stored
 
     def work(reply: Reply) -> None:
         intro = [kit.asked_context(asked_by, question)] if asked_by else []

@@ -96,7 +96,7 @@ def date_from_parts(value: Any) -> str | None:
     for part in rows[0][:3]:
         try:
             numbers.append(int(part))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             break
     if not numbers or not 1000 <= numbers[0] <= date.today().year + 2:
         return None
