@@ -69,3 +69,14 @@ def test_secrets_are_not_printed(monkeypatch, tmp_path):
     settings = load_settings()
     assert "sk-very-secret" not in repr(settings)
     assert settings.openai_api_key.get_secret_value() == "sk-very-secret"
+
+
+def test_every_setting_is_documented_in_env_example():
+    from pathlib import Path
+
+    from retrieval.config import Settings
+
+    example = (Path(__file__).resolve().parents[2] / ".env.example").read_text(encoding="utf-8")
+    variables = [field.validation_alias.choices[0] for field in Settings.model_fields.values()]
+    missing = [name for name in variables if f"{name}=" not in example]
+    assert missing == []
