@@ -5,6 +5,16 @@ with it set, ``chromadb.HttpClient`` (host, port and TLS parsed from the URL). T
 is made lazily and dropped whenever the server cannot be reached, so the next call tries
 again: a server restarted between two questions is picked up without restarting paperbot.
 
+Timeouts. chromadb 1.5.9's HTTP client builds its ``httpx.Client`` with ``timeout=None``
+(``chromadb/api/fastapi.py``) and its ``Settings`` carry no client-side timeout, so a server that
+accepts connections but never answers (hung, paused, half-dead proxy) would block the caller
+forever, already inside ``HttpClient()``, which makes requests. Two bounds, both
+``settings.chroma_timeout`` (``PAPERBOT_CHROMA_TIMEOUT``, 10 s by default): a heartbeat with that
+timeout before the client is built (so construction never starts against a silent server), then
+the same timeout set on the client's session for every later request (``bound_requests``).
+A timeout becomes ``IndexUnavailableError`` naming the server and the setting, and the
+connection is dropped so the next call starts over.
+
 The collection always uses cosine space and ``embedding_function=None``: vectors are computed
 by our own encoder and passed explicitly (Chroma's default function would try to download a
 model). Metadata per record carries what filters and a citation line need; the full record
@@ -54,6 +64,21 @@ def parse_chroma_url(url: str) -> tuple[str, int, bool]:
         raise ConfigError(f"Invalid setting PAPERBOT_CHROMA_URL: {url!r} has an invalid port.",
                           hint="Use e.g. http://127.0.0.1:8000.") from None
     return parsed.hostname, port, ssl
+
+
+def bound_requests(client: Any, timeout: float) -> None:
+    """Give every later request of a ``chromadb.HttpClient`` a timeout (connect, read, write, pool).
+
+    chromadb 1.5.9 exposes no setting for it; its client keeps the ``httpx.Client`` it sends
+    everything through at ``client._server._session``. Should a chromadb upgrade move it, a
+    warning says so (and ``tests/index/test_chroma_timeout.py`` fails) and requests stay unbounded.
+    """
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        log.warning("chromadb %s keeps no httpx session where paperbot expects it: requests to the Chroma "
+                    "server have no timeout (PAPERBOT_CHROMA_TIMEOUT is ignored).", chromadb.__version__)
+        return
+    session.timeout = httpx.Timeout(timeout)
 
 
 def record_metadata(paper: Paper) -> dict[str, Any]:
@@ -126,13 +151,34 @@ class DenseStore:
             hint="Check that PAPERBOT_DATA_DIR is writable and has free space; `paperbot doctor` can repair the index.",
         )
 
+    def _timed_out(self) -> IndexUnavailableError:
+        return IndexUnavailableError(
+            f"The Chroma server at {self._settings.chroma_url} did not answer within "
+            f"{self._settings.chroma_timeout:g} s.",
+            hint="Check that it is running and not overloaded (restart it if it hangs), or raise "
+                 "PAPERBOT_CHROMA_TIMEOUT.",
+        )
+
     def _connect(self) -> Any:
         chroma_settings = ChromaSettings(anonymized_telemetry=False)
         if self._settings.chroma_url:
             host, port, ssl = parse_chroma_url(self._settings.chroma_url)
-            return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
+            self._heartbeat()
+            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
+            bound_requests(client, self._settings.chroma_timeout)
+            return client
         self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(self._settings.chroma_dir), settings=chroma_settings)
+
+    def _heartbeat(self) -> None:
+        """One bounded request before ``HttpClient()``, whose own requests have no timeout yet."""
+        url = f"{self._settings.chroma_url}/api/v2/heartbeat"
+        try:
+            httpx.get(url, timeout=self._settings.chroma_timeout)
+        except httpx.TimeoutException as exc:
+            raise self._timed_out() from exc
+        except httpx.TransportError as exc:
+            raise self._unreachable() from exc
 
     def _get_collection(self) -> Any:
         if self._collection is None:
@@ -170,12 +216,20 @@ class DenseStore:
             yield collection
         except IndexUnavailableError:
             raise
+        except httpx.TimeoutException as exc:
+            self.reset()
+            raise self._timed_out() from exc
         except httpx.TransportError as exc:
             self.reset()
             raise self._unreachable() from exc
         except ValueError as exc:
-            # chromadb.HttpClient raises ValueError("Could not connect to a Chroma server...")
-            if self._settings.chroma_url and "connect" in str(exc).lower():
+            # chromadb.HttpClient turns failures of its first request into ValueError:
+            # "Could not connect to a Chroma server..." or the text of the httpx error ("timed out").
+            text = str(exc).lower()
+            if self._settings.chroma_url and "timed out" in text:
+                self.reset()
+                raise self._timed_out() from exc
+            if self._settings.chroma_url and "connect" in text:
                 self.reset()
                 raise self._unreachable() from exc
             raise

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
         validation_alias=_env("PAPERBOT_CHROMA_URL"),
         description="URL of a `chroma run` server, e.g. http://127.0.0.1:8000. Unset = embedded.",
     )
+    chroma_timeout: float = Field(
+        default=10.0, gt=0, validation_alias=_env("PAPERBOT_CHROMA_TIMEOUT"),
+        description="Seconds to wait for the Chroma server (connect, each read and write) before giving up.",
+    )
     collection: str = Field(
         default="papers",
         validation_alias=_env("PAPERBOT_COLLECTION"),

@@ -146,6 +146,27 @@ _BRACKET_NUMBERS = re.compile(r"\[\s*(\d+(?:\s*[,;–-]\s*\d+)*)\s*\]")
 _SPACES = re.compile(r"[ \t]+")
 
 
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|above)\b"
+    r"|\b(?:system|developer|hidden)\s+prompt\b"
+    r"|\bnew\s+instructions?\b"
+    r"|\byou\s+(?:are|must)\s+now\b"
+    r"|\b(?:answer|reply|respond)\s+(?:only\s+)?with\s+(?:the\s+word|exactly)\b"
+    r"|\bas\s+an?\s+(?:ai|assistant|language\s+model)\b.{0,40}\b(?:must|should|will)\b",
+    re.IGNORECASE,
+)
+
+
+def looks_like_instruction(sentence: str) -> bool:
+    """True for text that addresses a model ("ignore previous instructions", "system prompt").
+
+    Such sentences stay in the evidence the model sees (neutralised, between the boundaries)
+    but are never quoted as an extractive answer's key sentence: quoting them would let an
+    abstract make paperbot *say* the injected text.
+    """
+    return bool(_INSTRUCTION.search(sentence))
+
+
 def new_boundary() -> str:
     """A fresh per-request marker token; the evidence cannot contain it (see ``neutralise``)."""
     return _BOUNDARY_PREFIX + secrets.token_hex(8).upper() + "@@"

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from retrieval.citations import split_sentences
-from retrieval.evidence import content_terms, neutralise
+from retrieval.evidence import content_terms, looks_like_instruction, neutralise
 from retrieval.models import AnswerMode, AnswerResult, Citation, SearchHit
 from retrieval.records import Paper
 
@@ -62,7 +62,10 @@ def _trim(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
 
 def key_sentence(question: str, paper: Paper, scorer: SentenceScorer | None = None) -> str | None:
     """The abstract sentence of ``paper`` most similar to ``question``, trimmed; None without abstract."""
-    sentences = [s for s in split_sentences(neutralise(paper.abstract)) if re.search(r"\w", s)]
+    sentences = [
+        s for s in split_sentences(neutralise(paper.abstract))
+        if re.search(r"\w", s) and not looks_like_instruction(s)
+    ]
     if not sentences:
         return None
     scores = list((scorer or lexical_scorer)(question, sentences))

@@ -4,7 +4,10 @@ Chroma and the BM25 index are derived from this store and can be rebuilt from it
 columns (ids, fingerprint, title key, year, hashes) sit next to the JSON record so that ingest
 can find the records a new paper must merge with, and the index can tell added / updated /
 unchanged records apart without parsing JSON. An ``authors`` side table lists each paper's
-canonical author keys (see ``query_filters.author_key``) for author filters.
+canonical author keys (see ``query_filters.author_key``) for author filters; a ``title_variants``
+side table lists each paper's ``merge.title_variants`` keys, so that the other version of a
+paper (a preprint "ChemCrow: Augmenting ..." of 2023 and its article "Augmenting ..." of 2024,
+with other ids and another fingerprint) is found across separate ingests.
 
 Every write is one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``): a failure rolls back and
 leaves the previous data intact. Each write also bumps a ``generation`` counter in the ``meta``
@@ -24,11 +27,30 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from retrieval.errors import StorageError
+from retrieval.merge import title_variants
 from retrieval.query_filters import author_key
 from retrieval.records import Author, Paper, Provenance, fold, title_key
 
-# Ordered schema migrations; ``PRAGMA user_version`` records how many have been applied.
-_MIGRATIONS: list[list[str]] = [
+MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (generic titles stay bounded)
+
+
+def _variant_keys(title: str) -> list[str]:
+    """Title-variant keys worth looking up: two words at least (one word identifies nothing)."""
+    return [key for key in dict.fromkeys(title_variants(title)) if len(key.split()) >= 2]
+
+
+def _backfill_title_variants(conn: sqlite3.Connection) -> None:
+    """Migration 2: fill ``title_variants`` for the records stored before it existed."""
+    rows = conn.execute("SELECT id, record FROM papers").fetchall()
+    conn.executemany(
+        "INSERT OR IGNORE INTO title_variants (paper_id, key) VALUES (?, ?)",
+        [(paper_id, key) for paper_id, record in rows for key in _variant_keys(_decode(record).title)],
+    )
+
+
+# Ordered schema migrations (SQL statements or functions of the connection); ``PRAGMA
+# user_version`` records how many have been applied. Each runs in one transaction.
+_MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
     [
         """CREATE TABLE papers (
             id TEXT PRIMARY KEY,
@@ -53,6 +75,14 @@ _MIGRATIONS: list[list[str]] = [
         "CREATE INDEX authors_family ON authors(family)",
         "CREATE INDEX authors_key ON authors(author_key)",
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+    [
+        """CREATE TABLE title_variants (
+            paper_id TEXT NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            PRIMARY KEY (paper_id, key))""",
+        "CREATE INDEX title_variants_key ON title_variants(key)",
+        _backfill_title_variants,
     ],
 ]
 
@@ -156,7 +186,10 @@ class RecordStore:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 for statement in statements:
-                    self._conn.execute(statement)
+                    if callable(statement):
+                        statement(self._conn)
+                    else:
+                        self._conn.execute(statement)
                 self._conn.execute(f"PRAGMA user_version = {number}")
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -190,15 +223,31 @@ class RecordStore:
         return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
 
     def find_matches(self, paper: Paper) -> list[Paper]:
-        """Stored records sharing the id, DOI, arXiv id, OpenAlex id or fingerprint of ``paper``."""
+        """Candidate records of the same paper: the records sharing its id, DOI, arXiv id, OpenAlex
+        id or fingerprint, then those sharing a title-variant key (at most ``MAX_TITLE_CANDIDATES``).
+
+        Candidates, not verdicts: a title-variant candidate may be another paper with the same
+        title, so callers confirm each one with ``merge.same_paper``. Strong matches come first,
+        each group in id order.
+        """
         clauses = ["id = ?", "fingerprint = ?"]
         params: list[object] = [paper.id, paper.fingerprint]
         for column, value in (("doi", paper.doi), ("arxiv_id", paper.arxiv_id), ("openalex_id", paper.openalex_id)):
             if value:
                 clauses.append(f"{column} = ?")
                 params.append(value)
-        rows = self._query(f"SELECT record FROM papers WHERE {' OR '.join(clauses)} ORDER BY id", params)
-        return [_decode(record) for (record,) in rows]
+        rows = self._query(f"SELECT id, record FROM papers WHERE {' OR '.join(clauses)} ORDER BY id", params)
+        keys = _variant_keys(paper.title)
+        if keys:
+            strong = {paper_id for paper_id, _ in rows}
+            marks = ",".join("?" * len(keys))
+            similar = self._query(
+                f"SELECT id, record FROM papers WHERE id IN"
+                f" (SELECT paper_id FROM title_variants WHERE key IN ({marks})) ORDER BY id LIMIT ?",
+                [*keys, MAX_TITLE_CANDIDATES + len(strong)],
+            )
+            rows += [row for row in similar if row[0] not in strong][:MAX_TITLE_CANDIDATES]
+        return [_decode(record) for _, record in rows]
 
     def hashes(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """``id -> (content_hash, embedding_hash)`` for the stored ones among ``ids``."""
@@ -315,6 +364,9 @@ class RecordStore:
                      paper.content_hash, paper.embedding_hash, stamp, paper.model_dump_json()),
                 )
                 conn.execute("DELETE FROM authors WHERE paper_id = ?", (paper_id,))
+                conn.execute("DELETE FROM title_variants WHERE paper_id = ?", (paper_id,))
+                conn.executemany("INSERT INTO title_variants (paper_id, key) VALUES (?, ?)",
+                                 [(paper_id, key) for key in _variant_keys(paper.title)])
                 conn.executemany(
                     "INSERT INTO authors (paper_id, position, author_key, family) VALUES (?, ?, ?, ?)",
                     [(paper_id, n, key, key.rsplit(" ", 1)[-1])

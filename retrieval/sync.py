@@ -429,9 +429,8 @@ def _emitter(emit: SyncProgress, name: str, position: int, total: int) -> Callab
 
 def _record_ids(index: PaperIndex, paper: Paper) -> list[str]:
     """Ids of the indexed records that are this paper (candidates confirmed by ``same_paper``)."""
-    matches = index.find_matches(paper)
-    confirmed = [match.id for match in matches if same_paper(match, paper)]
-    return confirmed or [match.id for match in matches]
+    # find_matches also returns same-title candidates by other people: only confirmed ones count
+    return [match.id for match in index.find_matches(paper) if same_paper(match, paper)]
 
 
 def _sync_one(

@@ -60,7 +60,11 @@ def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     index = ctx.index
-    report = index.repair() if args.repair else index.check_consistency()
+    if args.repair:
+        with ctx.progress("Repairing (re-embedding where needed)", total=None) as update:
+            report = index.repair(progress=update)
+    else:
+        report = index.check_consistency()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok})
     else:

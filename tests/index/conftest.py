@@ -5,15 +5,19 @@
 * ``shared_encoder``: the real all-MiniLM-L6-v2 torch encoder, loaded once per session and
   memoised per text (so that many tests over the same records embed each text once);
   ``counting_encoder`` wraps it per test and counts the texts each test asks for.
+* ``HashEncoder``: deterministic vectors from a hash of the text, for tests that need an index
+  but not meaningful similarity (no model load); its ``name`` is chosen per test.
 * ``chroma_server``: a real ``chroma run`` subprocess on 127.0.0.1 and a free port, started
   once per session from the venv's ``chroma`` entry point; ``ChromaServer`` is reusable for
   tests that stop and restart a server.
 * ``index_settings``: parametrised over ``embedded`` and ``server`` so that each index test
-  runs against both Chroma modes.
+  runs against both Chroma modes (the ``server`` variant is marked ``slow``: it needs the
+  subprocess).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -123,6 +127,25 @@ class CountingEncoder:
         self.texts.clear()
 
 
+class HashEncoder:
+    """Unit vectors seeded by the text's hash: same text, same vector; no embedding model."""
+
+    dimension = 384
+
+    def __init__(self, name: str = "test/hash") -> None:
+        self.name = name
+        self.texts: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(f"{self.name}|{text}".encode("utf-8")).digest()[:8], "big")
+            vector = np.random.default_rng(seed).standard_normal(self.dimension).astype(np.float32)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.stack(rows) if rows else np.zeros((0, self.dimension), dtype=np.float32)
+
+
 @pytest.fixture(scope="session")
 def shared_encoder() -> MemoEncoder:
     from retrieval.embeddings import TorchEncoder
@@ -207,7 +230,7 @@ def make_settings(data_dir: Path, chroma_url: str | None = None, **extra: object
     return Settings(_env_file=None, data_dir=data_dir, chroma_url=chroma_url, collection=collection, **values)
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.slow)])
 def index_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     if request.param == "server":
         server: ChromaServer = request.getfixturevalue("chroma_server")

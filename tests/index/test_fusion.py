@@ -19,11 +19,22 @@ def unit(*values: float) -> np.ndarray:
 
 
 def test_fused_score_is_a_weighted_mean_on_0_to_1():
-    config = FusionConfig(dense_weight=0.7, lexical_weight=0.3)
+    config = FusionConfig(dense_weight=0.7, lexical_weight=0.3, coverage_weight=0.0)
     assert fused_score(1.0, 1.0, config) == pytest.approx(1.0)
     assert fused_score(0.5, 0.0, config) == pytest.approx(0.35)
     assert fused_score(None, 1.0, config) == pytest.approx(0.3)
     assert fused_score(-0.2, 0.0, config) == 0.0  # a negative cosine counts as no similarity
+    assert fused_score(0.5, 0.0, config, coverage=1.0) == pytest.approx(0.35)  # weight 0: ignored
+
+
+def test_coverage_is_a_third_weighted_signal():
+    config = FusionConfig()  # the defaults chosen on the SciFact train claims
+    assert (config.dense_weight, config.lexical_weight, config.coverage_weight) == (0.7, 0.3, 0.2)
+    assert fused_score(1.0, 1.0, config, coverage=1.0) == pytest.approx(1.0)
+    assert fused_score(0.6, 0.5, config, coverage=0.0) == pytest.approx((0.42 + 0.15) / 1.2)
+    with_terms = fused_score(0.6, 0.5, config, coverage=1.0)
+    assert with_terms - fused_score(0.6, 0.5, config, coverage=0.0) == pytest.approx(0.2 / 1.2)
+    assert config.describe() == "0.7 cosine + 0.3 BM25/max + 0.2 coverage (weighted mean), 50 candidates each"
 
 
 def test_scaled_lexical_is_relative_to_the_best_score_of_the_query():
@@ -34,7 +45,9 @@ def test_scaled_lexical_is_relative_to_the_best_score_of_the_query():
 
 def test_fusion_config_rejects_meaningless_weights():
     with pytest.raises(ValueError):
-        FusionConfig(dense_weight=0, lexical_weight=0)
+        FusionConfig(dense_weight=0, lexical_weight=0, coverage_weight=0)
+    with pytest.raises(ValueError):
+        FusionConfig(coverage_weight=-0.1)
     with pytest.raises(ValueError):
         FusionConfig(fetch_k=0)
 

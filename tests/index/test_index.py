@@ -13,7 +13,7 @@ import pytest
 
 from retrieval.chroma_client import record_metadata
 from retrieval.errors import InputError
-from retrieval.fusion import FusionConfig
+from retrieval.fusion import FusionConfig, fused_score
 from retrieval.index import RELEVANCE_THRESHOLD, PaperIndex
 from retrieval.models import SearchFilters
 from retrieval.records import Author, Paper
@@ -142,6 +142,23 @@ def test_hybrid_search_ranks_the_matching_paper_first_with_scores(filled, arxiv_
     off_topic = filled.search("how do I bake sourdough bread at home", k=3)
     assert off_topic[0].score < filled.relevance_threshold
     assert not filled.is_relevant(off_topic[0]) and filled.is_relevant(top)
+
+
+def test_hybrid_score_is_the_fusion_of_cosine_scaled_bm25_and_coverage(filled):
+    query = "light scattering by particles with the discrete dipole approximation"
+    hits = filled.search(query, k=5)
+    scored = filled.lexical.current().score_all(query)
+    snapshot = filled.lexical.current()
+    for hit in hits:
+        coverage = float(scored.coverage[snapshot.position(hit.paper.id)])
+        expected = fused_score(hit.dense_score, hit.lexical_score, filled.fusion, coverage)
+        assert hit.score == pytest.approx(expected, abs=2e-6)
+    assert any(0 < float(scored.coverage[snapshot.position(h.paper.id)]) < 1 for h in hits)
+    # without the coverage weight the same candidates are scored by cosine and BM25 alone
+    plain = PaperIndex(filled.settings, filled.store, filled.dense, filled.lexical, filled.encoder,
+                       fusion=FusionConfig(coverage_weight=0.0))
+    for hit in plain.search(query, k=5):
+        assert hit.score == pytest.approx(fused_score(hit.dense_score, hit.lexical_score, plain.fusion), abs=2e-6)
 
 
 def test_dense_and_lexical_search_alone(filled, arxiv_papers):

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from retrieval import lexical
@@ -163,3 +164,39 @@ def test_empty_store_gives_empty_results(tmp_path):
         snapshot = LexicalIndex(tmp_path / "lexical", empty).current()
         assert len(snapshot) == 0 and snapshot.search("anything", 5) == []
         assert LexicalIndex(tmp_path / "lexical", empty).current().search("anything", 5) == []
+
+
+def test_scores_match_bm25s_and_coverage_weighs_the_query_terms_present(tmp_path, store, arxiv_papers):
+    snapshot = LexicalIndex(tmp_path / "lexical", store).current()
+    query = "dipole dipole approximation of light scattering by a sphere"  # a repeated term counts twice
+    tokens = [t for t in tokenize(query) if t in snapshot.retriever.vocab_dict]
+    scored = snapshot.score_all(query)
+    assert np.allclose(scored.bm25, snapshot.retriever.get_scores(tokens), rtol=1e-5)
+    # coverage, recomputed from the documents' own tokens
+    documents = [set(tokenize(document_text(p))) for p in (store.get(i) for i in snapshot.ids)]
+    distinct = list(dict.fromkeys(tokens))
+    df = {t: sum(t in doc for doc in documents) for t in distinct}
+    idf = {t: np.log1p((len(documents) - df[t] + 0.5) / (df[t] + 0.5)) for t in distinct}
+    expected = [sum(idf[t] for t in distinct if t in doc) / sum(idf.values()) for doc in documents]
+    assert np.allclose(scored.coverage, expected, rtol=1e-5)
+    assert scored.coverage.max() <= 1.0 + 1e-6 and (scored.coverage[scored.bm25 == 0] == 0).all()
+    everything = [n for n, doc in enumerate(documents) if set(distinct) <= doc]
+    assert everything and np.allclose(scored.coverage[everything], 1.0)
+    # a filter zeroes both signals of the excluded documents
+    mask = snapshot.mask(ResolvedFilters(since=2007, until=2007))
+    masked = snapshot.score_all(query, mask)
+    assert (masked.bm25[mask == 0] == 0).all() and (masked.coverage[mask == 0] == 0).all()
+    assert snapshot.score_all("zzzqqq") is None
+
+
+def test_bm25_parameters_are_recorded_and_a_change_rebuilds(tmp_path, store, builds):
+    directory = tmp_path / "lexical"
+    snapshot = LexicalIndex(directory, store).current()
+    assert (snapshot.retriever.k1, snapshot.retriever.b) == (lexical.BM25_K1, lexical.BM25_B)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["bm25"] == {"k1": lexical.BM25_K1, "b": lexical.BM25_B, "method": "lucene"}
+    manifest["bm25"] = {"k1": 1.5, "b": 0.75, "method": "lucene"}  # built by an older version
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    reopened = LexicalIndex(directory, store)
+    assert not reopened.is_current()
+    assert reopened.current().retriever.k1 == lexical.BM25_K1 and len(builds) == 2
