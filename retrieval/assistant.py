@@ -75,9 +75,12 @@ class Assistant:
     @property
     def index(self) -> "PaperIndex":
         if self._index is None:
+            from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
             from retrieval.index import PaperIndex
 
-            self._index = PaperIndex.open(self.settings)
+            # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode
+            cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
+            self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache))
         return self._index
 
     @property

@@ -1,0 +1,234 @@
+"""Shared helpers of the retrieval benchmarks: SciFact loading, metrics, timing, tables.
+
+Benchmarks print ratios measured in one run (the machine is shared, absolute numbers drift).
+SciFact is read from ``--datasets`` (default ``../shared/datasets`` next to the repo) and never
+copied into the tree: its licence (CC BY-NC) allows benchmarks only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import random
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # runnable as a plain script
+    sys.path.insert(0, str(REPO))
+
+from retrieval.config import Settings  # noqa: E402
+from retrieval.records import Paper  # noqa: E402
+
+DEFAULT_DATASETS = REPO.parent / "shared" / "datasets"
+OUT_DIR = REPO / "bench" / "out"  # gitignored: caches and scratch indexes
+T = TypeVar("T")
+
+
+# SciFact -------------------------------------------------------------------------------------
+
+
+@dataclass
+class SciFact:
+    """BEIR-format SciFact: corpus, claims (queries) and relevance judgements per split."""
+
+    corpus: dict[str, tuple[str, str]]  # doc id -> (title, text)
+    queries: dict[str, str]  # query id -> claim
+    qrels: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # split -> qid -> doc -> rel
+
+    def split(self, name: str) -> dict[str, dict[str, int]]:
+        """Judgements of one split, restricted to queries that exist."""
+        return {q: rel for q, rel in self.qrels.get(name, {}).items() if q in self.queries}
+
+
+def load_scifact(datasets: Path) -> SciFact:
+    """Read ``datasets/scifact`` (corpus.jsonl.gz, queries.jsonl, qrels/{train,test}.tsv)."""
+    root = Path(datasets) / "scifact"
+    if not (root / "corpus.jsonl.gz").exists():
+        raise SystemExit(f"SciFact not found under {root}: pass --datasets DIR (the folder that holds scifact/).")
+    corpus: dict[str, tuple[str, str]] = {}
+    with gzip.open(root / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            corpus[str(doc["_id"])] = (doc.get("title") or "", doc.get("text") or "")
+    queries: dict[str, str] = {}
+    with open(root / "queries.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            query = json.loads(line)
+            queries[str(query["_id"])] = query["text"]
+    qrels: dict[str, dict[str, dict[str, int]]] = {}
+    for split in ("train", "test"):
+        path = root / "qrels" / f"{split}.tsv"
+        if not path.exists():
+            continue
+        table: dict[str, dict[str, int]] = {}
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+            parts = line.split("\t")
+            if n == 0 and parts[0] == "query-id":
+                continue
+            if len(parts) >= 3 and int(parts[2]) > 0:
+                table.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+        qrels[split] = table
+    return SciFact(corpus, queries, qrels)
+
+
+def scifact_subset(data: SciFact, queries: int, distractors: int, seed: int = 13) -> SciFact:
+    """``queries`` test queries, their relevant docs and ``distractors`` other docs (for --quick)."""
+    rng = random.Random(seed)
+    test = data.split("test")
+    chosen = sorted(rng.sample(sorted(test), min(queries, len(test))), key=int)
+    relevant = {doc for q in chosen for doc in test[q] if doc in data.corpus}
+    others = sorted(set(data.corpus) - relevant)
+    keep = relevant | set(rng.sample(others, min(distractors, len(others))))
+    return SciFact(
+        corpus={d: data.corpus[d] for d in data.corpus if d in keep},
+        queries={q: data.queries[q] for q in chosen},
+        qrels={"test": {q: test[q] for q in chosen}},
+    )
+
+
+def scifact_doi(doc_id: str) -> str:
+    """A synthetic DOI so each SciFact doc gets a distinct, mappable record id."""
+    return f"10.0000/scifact.{doc_id}"
+
+
+def scifact_papers(data: SciFact) -> tuple[list[Paper], dict[str, str]]:
+    """SciFact docs as records (title, abstract) and the map record id -> SciFact doc id."""
+    papers: list[Paper] = []
+    back: dict[str, str] = {}
+    for doc_id, (title, text) in data.corpus.items():
+        paper = Paper(title=title or text[:120] or doc_id, abstract=text or None, doi=scifact_doi(doc_id))
+        papers.append(paper)
+        back[paper.id] = doc_id
+    return papers, back
+
+
+# Metrics (BEIR definitions, binary relevance) -----------------------------------------------
+
+
+def ndcg_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    gains = sum((2 ** relevant.get(doc, 0) - 1) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    best = sum((2**rel - 1) / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return gains / best if best > 0 else 0.0
+
+
+def recall_at(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> float:
+    if not relevant:
+        return 0.0
+    return len(set(ranked[:k]) & set(relevant)) / len(relevant)
+
+
+def mean_metrics(runs: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
+    """nDCG@10, Recall@10 and Recall@100 averaged over the judged queries (missing run = 0)."""
+    totals = {"ndcg@10": 0.0, "recall@10": 0.0, "recall@100": 0.0}
+    for qid, relevant in qrels.items():
+        ranked = runs.get(qid, [])
+        totals["ndcg@10"] += ndcg_at(ranked, relevant, 10)
+        totals["recall@10"] += recall_at(ranked, relevant, 10)
+        totals["recall@100"] += recall_at(ranked, relevant, 100)
+    n = max(1, len(qrels))
+    return {name: value / n for name, value in totals.items()}
+
+
+# Timing and memory ---------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """(result, seconds) of one call."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def percentile_ms(seconds: Iterable[float], q: float) -> float:
+    values = np.asarray(list(seconds), dtype=np.float64)
+    return float(np.percentile(values, q) * 1000.0) if values.size else float("nan")
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB.
+
+    ``VmHWM`` is per address space, so a subprocess reports its own peak; ``ru_maxrss`` (the
+    fallback off Linux) survives ``exec`` and would include the parent's peak at fork time.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def current_rss_mb() -> float:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return float("nan")
+
+
+def load_note() -> str:
+    """The 1-minute load average against the core count: context for the timings."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return f"{os.cpu_count()} cores"
+
+
+# Output --------------------------------------------------------------------------------------
+
+
+def setup_logging() -> None:
+    """Warnings and errors only, on stderr (bm25s sets its own logger to DEBUG)."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A small Markdown table; floats are printed as given (format them before)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def bench_settings(data_dir: Path, encoder: str = "auto", **overrides: object) -> Settings:
+    """Settings of a scratch installation under ``data_dir`` (embedded Chroma, no LLM)."""
+    return Settings(data_dir=data_dir, encoder=encoder, chroma_url=None, **overrides)  # type: ignore[arg-type]
+
+
+_OUT = [OUT_DIR]
+
+
+def out_dir() -> Path:
+    """Where the benchmarks keep caches and scratch indexes (``--out``; default bench/out)."""
+    return _OUT[0]
+
+
+def set_out_dir(path: Path) -> None:
+    _OUT[0] = Path(path).resolve()
+    _OUT[0].mkdir(parents=True, exist_ok=True)
+
+
+def shared_cache_dir() -> Path:
+    """Where the ONNX exports and the embedding cache of all bench runs live (kept between runs)."""
+    path = out_dir() / "cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

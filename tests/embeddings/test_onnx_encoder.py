@@ -1,0 +1,155 @@
+"""ONNX encoders against the torch reference: same vectors, cached atomic export, distinct names."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval import embeddings
+from retrieval.config import Settings
+from retrieval.errors import ConfigError
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def fp32(onnx_cache: Path) -> embeddings.OnnxEncoder:
+    return embeddings.onnx_encoder(onnx_cache, "onnx")
+
+
+@pytest.fixture(scope="module")
+def int8(onnx_cache: Path) -> embeddings.OnnxEncoder:
+    return embeddings.onnx_encoder(onnx_cache, "onnx-int8")
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_fp32_vectors_match_torch(fp32, abstracts, torch_vectors):
+    vectors = fp32.encode(abstracts)
+    assert vectors.shape == (len(abstracts), embeddings.DIMENSION)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert _cosines(vectors, torch_vectors).min() > 0.999
+
+
+def test_int8_vectors_stay_close_to_torch(int8, abstracts, torch_vectors, record_property):
+    cosines = _cosines(int8.encode(abstracts), torch_vectors)
+    record_property("int8_cosine_mean", round(float(cosines.mean()), 5))
+    record_property("int8_cosine_min", round(float(cosines.min()), 5))
+    print(f"int8 cosine to torch: mean {cosines.mean():.5f}, min {cosines.min():.5f}")
+    # per-channel weights keep abstracts at about 0.99; per-tensor scales fell to about 0.90
+    assert cosines.min() > 0.98
+
+
+def test_length_sorting_keeps_the_input_order(fp32, abstracts):
+    together = fp32.encode(abstracts)
+    one_by_one = np.vstack([fp32.encode([text]) for text in abstracts])
+    np.testing.assert_allclose(together, one_by_one, atol=1e-5)
+    reversed_order = fp32.encode(abstracts[::-1])
+    np.testing.assert_allclose(reversed_order, together[::-1], atol=1e-5)
+
+
+def test_int8_vectors_do_not_depend_on_the_other_texts(int8, abstracts):
+    # int8 activations are quantised per run: one text per run keeps each vector reproducible
+    alone = np.vstack([int8.encode([text]) for text in abstracts])
+    together = int8.encode(abstracts[::-1])[::-1]
+    np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+def test_small_batches_and_windows_give_the_same_vectors(onnx_cache, fp32, abstracts):
+    batched = embeddings.onnx_encoder(onnx_cache, "onnx", batch_size=3, window=5, threads=1)
+    np.testing.assert_allclose(batched.encode(abstracts), fp32.encode(abstracts), atol=1e-5)
+
+
+def test_input_longer_than_256_tokens_is_cut_like_sentence_transformers(fp32, torch_encoder):
+    text = " ".join(["protein folding kinetics of membrane channels"] * 120)
+    longer = text + " completely different trailing words about galaxies"
+    cut = fp32.encode([text, longer])
+    assert float(cut[0] @ cut[1]) > 0.99999  # the tail beyond 256 word pieces is ignored
+    assert float(cut[0] @ torch_encoder.encode([text])[0]) > 0.999
+
+
+def test_empty_inputs(fp32):
+    assert fp32.encode([]).shape == (0, embeddings.DIMENSION)
+    vector = fp32.encode([""])
+    assert vector.shape == (1, embeddings.DIMENSION) and np.isfinite(vector).all()
+
+
+def test_export_is_cached_and_not_repeated(onnx_cache, monkeypatch):
+    calls = []
+    monkeypatch.setattr(embeddings, "_export_fp32", lambda target: calls.append(target))
+    monkeypatch.setattr(embeddings, "_quantize", lambda *args: calls.append(args))
+    for variant in ("onnx", "onnx-int8"):
+        path = embeddings.ensure_onnx_model(onnx_cache, variant)
+        assert path.is_file() and path.stat().st_size > 10_000_000
+        embeddings.onnx_encoder(onnx_cache, variant)
+    assert calls == []
+
+
+def test_export_folder_depends_on_the_torch_version(onnx_cache, monkeypatch):
+    before = embeddings.onnx_dir(onnx_cache)
+    real = embeddings._version
+    monkeypatch.setattr(embeddings, "_version", lambda package: "0.0.0-test" if package == "torch" else real(package))
+    after = embeddings.onnx_dir(onnx_cache)
+    assert before != after and before.parent == after.parent == onnx_cache / "onnx"
+
+
+def test_a_failed_export_leaves_no_file(tmp_path, monkeypatch):
+    import torch
+
+    def crash(model, args, path, **kwargs):
+        Path(path).write_bytes(b"half a model")
+        raise RuntimeError("simulated crash during export")
+
+    monkeypatch.setattr(torch.onnx, "export", crash)
+    with pytest.raises(embeddings.ExportError, match="simulated crash"):
+        embeddings.ensure_onnx_model(tmp_path, "onnx")
+    folder = embeddings.onnx_dir(tmp_path)
+    assert list(folder.iterdir()) == []  # neither model.onnx nor a temporary file
+
+
+def test_names_differ_per_variant(fp32, int8, torch_encoder):
+    names = {torch_encoder.name, fp32.name, int8.name}
+    assert len(names) == 3
+    assert len({recipe.encoder_name for recipe in embeddings.RECIPES.values()} | {torch_encoder.name}) == 4
+    assert all(name.startswith(embeddings.MODEL_NAME + "/") for name in names)
+
+
+def test_check_encoder_name_refuses_to_mix(int8, torch_encoder):
+    embeddings.check_encoder_name(None, int8)
+    embeddings.check_encoder_name(int8.name, int8)
+    with pytest.raises(ConfigError) as caught:
+        embeddings.check_encoder_name(torch_encoder.name, int8)
+    assert "PAPERBOT_ENCODER=torch" in str(caught.value)
+    with pytest.raises(ConfigError, match="re-ingest"):
+        embeddings.check_encoder_name("some-other-model/v3", int8)
+
+
+def test_load_encoder_follows_the_setting(encoder_data_dir):
+    def load(choice: str) -> embeddings.Encoder:
+        return embeddings.load_encoder(Settings(data_dir=encoder_data_dir, encoder=choice))
+
+    assert load("onnx").name == embeddings.RECIPES["onnx"].encoder_name
+    assert load("onnx-int8").name == embeddings.RECIPES["onnx-int8"].encoder_name
+    auto = load("auto")
+    expected = embeddings.TorchEncoder.name if embeddings.AUTO_CHOICE == "torch" else embeddings.RECIPES[embeddings.AUTO_CHOICE].encoder_name
+    assert auto.name == expected
+
+
+def test_auto_falls_back_to_torch_when_the_export_fails(tmp_path, monkeypatch, caplog, torch_encoder):
+    def broken(cache_dir, variant="onnx"):
+        raise embeddings.ExportError("simulated: no onnx package")
+
+    monkeypatch.setattr(embeddings, "ensure_onnx_model", broken)
+    monkeypatch.setattr(embeddings, "TorchEncoder", lambda: torch_encoder)
+    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+        encoder = embeddings.load_encoder(Settings(data_dir=tmp_path, encoder="auto"))
+    assert encoder is torch_encoder
+    assert "simulated: no onnx package" in caplog.text
+    with pytest.raises(ConfigError, match="PAPERBOT_ENCODER=torch"):
+        embeddings.load_encoder(Settings(data_dir=tmp_path, encoder="onnx-int8"))
