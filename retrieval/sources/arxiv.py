@@ -31,7 +31,7 @@ from retrieval.errors import InputError, SourceError
 from retrieval.records import Paper, clean_text, normalize_doi, split_arxiv_id
 from retrieval.sources.latex import latex_to_text
 from retrieval.sources.base import ItemRejected, ParseOutcome, SkippedItem, build_paper, check_field_sizes
-from retrieval.sources.http import PoliteClient
+from retrieval.sources.http import ApiSource
 from retrieval.sources.jats import UnsafeXMLError, parse_xml
 
 SOURCE = "arxiv"
@@ -248,12 +248,14 @@ def _describe_error(response: httpx.Response) -> str | None:
         return None
 
 
-class ArxivSource:
+class ArxivSource(ApiSource):
     """Search, author listings and id lookups against the arXiv API.
 
     After each call (once its iterator is exhausted) ``skipped`` holds the entries that could
     not become papers, and ids that arXiv did not return, each with the reason.
     """
+
+    SOURCE = SOURCE
 
     def __init__(
         self,
@@ -263,17 +265,10 @@ class ArxivSource:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.url = settings.arxiv_url
-        self.http = PoliteClient(
-            SOURCE, settings, client, min_interval=settings.arxiv_delay, sleep=sleep, clock=clock,
-            describe_error=_describe_error,
+        super().__init__(
+            settings, client, sleep, clock=clock, min_interval=settings.arxiv_delay, describe_error=_describe_error
         )
-        self.skipped: list[SkippedItem] = []
-        self.warnings: list[SkippedItem] = []
-
-    def close(self) -> None:
-        """Close the HTTP client if this source built it."""
-        self.http.close()
+        self.url = settings.arxiv_url
 
     def search(self, query: str, *, max_results: int = 100, page_size: int = 100) -> Iterator[Paper]:
         """Papers matching a raw arXiv ``search_query`` (``all:graph AND cat:cs.LG``), by relevance.

@@ -39,7 +39,7 @@ from retrieval.sources.base import (
     check_field_sizes,
     person_name,
 )
-from retrieval.sources.http import PoliteClient
+from retrieval.sources.http import ApiSource
 from retrieval.sources.jats import jats_to_text
 
 SOURCE = "crossref"
@@ -280,11 +280,13 @@ def _describe_error(response: httpx.Response) -> str | None:
     return messages if isinstance(messages, str) else None
 
 
-class CrossrefSource:
+class CrossrefSource(ApiSource):
     """Works from the Crossref REST API (``settings.crossref_url``).
 
     ``skipped``/``warnings`` describe the items the most recent call could not use.
     """
+
+    SOURCE = SOURCE
 
     def __init__(
         self,
@@ -294,14 +296,8 @@ class CrossrefSource:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(settings, client, sleep, clock=clock, describe_error=_describe_error)
         self.base = settings.crossref_url
-        self.http = PoliteClient(SOURCE, settings, client, sleep=sleep, clock=clock, describe_error=_describe_error)
-        self.skipped: list[SkippedItem] = []
-        self.warnings: list[SkippedItem] = []
-
-    def close(self) -> None:
-        """Close the HTTP client if this source built it."""
-        self.http.close()
 
     def work_by_doi(self, doi: str) -> Paper | None:
         """The work with this DOI, or None when Crossref does not know it (HTTP 404)."""

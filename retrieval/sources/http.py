@@ -228,3 +228,35 @@ class PoliteClient:
         if status is None:
             return "Check the network connection and the source's base URL setting, then try again."
         return "The service seems to be down; try again in a few minutes."
+
+
+class ApiSource:
+    """What every API connector shares: a ``PoliteClient`` and the skip lists of its last call.
+
+    Subclasses set ``SOURCE`` and pass their error describer (and arXiv its politeness delay).
+    ``skipped``/``warnings`` hold ``SkippedItem``s: items the most recent call could not use,
+    and items kept without a value that could not be read.
+    """
+
+    SOURCE: str = ""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        min_interval: float = 0.0,
+        describe_error: ErrorDescriber | None = None,
+    ) -> None:
+        self.http = PoliteClient(
+            self.SOURCE, settings, client, min_interval=min_interval, sleep=sleep, clock=clock,
+            describe_error=describe_error,
+        )
+        self.skipped: list[Any] = []
+        self.warnings: list[Any] = []
+
+    def close(self) -> None:
+        """Close the HTTP client if this source built it."""
+        self.http.close()

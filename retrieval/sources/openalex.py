@@ -38,7 +38,7 @@ from retrieval.records import (
     split_arxiv_id,
 )
 from retrieval.sources.base import ItemRejected, ParseOutcome, SkippedItem, build_paper, check_field_sizes
-from retrieval.sources.http import PoliteClient
+from retrieval.sources.http import ApiSource
 
 SOURCE = "openalex"
 MAX_TITLE_CHARS = 2_000
@@ -356,11 +356,13 @@ def _describe_error(response: httpx.Response) -> str | None:
     return None
 
 
-class OpenAlexSource:
+class OpenAlexSource(ApiSource):
     """Authors and works from the OpenAlex API (``settings.openalex_url``).
 
     ``skipped``/``warnings`` describe the items the most recent call could not use.
     """
+
+    SOURCE = SOURCE
 
     def __init__(
         self,
@@ -370,15 +372,9 @@ class OpenAlexSource:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(settings, client, sleep, clock=clock, describe_error=_describe_error)
         self.base = settings.openalex_url
         self.mailto = settings.contact_email
-        self.http = PoliteClient(SOURCE, settings, client, sleep=sleep, clock=clock, describe_error=_describe_error)
-        self.skipped: list[SkippedItem] = []
-        self.warnings: list[SkippedItem] = []
-
-    def close(self) -> None:
-        """Close the HTTP client if this source built it."""
-        self.http.close()
 
     # --- authors ---------------------------------------------------------------------------
 
