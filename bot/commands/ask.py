@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from bot.context import CliContext
 from bot.render import render_answer, render_search
-from retrieval.models import SearchFilters
+from retrieval.models import AnswerResult, SearchFilters, SearchResult
 
 
 def _add_retrieval_options(parser: argparse.ArgumentParser, default_k: int) -> None:
@@ -39,25 +40,23 @@ def _check_k(k: int) -> None:
         raise InputError(f"--k must be between 1 and 100 (got {k}).")
 
 
-def run_ask(args: argparse.Namespace, ctx: CliContext) -> int:
-    _check_k(args.k)
-    result = ctx.assistant.ask(args.question, k=args.k, filters=_filters(args))
+def _show(result: AnswerResult | SearchResult, args: argparse.Namespace, ctx: CliContext,
+          render: Callable[..., str]) -> int:
+    """Notice on stderr; the result as JSON (the contract) or as text on stdout."""
     if result.notice:
         ctx.note(result.notice)
     if args.json:
         ctx.out_json(result.model_dump(mode="json"))
     else:
-        ctx.out(render_answer(result))
+        ctx.out(render(result))
     return 0
+
+
+def run_ask(args: argparse.Namespace, ctx: CliContext) -> int:
+    _check_k(args.k)
+    return _show(ctx.assistant.ask(args.question, k=args.k, filters=_filters(args)), args, ctx, render_answer)
 
 
 def run_search(args: argparse.Namespace, ctx: CliContext) -> int:
     _check_k(args.k)
-    result = ctx.assistant.search(args.query, k=args.k, filters=_filters(args))
-    if result.notice:
-        ctx.note(result.notice)
-    if args.json:
-        ctx.out_json(result.model_dump(mode="json"))
-    else:
-        ctx.out(render_search(result))
-    return 0
+    return _show(ctx.assistant.search(args.query, k=args.k, filters=_filters(args)), args, ctx, render_search)
