@@ -1,4 +1,4 @@
-"""JSON Lines of papers, CSL-JSON and RIS, on real exports (commonmeta-py and rispy fixtures)."""
+"""JSON Lines of papers, CSL-JSON and RIS: the parsers on small exports written for these tests."""
 
 from __future__ import annotations
 
@@ -73,39 +73,34 @@ def test_jsonl_accepts_a_json_array_of_papers() -> None:
 # --- CSL-JSON -----------------------------------------------------------------------------------
 
 
-def test_csl_list_from_zotero() -> None:
-    outcome = parse_csl_json((FIXTURES / "commonmeta_csl-list.json").read_text(encoding="utf-8"))
-    assert (outcome.format, len(outcome.papers), outcome.skipped) == ("csl-json", 17, [])
+def test_csl_list_export() -> None:
+    outcome = parse_csl_json((FIXTURES / "csl_list.json").read_text(encoding="utf-8"))
+    assert (outcome.format, len(outcome.papers), outcome.skipped) == ("csl-json", 4, [])
     first = outcome.papers[0]
-    assert first.title.startswith("Changes in Data Sharing and Data Reuse Practices")
-    assert first.author_names[:2] == ["Carol Tenopir", "Elizabeth D. Dalton"]
-    assert (first.published, first.venue, first.doi) == (
-        "2015-08-26",
-        "PLOS ONE",
-        "10.1371/journal.pone.0134826",
-    )
-    assert first.provenance[0].source_id == "tenopirChangesDataSharing2015"
+    assert first.title == "Calculation of prompt diphoton production cross sections at Tevatron and LHC energies"
+    assert first.author_names[:2] == ["C. Balázs", "E. L. Berger"]  # LaTeX escape in a name decoded
+    assert (first.published, first.venue, first.doi) == ("2007-07-01", "Physical Review D", "10.1103/physrevd.76.013009")
+    assert first.provenance[0].source_id == "balazsCalculationPromptDiphoton2007"
     by_id = {p.provenance[0].source_id: p for p in outcome.papers}
-    arxiv = by_id["asoreyExposiciTempranaNativos2015"]
-    assert arxiv.title.startswith("Exposición Temprana de Nativos Digitales")  # LaTeX escapes
-    assert arxiv.arxiv_id == "1501.04916"  # from the arxiv.org URL
-    assert (
-        "each other’s drawings" in by_id["hanniganCollaborativeReflectiveExperience2016"].abstract
-    )
-    assert by_id["graysonRevisitingPaleoindianExploitation2015"].published == "2015-04"
-    assert by_id["patriasCitingMedicine2007"].publisher == "National Library of Medicine (US)"
+    preprint = by_id["shangLargescaleEmpiricalStudy2024"]
+    assert preprint.arxiv_id == "2412.16620"  # from the arxiv.org URL
+    assert "each other’s test generation" in preprint.abstract
+    assert by_id["kertushaSurveyWebTesting2025"].published == "2025-03"
+    manual = by_id["balayPETScUsersManual2024"]
+    assert manual.publisher == "Argonne National Laboratory"
+    assert manual.author_names == ["Satish Balay", "The PETSc Team"]  # a literal (organisation) name
 
 
 def test_csl_single_item_with_publisher_object_and_categories() -> None:
-    outcome = parse_csl_json((FIXTURES / "commonmeta_citeproc.json").read_text(encoding="utf-8"))
+    outcome = parse_csl_json((FIXTURES / "csl_item.json").read_text(encoding="utf-8"))
     paper = outcome.papers[0]
     assert (paper.title, paper.publisher, paper.published) == (
-        "Eating your own Dog Food",
-        "DataCite",
-        "2016-12-20",
+        "Sparsity-certifying Graph Decompositions",
+        "arXiv",
+        "2007-03-31",
     )
-    assert paper.categories[:2] == ["Phylogeny", "Malaria"]
-    assert paper.author_names == ["Martin Fenner"]
+    assert paper.categories == ["math.CO", "cs.CG"]
+    assert paper.author_names == ["Ileana Streinu", "Louis Theran"]
 
 
 def test_csl_items_literal_names_jats_abstract_and_skips() -> None:
@@ -142,44 +137,36 @@ def test_csl_document_that_is_not_json_raises_naming_the_file() -> None:
 # --- RIS ----------------------------------------------------------------------------------------
 
 
-def test_ris_full_example() -> None:
-    outcome = parse_ris((FIXTURES / "rispy_example_full.ris").read_text(encoding="utf-8"))
+def test_ris_two_records_with_prose_between_them() -> None:
+    outcome = parse_ris((FIXTURES / "ris_full.ris").read_text(encoding="utf-8"))
     assert (outcome.format, len(outcome.papers), outcome.skipped) == ("ris", 2, [])
     paper = outcome.papers[0]
-    assert paper.title == "Title of reference"
-    assert paper.author_names == ["Karl Marx", "Astrid Lindgren"]  # A2 (editor) is not an author
-    assert (paper.published, paper.venue, paper.publisher) == ("2014", "Lorem", "Fun Factory")
-    assert paper.categories == ["Pippi", "Nordwind", "Piraten"]
-    assert paper.abstract.startswith("BACKGROUND: Lorem ipsum")
-    assert paper.url == "http://example_url.com"
-    assert paper.provenance[0].source_id == "12345"
-
-
-def test_ris_endnote_continuation_lines() -> None:
-    paper = parse_ris((FIXTURES / "rispy_example_endnote.ris").read_text(encoding="utf-8")).papers[
-        0
-    ]
-    assert paper.title == "EndNote: The Only Reference I Can Remember"
-    assert paper.categories == [
-        "citation", "reference", "library", "wizardry", "coffee", "procrastination",
-        "EndNote", "RIS",
-    ]  # fmt: skip
-    assert paper.author_names[0] == "A. Nonymous Smith"
-    assert (paper.doi, paper.venue, paper.type) == (
-        "10.1234/endnote.joke.2024",
-        "Journal of Reference Management",
-        "article",
+    assert paper.title == "Convergence of the discrete dipole approximation"
+    assert paper.author_names == ["Maxim A. Yurkin", "Valeri P. Maltsev"]  # A2 (editor) is not an author
+    assert (paper.published, paper.venue, paper.publisher) == (
+        "2007", "Journal of the Optical Society of America A", "Optica Publishing Group",
     )
-    assert paper.url == "https://www.endnote.com/"
+    assert paper.categories == ["light scattering", "discrete dipole approximation"]
+    assert paper.abstract.startswith("BACKGROUND: We study")
+    assert paper.url == "http://example.org/dda"
+    assert paper.provenance[0].source_id == "2001"
+    assert outcome.papers[1].author_names == ["Simon J. A. Malham", "Anke Wiese"]
+
+
+def test_ris_continuation_lines() -> None:
+    paper = parse_ris((FIXTURES / "ris_endnote.ris").read_text(encoding="utf-8")).papers[0]
+    assert paper.title == "Lifetime of doubly charmed baryons"
+    assert paper.categories == ["charm", "baryons", "lifetimes", "QCD"]  # untagged lines continue KW
+    assert paper.author_names[0] == "V. V. Kiselev"
+    assert (paper.doi, paper.venue, paper.type) == ("10.1234/charm.baryons.2007", "Physics Letters B", "article")
+    assert paper.url == "https://example.org/charm"
 
 
 def test_ris_unicode_and_bom() -> None:
-    paper = parse_ris(
-        (FIXTURES / "rispy_example_utf_chars.ris").read_text(encoding="utf-8")
-    ).papers[0]
-    assert paper.title.startswith("Состояние рецепторного аппарата")  # from ST
-    assert paper.author_names[0] == "Yu E. Dobrokhotova"
-    bom = parse_ris((FIXTURES / "rispy_example_bom.ris").read_text(encoding="utf-8"))
+    paper = parse_ris((FIXTURES / "ris_utf_chars.ris").read_text(encoding="utf-8")).papers[0]
+    assert paper.title == "Исследование устойчивости численных методов"  # from ST
+    assert paper.author_names == ["I. I. Ivanov"]
+    bom = parse_ris((FIXTURES / "ris_bom.ris").read_text(encoding="utf-8"))
     assert bom.papers == []
     assert bom.skipped[0].reason == "no title (no TI, T1, CT or ST line)"
 

@@ -41,8 +41,8 @@ SNAPSHOT_SAMPLE = "\n".join(
 )
 _OAI = gzip.decompress((FIXTURES / "quant-ph_oai_dc_50.xml.gz").read_bytes()).decode("utf-8")
 OAI_SAMPLE = _OAI[: _OAI.index("<record>", _OAI.index("0704.0046"))] + "</ListRecords>\n"
-RIS_SAMPLE = (FIXTURES / "rispy_example_endnote.ris").read_text(encoding="utf-8")
-CSL_SAMPLE = (FIXTURES / "commonmeta_csl-list.json").read_text(encoding="utf-8")[:6000]
+RIS_SAMPLE = (FIXTURES / "ris_endnote.ris").read_text(encoding="utf-8")
+CSL_SAMPLE = (FIXTURES / "csl_list.json").read_text(encoding="utf-8")[:6000]
 SPECIALS = "{}\"'@,=#%\\$~^_&\n\t <>/:;[]-`"
 
 
