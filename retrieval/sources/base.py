@@ -161,3 +161,13 @@ def build_paper(
     ]
     outcome.papers.append(paper)
     return paper
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` when the API sent an object there, else an empty one (schemas drift)."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_array(value: Any) -> list[Any]:
+    """``value`` when the API sent an array there, else an empty one."""
+    return value if isinstance(value, list) else []

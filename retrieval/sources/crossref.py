@@ -32,6 +32,8 @@ from retrieval.config import Settings
 from retrieval.errors import InputError, ParseError, SourceError
 from retrieval.records import Paper, clean_text, normalize_doi, normalize_orcid
 from retrieval.sources.base import (
+    json_array,
+    json_object,
     ItemRejected,
     ParseOutcome,
     SkippedItem,
@@ -66,12 +68,8 @@ class CrossrefPage:
 # --- parsing (pure) -----------------------------------------------------------------------
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+_dict = json_object
+_list = json_array
 
 
 def _first_text(value: Any) -> str:

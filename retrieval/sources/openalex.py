@@ -37,7 +37,7 @@ from retrieval.records import (
     normalize_orcid,
     split_arxiv_id,
 )
-from retrieval.sources.base import ItemRejected, ParseOutcome, SkippedItem, build_paper, check_field_sizes
+from retrieval.sources.base import ItemRejected, json_array, json_object, ParseOutcome, SkippedItem, build_paper, check_field_sizes
 from retrieval.sources.http import ApiSource
 
 SOURCE = "openalex"
@@ -108,12 +108,8 @@ class WorksPage:
 # --- parsing (pure) -----------------------------------------------------------------------
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+_dict = json_object
+_list = json_array
 
 
 def _str(value: Any) -> str:
