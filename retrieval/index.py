@@ -43,12 +43,28 @@ Also tried, no better on train: BM25F with a separate title field, title x1/x3, 
 other BM25 variants, power transforms of either signal, adding rank terms to the score, a
 logistic regression on score and rank features, dense title-only vectors, and candidate depth
 100 (identical to 50). The default is the best train nDCG among the variants that need no
-extra round trip and do not lower the abstention keep rate. Dense PRF has the best train
+extra round trip and do not lower the abstention keep rate.
+
+Measured later against a numpy replica of this fusion that reproduces the real index (the
+default scores 0.7412 train / 0.7360 test in both):
+
+    | variant                                                         | train  | test   |
+    | dense MaxP: 3-sentence windows (+ title) embedded as well, cosine |        |        |
+    |   = 0.5 whole-record + 0.5 best window (dense alone 0.678/0.670) | 0.7459 | 0.7329 |
+    |   same, weights refit on train (0.75 cosine, 0.1 coverage, 0.3/0.7) | 0.7528 | 0.7372 |
+    | one-character tokens kept ("vitamin D", "T cells")              | 0.7408 | 0.7360 |
+    | adjacent-stem bigrams added to BM25                             | 0.7320 | 0.7264 |
+
+Window vectors lift dense retrieval by 0.02-0.03 on both splits, but what they add is what BM25
+already contributes to the hybrid, and they cost four vectors per record; not adopted. Dense PRF has the best train
 nDCG but needs a second Chroma query per search and inflates the top score of every query
 (off-topic ones too), so fewer answerable claims pass the calibrated threshold; RM3 needs the
 feedback records tokenised at query time and drops on test. All differences between these
 variants are within noise: the paired bootstrap 95% interval of a test difference is about
-+-0.011. The test figure, 0.738, stays just under the 0.74 target.
++-0.011. The table was measured while the int8 encoder still ran queries in batches; with
+today's one-text-per-run encoder the default gives 0.7412 train / 0.7360 test through the real
+index (``bench/retrieval_quality.py``), just under the 0.74 target, whose gap (-0.004) is a
+tenth of the test set's own 95% interval (-0.046 to +0.038).
 
 Relevance threshold (``RELEVANCE_THRESHOLD``): the assistant passes it to the answer chain as
 ``min_relevance``, below which a hit counts as evidence only with lexical support
@@ -86,13 +102,8 @@ from retrieval.errors import ConfigError, InputError
 from retrieval.fusion import FusionConfig, drop_near_duplicates, fused_score, scaled_lexical
 from retrieval.lexical import LexicalIndex, top_positions
 from retrieval.models import SearchFilters, SearchHit
-from retrieval.query_filters import (
-    ResolvedFilters,
-    extract_filters,
-    name_key,
-    names_compatible,
-    prepare_query,
-)
+from retrieval.names import filing_families, names_compatible
+from retrieval.query_filters import ResolvedFilters, extract_filters, prepare_query
 from retrieval.records import Paper, fold, title_key
 from retrieval.store import RecordStore
 
@@ -443,16 +454,15 @@ class PaperIndex:
         return cached[1]
 
     def author_keys_for(self, name: str) -> set[str]:
-        """Indexed author keys compatible with ``name`` ("Z. Zhang" -> {"zhao zhang", "z zhang"})."""
-        wanted = name_key(name)
-        if wanted is None:
+        """Indexed author keys of every written name compatible with ``name``.
+
+        "Z. Zhang" -> {"zhao zhang", "z zhang"}; "Zhao Zhang" also finds "Zhang Zhao" written
+        family-first; "Di Wang" finds Di Wang but not Wei Wang (``names.names_compatible``).
+        """
+        if not name.strip():
             return set()
-        found = set()
-        for candidate in self.store.author_keys_with_family(wanted.family):
-            parsed = name_key(candidate)
-            if parsed is not None and names_compatible(wanted, parsed):
-                found.add(candidate)
-        return found
+        filed = self.store.author_names_filed_under(filing_families(name))
+        return {key for written, key in filed if names_compatible(name, written)}
 
     def knows_author(self, name: str) -> bool:
         return bool(self.author_keys_for(name))

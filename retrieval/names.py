@@ -207,6 +207,18 @@ def possible_families(name: str) -> set[str]:
     return {parsed.family, *parsed.given[:1]} if len(parsed.given) == 1 else {parsed.family}
 
 
+def filing_families(name: str) -> frozenset[str]:
+    """Every family name under which ``name`` can meet a compatible name: one per reading.
+
+    Two names are compatible only through a pair of readings with the same family
+    (``name_match``), so filing each written name under these families and looking a query
+    up under its own finds every compatible name: "Zhang Zhao" -> {"zhao", "zhang"},
+    "Di Wang" -> {"wang", "di"}, "Barry Smith Jr." -> {"smith", "barry"}.
+    """
+    primary, others = _readings(name)
+    return frozenset(reading.family for reading in (primary, *others) if reading.family)
+
+
 @lru_cache(maxsize=131072)
 def name_specificity(name: str) -> int:
     """How much a written name says: full given names count more than initials."""

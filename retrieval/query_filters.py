@@ -8,8 +8,9 @@ Three jobs, all pure (no I/O):
   authors and venues only when the caller confirms that the name is indexed
   (``known_authors`` / ``known_venue``), so "methods by hand" never becomes an author filter.
   Options given explicitly (``--since``...) win over parsed ones: the caller merges.
-* Author names: ``author_key`` canonicalises "Zhang, Zhao" and "Zhao Zhang" to ``"zhao zhang"``
-  and ``names_compatible`` is initials-aware ("Z. Zhang" ~ "Zhao Zhang"). ``ResolvedFilters``
+* Author keys: ``author_key`` folds "Zhang, Zhao" and "Zhao Zhang" to the indexed key
+  ``"zhao zhang"``. Which keys a name selects is decided by ``names.names_compatible``
+  (initials-aware, both name orders) in ``PaperIndex.author_keys_for``. ``ResolvedFilters``
   holds filters expanded to the concrete indexed values (author keys, venue keys) that both
   retrievers apply as exact sets.
 """
@@ -62,63 +63,26 @@ def prepare_query(query: str) -> PreparedQuery:
 # Author names ------------------------------------------------------------------------------
 
 
-_PARTICLES = frozenset({"de", "der", "den", "van", "von", "da", "di", "del", "della", "du", "dos", "das",
-                        "la", "le", "ter", "ten", "bin", "ibn", "al", "el", "st"})
 _JOINED = re.compile(r"(?<=\w)[-‐‑'’](?=\w)")  # Abu-Shammala, d'Ambrumenil, Xiao-Lin: one token
 
 
-@dataclass(frozen=True)
-class NameKey:
-    """A person's name: folded family name, given-name tokens (initials allowed), canonical key.
+def author_key(name: str) -> str | None:
+    """The folded key under which an author name is indexed ("Zhang, Zhao" -> "zhao zhang").
 
-    ``key`` keeps every token ("m de napoli"); ``given`` leaves out particles such as "de" or
-    "van" so that "M. De Napoli" and "De Napoli" compare by family name and initials only.
+    A key identifies a written name in the filter postings of Chroma and BM25; it is not a
+    parse. Which keys an author filter selects is decided on the written names by
+    ``names.names_compatible`` (see ``RecordStore.author_names_filed_under``). Changing what
+    this returns changes the stored postings: it needs an index rebuild.
     """
-
-    family: str
-    given: tuple[str, ...]
-    key: str
-
-
-def name_key(name: str) -> NameKey | None:
-    """Parse "Zhang, Zhao", "Zhao Zhang", "Z. Zhang", "C.-P. Yuan"; None when nothing is left."""
     text = _JOINED.sub("", name)
     if "," in text:
         family_part, given_part = text.split(",", 1)
-        tokens = fold(given_part).split() + fold(family_part).split()
         if not fold(family_part):
-            return name_key(given_part)
+            return author_key(given_part)
+        tokens = fold(given_part).split() + fold(family_part).split()
     else:
         tokens = fold(text).split()
-    if not tokens:
-        return None
-    given = tuple(token for token in tokens[:-1] if token not in _PARTICLES)
-    return NameKey(tokens[-1], given, " ".join(tokens))
-
-
-def author_key(name: str) -> str | None:
-    """Canonical folded form of an author name ("Zhang, Zhao" -> "zhao zhang"), as indexed."""
-    parsed = name_key(name)
-    return parsed.key if parsed else None
-
-
-def _given_compatible(left: str, right: str) -> bool:
-    if left == right:
-        return True
-    if len(left) == 1 or len(right) == 1:
-        return left[0] == right[0]
-    return False
-
-
-def names_compatible(query: NameKey, candidate: NameKey) -> bool:
-    """Same family name and given names that agree where both are known, initials-aware.
-
-    "Zhang" matches every Zhang; "Z. Zhang" matches "Zhao Zhang" and "Z. Y. Zhang";
-    "Zhao Zhang" matches "Z. Zhang" too (it may be the same person) but not "Zhi Zhang".
-    """
-    if query.family != candidate.family:
-        return False
-    return all(_given_compatible(a, b) for a, b in zip(query.given, candidate.given))
+    return " ".join(tokens) or None
 
 
 # Filters resolved against the index --------------------------------------------------------

@@ -4,7 +4,11 @@ Chroma and the BM25 index are derived from this store and can be rebuilt from it
 columns (ids, fingerprint, title key, year, hashes) sit next to the JSON record so that ingest
 can find the records a new paper must merge with, and the index can tell added / updated /
 unchanged records apart without parsing JSON. An ``authors`` side table lists each paper's
-canonical author keys (see ``query_filters.author_key``) for author filters; a ``title_variants``
+canonical author keys (see ``query_filters.author_key``): the values author filters select in
+Chroma and BM25. An ``author_names`` side table files each written author name under every
+family name it may carry (``names.filing_families``: "Zhang Zhao" under "zhao" and "zhang"),
+so that an author filter finds every compatible written name (``names.names_compatible``)
+with one indexed lookup and maps it to its key. A ``title_variants``
 side table lists each paper's ``merge.title_variants`` keys, so that the other version of a
 paper (a preprint "ChemCrow: Augmenting ..." of 2023 and its article "Augmenting ..." of 2024,
 with other ids and another fingerprint) is found across separate ingests.
@@ -28,6 +32,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from retrieval.errors import StorageError
 from retrieval.merge import title_variants
+from retrieval.names import filing_families, parse_name
 from retrieval.query_filters import author_key
 from retrieval.records import Author, Paper, Provenance, fold, title_key
 
@@ -45,6 +50,26 @@ def _backfill_title_variants(conn: sqlite3.Connection) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO title_variants (paper_id, key) VALUES (?, ?)",
         [(paper_id, key) for paper_id, record in rows for key in _variant_keys(_decode(record).title)],
+    )
+
+
+def _author_name_rows(paper: Paper) -> list[tuple[str, str, str, str]]:
+    """``author_names`` rows of one record: (paper id, family, written name, author key)."""
+    rows = {}
+    for author in paper.authors:
+        key = author_key(author.name)
+        if key:
+            for family in filing_families(author.name):
+                rows[(family, author.name)] = key
+    return [(paper.id, family, name, key) for (family, name), key in rows.items()]
+
+
+def _backfill_author_names(conn: sqlite3.Connection) -> None:
+    """Migration 3: file the written author names of the records stored before it existed."""
+    rows = conn.execute("SELECT record FROM papers").fetchall()
+    conn.executemany(
+        "INSERT OR IGNORE INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
+        [row for (record,) in rows for row in _author_name_rows(_decode(record))],
     )
 
 
@@ -83,6 +108,16 @@ _MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
             PRIMARY KEY (paper_id, key))""",
         "CREATE INDEX title_variants_key ON title_variants(key)",
         _backfill_title_variants,
+    ],
+    [
+        """CREATE TABLE author_names (
+            paper_id TEXT NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+            family TEXT NOT NULL,
+            name TEXT NOT NULL,
+            author_key TEXT NOT NULL,
+            PRIMARY KEY (paper_id, family, name))""",
+        "CREATE INDEX author_names_family ON author_names(family)",
+        _backfill_author_names,
     ],
 ]
 
@@ -295,10 +330,16 @@ class RecordStore:
 
     # --- lookups for filters -----------------------------------------------------------------
 
-    def author_keys_with_family(self, family: str) -> set[str]:
-        """Canonical author keys (``"zhao zhang"``) of every indexed author with this family name."""
-        rows = self._query("SELECT DISTINCT author_key FROM authors WHERE family = ?", (family,))
-        return {key for (key,) in rows}
+    def author_names_filed_under(self, families: Iterable[str]) -> set[tuple[str, str]]:
+        """(written name, author key) of every indexed author name filed under one of ``families``."""
+        wanted = sorted(set(families))
+        found: set[tuple[str, str]] = set()
+        for chunk in _chunks(wanted):
+            found.update(self._query(
+                f"SELECT DISTINCT name, author_key FROM author_names WHERE family IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ))
+        return found
 
     def year_range(self) -> tuple[int | None, int | None]:
         """(oldest, newest) publication year among records that have one."""
@@ -367,11 +408,14 @@ class RecordStore:
                 conn.execute("DELETE FROM title_variants WHERE paper_id = ?", (paper_id,))
                 conn.executemany("INSERT INTO title_variants (paper_id, key) VALUES (?, ?)",
                                  [(paper_id, key) for key in _variant_keys(paper.title)])
+                conn.execute("DELETE FROM author_names WHERE paper_id = ?", (paper_id,))
                 conn.executemany(
                     "INSERT INTO authors (paper_id, position, author_key, family) VALUES (?, ?, ?, ?)",
-                    [(paper_id, n, key, key.rsplit(" ", 1)[-1])
-                     for n, key in enumerate(author_key(a.name) for a in paper.authors) if key],
+                    [(paper_id, n, key, parse_name(a.name).family)
+                     for n, (a, key) in enumerate((a, author_key(a.name)) for a in paper.authors) if key],
                 )
+                conn.executemany("INSERT INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
+                                 _author_name_rows(paper))
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('generation', '1')"
                 " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"

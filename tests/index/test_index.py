@@ -196,6 +196,43 @@ def test_author_filter_is_initials_aware(filled, arxiv_papers):
     assert [h.paper.arxiv_id for h in chen] == ["0704.0029"]  # Xiao-Lin Chen; not Chong Chen
 
 
+NAMESAKES = {
+    "smith": ("Barry Smith Jr.", "Barry F. Smith"),
+    "di": ("Di Wang", "Wei Wang"),
+    "zhang": ("Zhang Zhao", "Tong Zhang"),  # Zhang Zhao: written family name first
+}
+
+
+@pytest.fixture
+def namesakes(index: PaperIndex) -> dict[str, Paper]:
+    topics = iter(["multigrid preconditioners", "Krylov recycling", "domain decomposition", "mixed precision",
+                   "GPU sparse kernels", "communication-avoiding methods"])  # distinct: no near-duplicates
+    papers = {f"{key} {n}": Paper(title=f"Sparse solvers: {topic}", abstract=f"We study {topic} for sparse solvers.",
+                                  year=2020, authors=[Author(name=name)])
+              for key, names in NAMESAKES.items() for n, (name, topic) in enumerate(zip(names, topics))}
+    index.upsert(list(papers.values()))
+    return papers
+
+
+@pytest.mark.parametrize(
+    ("wanted", "found"),
+    [
+        ("Barry Smith", {"smith 0", "smith 1"}),  # the suffix is not the family name
+        ("Barry Smith Jr.", {"smith 0", "smith 1"}),
+        ("B. Smith", {"smith 0", "smith 1"}),
+        ("Di Wang", {"di 0"}),  # "Di" is a given name here, not a particle
+        ("Wei Wang", {"di 1"}),
+        ("Wang", {"di 0", "di 1"}),
+        ("Zhao Zhang", {"zhang 0"}),  # either order of a Chinese name
+        ("Zhang, Zhao", {"zhang 0"}),
+        ("Tong Zhang", {"zhang 1"}),
+    ],
+)
+def test_author_filter_reads_names_like_the_scholar_pages(index, namesakes, wanted, found):
+    hits = index.search("sparse solvers", k=10, filters=SearchFilters(authors=[wanted]))
+    assert {h.paper.id for h in hits} == {namesakes[key].id for key in found}, wanted
+
+
 def test_year_and_venue_filters(filled):
     hits = filled.search("quantum", k=10, filters=SearchFilters(since=2008, until=2008))
     assert hits and all(h.paper.year == 2008 for h in hits)

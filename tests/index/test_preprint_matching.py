@@ -99,9 +99,10 @@ def test_a_store_written_before_the_lookup_existed_is_backfilled(tmp_path, chemc
     path = tmp_path / "records.sqlite3"
     with RecordStore(path) as store:
         store.put_many([preprint])
-    # turn the file back into a version-1 store: no title_variants table
+    # turn the file back into a version-1 store: no title_variants (nor later) table
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE title_variants")
+    conn.execute("DROP TABLE author_names")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()

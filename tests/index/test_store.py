@@ -99,7 +99,8 @@ def test_write_puts_and_deletes_in_one_step(store, arxiv_papers):
 
 def test_author_and_venue_lookups(store, arxiv_papers):
     store.put_many(arxiv_papers)
-    assert store.author_keys_with_family("yurkin") == {"maxim a yurkin"}
+    assert store.author_names_filed_under(["yurkin"]) == {("Maxim A. Yurkin", "maxim a yurkin")}
+    assert store.author_names_filed_under(["nobody"]) == set()
     assert "j opt soc am a" in store.venue_keys()
     assert store.year_range() == (2005, 2009)
     assert store.count_matching(since=2008) == 7
@@ -161,3 +162,23 @@ def test_an_unwritable_location_is_a_storage_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(StorageError, match="record store"):
         RecordStore(blocker / "records.sqlite3")
+
+
+def test_author_names_follow_writes_and_are_backfilled_for_older_stores(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "records.sqlite3"
+    paper = Paper(title="Sparse solvers", authors=[Author(name="Zhang Zhao"), Author(name="Di Wang")])
+    with RecordStore(path) as store:
+        store.put_many([paper])
+        filed = store.author_names_filed_under(["zhang", "zhao", "wang", "di"])
+        assert filed == {("Zhang Zhao", "zhang zhao"), ("Di Wang", "di wang")}
+    conn = sqlite3.connect(path)  # back to a version-2 store: no author_names table
+    conn.execute("DROP TABLE author_names")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with RecordStore(path) as store:
+        assert store.author_names_filed_under(["zhang"]) == {("Zhang Zhao", "zhang zhao")}
+        store.write(delete=[paper.id])
+        assert store.author_names_filed_under(["zhang", "wang"]) == set()
