@@ -36,14 +36,18 @@ def parse_xml(data: str | bytes) -> ET.Element:
     """Parse an XML document without DTD processing.
 
     Raises ``UnsafeXMLError`` for a DOCTYPE/ENTITY declaration and ``ET.ParseError`` for
-    malformed or truncated XML.
+    malformed or truncated XML, including bytes that declare an unknown encoding.
     """
+    encoding = None
     if isinstance(data, str):
-        # An encoding declaration in a str would contradict the already-decoded text.
-        data = data.encode("utf-8")
-    parser = ET.XMLParser(target=_NoDoctypeBuilder())
-    parser.feed(data)
-    return parser.close()
+        # The text is already decoded: its encoding declaration (even "TF-8") must not count.
+        data, encoding = data.encode("utf-8"), "utf-8"
+    try:
+        parser = ET.XMLParser(target=_NoDoctypeBuilder(), encoding=encoding)
+        parser.feed(data)
+        return parser.close()
+    except LookupError as exc:  # expat looks the declared encoding up and raises this
+        raise ET.ParseError(f"the document declares an unknown encoding ({exc})") from exc
 
 
 # --- JATS ---------------------------------------------------------------------------------

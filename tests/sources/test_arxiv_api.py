@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 
 import httpx
@@ -132,6 +133,16 @@ def test_truncated_and_foreign_documents_raise_source_error():
         parse_atom(body[: len(body) // 2])
     with pytest.raises(SourceError, match="not an Atom feed"):
         parse_atom(b"<html><body>Service Unavailable</body></html>")
+
+
+def test_a_bogus_encoding_declaration_is_ignored_in_text_and_refused_in_bytes():
+    body = _body("q_testing_s0_m10_bc5a6c384fe9.json")
+    text = body.decode("utf-8")
+    mangled = re.sub(r"encoding=(['\"])UTF-8\1", "encoding='TF-8'", text, count=1)
+    assert mangled != text
+    assert len(parse_atom(mangled).papers) == len(parse_atom(text).papers)  # already decoded: it cannot matter
+    with pytest.raises(SourceError, match="malformed or truncated"):
+        parse_atom(mangled.encode("utf-8"))
 
 
 # --- the client ------------------------------------------------------------------------------------
