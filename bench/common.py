@@ -139,6 +139,28 @@ def mean_metrics(runs: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[
     return {name: value / n for name, value in totals.items()}
 
 
+def per_query_ndcg(runs: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> np.ndarray:
+    """nDCG@10 of each judged query, in ``qrels`` order (the terms ``mean_metrics`` averages)."""
+    return np.array([ndcg_at(runs.get(qid, []), relevant, 10) for qid, relevant in qrels.items()])
+
+
+def bootstrap_interval(values: Sequence[float] | np.ndarray, rounds: int = 2000, level: float = 0.95,
+                       seed: int = 7) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of per-query ``values`` (queries resampled).
+
+    Pass per-query differences of two systems for a paired interval: a difference whose
+    interval holds 0 is not established by this test set, however the means compare.
+    """
+    data = np.asarray(values, dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("no values to resample")
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(rounds, data.size))].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
 # Timing and memory ---------------------------------------------------------------------------
 
 

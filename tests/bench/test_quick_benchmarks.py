@@ -1,0 +1,66 @@
+"""The retrieval benchmarks' ``--quick`` modes, run as a user runs them (a subprocess each).
+
+They read SciFact from ``../shared/datasets`` (never copied into the tree: CC BY-NC), so they
+are skipped, with the reason printed in pytest's summary, where that folder is absent. Both
+share one scratch ``--out`` folder, so the second reuses the embeddings the first computed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCIFACT = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not SCIFACT.exists(), reason=f"SciFact not found at {SCIFACT}: the benchmarks need it"),
+]
+
+
+@pytest.fixture(scope="module")
+def bench_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bench-out")
+
+
+def run_bench(script: str, out: Path) -> str:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run([sys.executable, f"bench/{script}", "--quick", "--out", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def table_row(output: str, label: str) -> list[str]:
+    """The cells of the first markdown table row whose first cell starts with ``label``."""
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells and cells[0].startswith(label):
+            return cells
+    raise AssertionError(f"no row {label!r} in:\n{output}")
+
+
+def test_quality_quick_prints_the_three_retrievers_and_hybrid_wins(bench_out):
+    output = run_bench("retrieval_quality.py", bench_out)
+    ndcg = {label: float(table_row(output, label)[1]) for label in ("BM25 only", "dense only", "hybrid")}
+    # fixed subset (seeded) and a deterministic encoder: the fusion must beat each retriever alone
+    assert ndcg["hybrid"] > max(ndcg["BM25 only"], ndcg["dense only"]) > 0.5, ndcg
+    low, high = map(float, table_row(output, "hybrid")[2].split("-"))
+    assert low < ndcg["hybrid"] < high
+    assert "Paired bootstrap over the claims" in output and "published (BEIR test)" in output
+
+
+def test_speed_quick_prints_overhead_and_latency(bench_out):
+    output = run_bench("retrieval_speed.py", bench_out)
+    encoder = table_row(output, "encoder alone")
+    pipeline = table_row(output, "full pipeline")
+    assert float(encoder[1]) > 0 and float(pipeline[1]) > 0
+    assert re.fullmatch(r"[-+]\d+\.\d%.*", pipeline[3]), pipeline
+    p50, p95 = (float(value) for value in table_row(output, "1,000")[1].split("/"))
+    assert 0 < p50 <= p95
