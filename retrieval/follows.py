@@ -17,10 +17,8 @@ Matching rules:
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -29,9 +27,10 @@ import Stemmer
 from pydantic import BaseModel
 
 from retrieval.config import Settings
-from retrieval.errors import InputError, StorageError
+from retrieval.errors import InputError
 from retrieval.names import names_compatible
 from retrieval.records import Paper, fold, normalize_openalex_id, normalize_orcid
+from retrieval.sqlite_files import SqliteFile
 
 FollowKind = Literal["scholar", "topic"]
 MAX_QUERY_CHARS = 200
@@ -168,48 +167,20 @@ class FollowStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StorageError(
-                f"Cannot open the follows store at {path}: {exc}.",
-                hint="Check that PAPERBOT_DATA_DIR is writable.",
-            ) from exc
+        self._file = SqliteFile(path, _SCHEMA, label=f"the follows store at {path}", pragmas=("foreign_keys = ON",))
 
     @classmethod
     def for_settings(cls, settings: Settings) -> "FollowStore":
         return cls(settings.data_dir / "follows.sqlite3")
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
-                raise StorageError(
-                    f"Cannot write the follows store at {self.path}: {exc}.",
-                    hint="Check free disk space and permissions of PAPERBOT_DATA_DIR.",
-                ) from exc
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        self._file.close()
 
     def add(self, channel: str, kind: FollowKind, query: str, *, created_by: str | None = None) -> tuple[Follow, bool]:
         """Follow ``query`` in ``channel``; returns (follow, False) when it already existed."""
         query = " ".join(query.split())
         key = fold(query) or query.casefold()
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             row = db.execute(
                 "SELECT * FROM follows WHERE channel = ? AND kind = ? AND query_key = ?", (channel, kind, key)
             ).fetchone()
@@ -232,7 +203,7 @@ class FollowStore:
         """Unfollow by number (as listed) or by the followed name/topic; None if nothing matched."""
         reference = " ".join(reference.split()).strip().strip("\"'").removeprefix("#")
         kind, text = parse_follow(reference) if reference else (None, "")
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             if text.isdigit():
                 row = db.execute("SELECT * FROM follows WHERE channel = ? AND id = ?", (channel, int(text))).fetchone()
             else:
@@ -248,11 +219,11 @@ class FollowStore:
             return _follow(row)
 
     def list(self, channel: str | None = None) -> list[Follow]:
-        with self._lock:
+        with self._file.locked() as db:
             if channel is None:
-                rows = self._db.execute("SELECT * FROM follows ORDER BY id").fetchall()
+                rows = db.execute("SELECT * FROM follows ORDER BY id").fetchall()
             else:
-                rows = self._db.execute("SELECT * FROM follows WHERE channel = ? ORDER BY id", (channel,)).fetchall()
+                rows = db.execute("SELECT * FROM follows WHERE channel = ? ORDER BY id", (channel,)).fetchall()
         return [_follow(row) for row in rows]
 
     def note_new_papers(self, paper_ids: Iterable[str]) -> int:
@@ -262,7 +233,7 @@ class FollowStore:
         Returns how many ids were not queued already.
         """
         now = _now()
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             before = db.total_changes
             db.executemany(
                 "INSERT OR IGNORE INTO inbox (paper_id, noted_at) VALUES (?, ?)",
@@ -272,13 +243,13 @@ class FollowStore:
 
     def queued_new_papers(self, limit: int = 500) -> list[str]:
         """Ids noted by syncs and not yet processed, oldest first."""
-        with self._lock:
-            rows = self._db.execute("SELECT paper_id FROM inbox ORDER BY noted_at, paper_id LIMIT ?", (limit,)).fetchall()
+        with self._file.locked() as db:
+            rows = db.execute("SELECT paper_id FROM inbox ORDER BY noted_at, paper_id LIMIT ?", (limit,)).fetchall()
         return [row[0] for row in rows]
 
     def done_with_new_papers(self, paper_ids: Sequence[str]) -> None:
         """Drop processed ids from the queue (after their alerts were posted)."""
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             db.executemany("DELETE FROM inbox WHERE paper_id = ?", [(paper_id,) for paper_id in paper_ids])
 
     def pending_alerts(self, papers: Iterable[Paper]) -> list[FollowAlert]:
@@ -298,7 +269,7 @@ class FollowStore:
     def mark_announced(self, follow_id: int, paper_ids: Sequence[str]) -> None:
         """Record that these papers were posted for this follow (call after a successful post)."""
         now = _now()
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             exists = db.execute("SELECT 1 FROM follows WHERE id = ?", (follow_id,)).fetchone()
             if exists is None:
                 return  # unfollowed meanwhile
@@ -311,8 +282,8 @@ class FollowStore:
         if not paper_ids:
             return set()
         marks = ",".join("?" * len(paper_ids))
-        with self._lock:
-            rows = self._db.execute(
+        with self._file.locked() as db:
+            rows = db.execute(
                 f"SELECT paper_id FROM announced WHERE follow_id = ? AND paper_id IN ({marks})",
                 (follow_id, *paper_ids),
             ).fetchall()

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -20,9 +18,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from retrieval.atomic import atomic_write_text
 from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
-from retrieval.records import clean_text, fold, normalize_openalex_id, normalize_orcid
+from retrieval.records import clean_text, fold, normalize_openalex_id, normalize_orcid, unique_clean
 
 try:  # POSIX advisory locks; elsewhere the atomic rename alone protects the file
     import fcntl
@@ -60,12 +59,7 @@ class Scholar(BaseModel):
     @field_validator("aliases")
     @classmethod
     def _aliases(cls, value: list[str]) -> list[str]:
-        seen: list[str] = []
-        for item in value:
-            text = clean_text(item)
-            if text and text not in seen:
-                seen.append(text)
-        return seen
+        return unique_clean(value)
 
     @property
     def names(self) -> list[str]:
@@ -289,22 +283,10 @@ def _read(path: Path) -> list[Scholar]:
 
 def _write(path: Path, scholars: list[Scholar]) -> None:
     payload = _RosterFile(scholars=scholars).model_dump_json(indent=2)
-    tmp_name: str | None = None
     try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path.parent, prefix=".roster-", suffix=".tmp", delete=False
-        ) as handle:
-            tmp_name = handle.name
-            handle.write(payload + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
+        atomic_write_text(path, payload + "\n")
     except OSError as exc:
         raise StorageError(
             f"Cannot write the roster {path}: {exc.strerror or exc}; the previous roster is unchanged.",
             hint="Free some disk space or fix the directory's permissions, then retry.",
         ) from None
-    finally:
-        if tmp_name is not None:
-            Path(tmp_name).unlink(missing_ok=True)

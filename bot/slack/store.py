@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from retrieval.errors import StorageError
+from retrieval.sqlite_files import SqliteFile
 
 Vote = Literal["up", "down"]
 
@@ -82,31 +79,10 @@ class SlackStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StorageError(
-                f"Cannot open the Slack state file {path}: {exc}.",
-                hint="Check that PAPERBOT_DATA_DIR is writable.",
-            ) from exc
+        self._file = SqliteFile(path, _SCHEMA, label=f"the Slack state file {path}", write_verb="update")
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _db_call(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                yield self._db
-            except sqlite3.Error as exc:
-                raise StorageError(
-                    f"Cannot update the Slack state file {self.path}: {exc}.",
-                    hint="Check free disk space and permissions of PAPERBOT_DATA_DIR.",
-                ) from exc
+        self._file.close()
 
     # --- answers -----------------------------------------------------------------------------
 
@@ -116,7 +92,7 @@ class SlackStore:
     ) -> str:
         """Store an answer; returns its id (what the buttons carry)."""
         answer_id = secrets.token_hex(8)
-        with self._db_call() as db:
+        with self._file.call() as db:
             db.execute(
                 "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (answer_id, _now(), team, channel, thread_ts, user, kind, question, answer, json.dumps(list(cited_ids))),
@@ -124,7 +100,7 @@ class SlackStore:
         return answer_id
 
     def answer(self, answer_id: str) -> StoredAnswer | None:
-        with self._db_call() as db:
+        with self._file.call() as db:
             row = db.execute(
                 "SELECT id, created_at, team, channel, thread_ts, user, kind, question, answer, cited_ids "
                 "FROM answers WHERE id = ?", (answer_id,),
@@ -136,7 +112,7 @@ class SlackStore:
 
     def thread_history(self, channel: str, thread_ts: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """(question, answer) pairs of the questions answered in this thread, oldest first."""
-        with self._db_call() as db:
+        with self._file.call() as db:
             rows = db.execute(
                 "SELECT question, answer FROM answers WHERE channel = ? AND thread_ts = ? AND kind = 'ask' "
                 "ORDER BY created_at DESC, rowid DESC LIMIT ?", (channel, thread_ts, limit),
@@ -147,7 +123,7 @@ class SlackStore:
 
     def record_vote(self, answer: StoredAnswer, user: str, vote: Vote) -> bool:
         """Store a vote with the question, answer and cited ids; False if it only repeated one."""
-        with self._db_call() as db:
+        with self._file.call() as db:
             previous = db.execute(
                 "SELECT vote FROM feedback WHERE answer_id = ? AND user = ?", (answer.id, user)
             ).fetchone()
@@ -158,7 +134,7 @@ class SlackStore:
         return previous is None or previous[0] != vote
 
     def feedback(self) -> list[FeedbackRecord]:
-        with self._db_call() as db:
+        with self._file.call() as db:
             rows = db.execute(
                 "SELECT answer_id, user, vote, created_at, question, answer, cited_ids FROM feedback ORDER BY created_at"
             ).fetchall()
@@ -168,11 +144,11 @@ class SlackStore:
     # --- threads -----------------------------------------------------------------------------
 
     def remember_thread(self, channel: str, thread_ts: str) -> None:
-        with self._db_call() as db:
+        with self._file.call() as db:
             db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?)", (channel, thread_ts, _now()))
 
     def is_bot_thread(self, channel: str, thread_ts: str) -> bool:
-        with self._db_call() as db:
+        with self._file.call() as db:
             row = db.execute("SELECT 1 FROM threads WHERE channel = ? AND thread_ts = ?", (channel, thread_ts)).fetchone()
         return row is not None
 

@@ -18,7 +18,7 @@ from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
     SkippedItem,
-    build_paper,
+    build_item,
     check_field_sizes,
     person_name,
 )
@@ -110,10 +110,5 @@ def parse_arxiv_snapshot(text: str) -> ParseOutcome:
         record_id = _str(record.get("id"))
         if record_id:
             label = f"line {number} ({record_id})"
-        try:
-            data = record_fields(record)
-        except ItemRejected as rejected:
-            outcome.skipped.append(SkippedItem(label, rejected.reason))
-            continue
-        build_paper(data, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
+        build_item(record_fields, record, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
     return outcome

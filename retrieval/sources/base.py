@@ -13,10 +13,10 @@ else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -30,6 +30,8 @@ MAX_FILE_BYTES = 200 * 1024 * 1024
 
 # Paper fields whose value a source can supply; provenance lists the ones an item did supply.
 _SUPPLIABLE = tuple(name for name in Paper.model_fields if name != "provenance")
+
+RawItem = TypeVar("RawItem")
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,28 @@ def build_paper(
     ]
     outcome.papers.append(paper)
     return paper
+
+
+def build_item(
+    fields_of: Callable[[RawItem], dict[str, Any]],
+    raw: RawItem,
+    *,
+    source: str,
+    source_id: str | None,
+    item: str,
+    outcome: ParseOutcome,
+) -> Paper | None:
+    """One parsed item to a paper: ``build_paper(fields_of(raw))``, or record why it was skipped.
+
+    ``fields_of`` is the parser's own field mapping; the ``ItemRejected`` it raises becomes a
+    ``SkippedItem`` with that reason. Returns the paper, or None when the item was skipped.
+    """
+    try:
+        data = fields_of(raw)
+    except ItemRejected as rejected:
+        outcome.skipped.append(SkippedItem(item, rejected.reason))
+        return None
+    return build_paper(data, source=source, source_id=source_id, item=item, outcome=outcome)
 
 
 def json_object(value: Any) -> dict[str, Any]:

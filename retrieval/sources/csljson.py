@@ -16,10 +16,9 @@ from typing import Any
 from retrieval.errors import ParseError
 from retrieval.records import normalize_arxiv_id
 from retrieval.sources.base import (
-    ItemRejected,
     ParseOutcome,
     SkippedItem,
-    build_paper,
+    build_item,
     check_field_sizes,
     person_name,
 )
@@ -158,10 +157,5 @@ def parse_csl_json(text: str, name: str = "<text>") -> ParseOutcome:
         item_id = _text(item.get("id"))
         if item_id:
             label = f"item {number} ({item_id})"
-        try:
-            data = item_fields(item)
-        except ItemRejected as rejected:
-            outcome.skipped.append(SkippedItem(label, rejected.reason))
-            continue
-        build_paper(data, source=FORMAT, source_id=item_id, item=label, outcome=outcome)
+        build_item(item_fields, item, source=FORMAT, source_id=item_id, item=label, outcome=outcome)
     return outcome

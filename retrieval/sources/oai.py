@@ -23,7 +23,7 @@ from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
     SkippedItem,
-    build_paper,
+    build_item,
     check_field_sizes,
     person_name,
 )
@@ -155,10 +155,5 @@ def parse_oai_dc(text: str, name: str = "<text>") -> ParseOutcome:
     for number, record in records:
         record_id = _record_id(record)
         label = f"record {number} ({record_id})" if record_id else f"record {number}"
-        try:
-            data = record_fields(record)
-        except ItemRejected as rejected:
-            outcome.skipped.append(SkippedItem(label, rejected.reason))
-            continue
-        build_paper(data, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
+        build_item(record_fields, record, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
     return outcome

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
@@ -12,7 +13,8 @@ from bot.slack.answering import summarize_work
 from bot.slack.blocks import error_text
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import escape, sections
-from bot.slack.jobs import Target, submit
+from bot.slack.jobs import Target, Work, submit
+from bot.slack.store import StoredAnswer
 from retrieval.errors import PaperbotError
 
 
@@ -49,31 +51,27 @@ def register(app: App, deps: SlackDeps) -> None:
     app.action(payloads.ACTION_VOTE_UP)(on_vote("up"))
     app.action(payloads.ACTION_VOTE_DOWN)(on_vote("down"))
 
-    @app.action(payloads.ACTION_MORE_PAPERS)
-    def on_more(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
-        ack()
-        try:
-            ref = payloads.AnswerRef.decode(_value(body))
-            answer = feedback.stored_answer(deps, ref.answer_id)
-        except PaperbotError as exc:
-            _tell(respond, error_text(exc.user_message, exc.hint))
-            return
-        target = Target(channel=answer.channel, user=_user(body), thread_ts=answer.thread_ts, team=_team(body),
-                        response_url=body.get("response_url"))
-        submit(deps, client, target, feedback.more_papers_work(deps, answer, ref.offset))
+    def on_stored_answer(work_for: Callable[[StoredAnswer, payloads.AnswerRef], Work]) -> Any:
+        """A button pointing at a stored answer: submits ``work_for(answer, ref)`` in its thread."""
 
-    @app.action(payloads.ACTION_BIBTEX)
-    def on_bibtex(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
-        ack()
-        try:
-            ref = payloads.AnswerRef.decode(_value(body))
-            answer = feedback.stored_answer(deps, ref.answer_id)
-        except PaperbotError as exc:
-            _tell(respond, error_text(exc.user_message, exc.hint))
-            return
-        target = Target(channel=answer.channel, user=_user(body), thread_ts=answer.thread_ts, team=_team(body),
-                        response_url=body.get("response_url"))
-        submit(deps, client, target, feedback.bibtex_work(deps, answer))
+        def listener(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
+            ack()
+            try:
+                ref = payloads.AnswerRef.decode(_value(body))
+                answer = feedback.stored_answer(deps, ref.answer_id)
+            except PaperbotError as exc:
+                _tell(respond, error_text(exc.user_message, exc.hint))
+                return
+            target = Target(channel=answer.channel, user=_user(body), thread_ts=answer.thread_ts, team=_team(body),
+                            response_url=body.get("response_url"))
+            submit(deps, client, target, work_for(answer, ref))
+
+        return listener
+
+    app.action(payloads.ACTION_MORE_PAPERS)(
+        on_stored_answer(lambda answer, ref: feedback.more_papers_work(deps, answer, ref.offset))
+    )
+    app.action(payloads.ACTION_BIBTEX)(on_stored_answer(lambda answer, _ref: feedback.bibtex_work(deps, answer)))
 
     @app.action(payloads.ACTION_PICK_SCHOLAR)
     def on_pick(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
