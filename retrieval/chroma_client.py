@@ -10,8 +10,10 @@ Timeouts. chromadb 1.5.9's HTTP client builds its ``httpx.Client`` with ``timeou
 accepts connections but never answers (hung, paused, half-dead proxy) would block the caller
 forever, already inside ``HttpClient()``, which makes requests. Two bounds, both
 ``settings.chroma_timeout`` (``PAPERBOT_CHROMA_TIMEOUT``, 10 s by default): a heartbeat with that
-timeout before the client is built (so construction never starts against a silent server), then
-the same timeout set on the client's session for every later request (``bound_requests``).
+timeout before the client is built (so construction never starts against a silent server), the
+construction itself abandoned past that timeout (a server can answer the heartbeat and hang
+after it), then the same timeout set on the client's session for every later request
+(``bound_requests``).
 A timeout becomes ``IndexUnavailableError`` naming the server and the setting, and the
 connection is dropped so the next call starts over.
 
@@ -31,7 +33,7 @@ import logging
 import sqlite3
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 import chromadb
@@ -64,6 +66,19 @@ def parse_chroma_url(url: str) -> tuple[str, int, bool]:
         raise ConfigError(f"Invalid setting PAPERBOT_CHROMA_URL: {url!r} has an invalid port.",
                           hint="Use e.g. http://127.0.0.1:8000.") from None
     return parsed.hostname, port, ssl
+
+
+_DISK_FULL = ("disk i/o error", "database or disk is full", "no space left", "file too large", "quota exceeded")
+
+
+def disk_is_full(detail: str) -> bool:
+    """True when a storage error's text means the disk (or a size limit) ran out.
+
+    Chroma's SQLite reports a failed write as "disk I/O error" or "database or disk is full";
+    the OS as ENOSPC "No space left on device", EFBIG "File too large" or EDQUOT.
+    """
+    text = detail.lower()
+    return any(marker in text for marker in _DISK_FULL)
 
 
 def bound_requests(client: Any, timeout: float) -> None:
@@ -143,6 +158,12 @@ class DenseStore:
         )
 
     def _failed(self, detail: str) -> IndexUnavailableError:
+        if not self._settings.chroma_url and disk_is_full(detail):
+            return IndexUnavailableError(
+                f"Cannot write the vector index in {self._settings.chroma_dir}: the disk is full "
+                f"(the storage said {detail!r}).",
+                hint="Free some disk space, then run `paperbot doctor --repair` and the command again.",
+            )
         if self._settings.chroma_url:
             return IndexUnavailableError(f"The Chroma server at {self._settings.chroma_url} failed: {detail}.",
                                          hint="Check the server's log; `paperbot doctor` checks the index.")
@@ -164,11 +185,36 @@ class DenseStore:
         if self._settings.chroma_url:
             host, port, ssl = parse_chroma_url(self._settings.chroma_url)
             self._heartbeat()
-            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
+            client = self._within_timeout(
+                lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings))
             bound_requests(client, self._settings.chroma_timeout)
             return client
         self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(self._settings.chroma_dir), settings=chroma_settings)
+
+    def _within_timeout(self, build: Callable[[], Any]) -> Any:
+        """``build()`` given at most ``chroma_timeout`` seconds, for ``HttpClient()``'s unbounded requests.
+
+        A server can answer the heartbeat and then hang. The builder runs in a daemon thread;
+        past the timeout the caller gets ``_timed_out`` and the abandoned thread ends with the
+        server's answer, the reset of its connection, or the process.
+        """
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["value"] = build()
+            except BaseException as exc:  # handed to the caller below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=run, name="chroma-connect", daemon=True)
+        worker.start()
+        worker.join(self._settings.chroma_timeout)
+        if worker.is_alive():
+            raise self._timed_out()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
 
     def _heartbeat(self) -> None:
         """One bounded request before ``HttpClient()``, whose own requests have no timeout yet."""

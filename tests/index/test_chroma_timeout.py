@@ -116,3 +116,51 @@ def test_a_server_that_hangs_after_connecting_times_out_and_is_used_again_when_i
     finally:
         index.close()
         server.stop()
+
+
+@pytest.fixture
+def heartbeat_only_url() -> Iterator[str]:
+    """A server that answers the heartbeat and then hangs on every other request."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    release = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.path.startswith("/api/v2/heartbeat"):
+                body = b'{"nanosecond heartbeat": 1}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            release.wait(SAFETY)  # hang: what HttpClient() asks next never gets an answer
+
+        do_POST = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_server_that_hangs_while_the_client_is_built_fails_within_the_timeout(tmp_path, heartbeat_only_url):
+    index = PaperIndex.open(make_settings(tmp_path / "data", heartbeat_only_url, chroma_timeout=TIMEOUT), HashEncoder())
+    try:
+        for attempt in range(2):
+            started = time.monotonic()
+            with pytest.raises(IndexUnavailableError, match="did not answer within 0.5 s"):
+                index.search("discrete dipole approximation", k=3)
+            assert time.monotonic() - started < 10 * TIMEOUT
+    finally:
+        index.close()

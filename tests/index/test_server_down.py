@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+import numpy as np
 import pytest
 
+from retrieval.chroma_client import DenseStore, disk_is_full
 from retrieval.errors import IndexUnavailableError
 from retrieval.index import PaperIndex
 from retrieval.records import Paper
@@ -58,3 +62,25 @@ def test_a_restarted_server_is_used_again_without_reopening(tmp_path, arxiv_pape
     finally:
         index.close()
         server.stop()
+
+
+@pytest.mark.parametrize("error", [sqlite3.OperationalError("database or disk is full"),
+                                   sqlite3.OperationalError("disk I/O error"),
+                                   OSError(28, "No space left on device")])
+def test_a_full_disk_under_the_embedded_index_is_named_as_such(tmp_path, error):
+    dense = DenseStore(make_settings(tmp_path / "data"))
+
+    class FullDisk:
+        def upsert(self, **_: object) -> None:
+            raise error
+
+    dense._collection = FullDisk()  # what Chroma's own writes raise when the disk is full
+    with pytest.raises(IndexUnavailableError) as failure:
+        dense.upsert(["a"], np.zeros((1, 4), dtype=np.float32), [{"title": "t"}])
+    assert "the disk is full" in failure.value.user_message
+    assert "Free some disk space" in str(failure.value)
+
+
+def test_other_storage_errors_keep_their_own_words(tmp_path):
+    assert not disk_is_full("attempt to write a readonly database")
+    assert disk_is_full("OSError: [Errno 27] File too large")
