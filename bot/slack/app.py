@@ -32,6 +32,8 @@ from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.error import BoltError
+from slack_bolt.logger import get_bolt_logger
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.internals import build_context
 from slack_bolt.context import BoltContext
 from slack_sdk import WebClient
@@ -161,6 +163,23 @@ class SlackRuntime:
         self.deps.close()
 
 
+class _RedundantTokenWarning(logging.Filter):
+    """Drops Bolt's "`token` will be unused" warning, which is about our own correct setup.
+
+    Bolt reads SLACK_BOT_TOKEN from the environment even when it is given a ``client``, and then
+    warns that the token is unused; our client carries that same token.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def _quiet_redundant_token_warning() -> None:
+    bolt_logger = get_bolt_logger(App)
+    if not any(isinstance(existing, _RedundantTokenWarning) for existing in bolt_logger.filters):
+        bolt_logger.addFilter(_RedundantTokenWarning())
+
+
 def build_slack(
     settings: Settings,
     assistant: "Assistant",
@@ -174,6 +193,7 @@ def build_slack(
     """Check the settings, build the Bolt app (this calls ``auth.test``) and its dependencies."""
     creds = credentials(settings, http=http)
     client = web_client(settings, creds.bot_token)
+    _quiet_redundant_token_warning()
     try:
         app = App(
             client=client,  # carries the token, base URL and retry handlers

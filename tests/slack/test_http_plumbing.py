@@ -108,3 +108,15 @@ def test_listener_crash_is_logged_with_a_reference_not_shown(bot: Bot) -> None:
     finally:
         logging.getLogger("bot.slack.app").removeHandler(handler)
     assert any(re.search(r"unhandled error in a Slack listener \[ref [0-9a-f]{8}\]", line) for line in lines)
+
+
+def test_no_spurious_token_warning_when_the_token_is_in_the_environment(
+    make_bot: BotFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.slack.conftest import BOT_TOKEN
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # how a deployment sets it; Bolt reads it too
+    with caplog.at_level(logging.WARNING):
+        bot = make_bot()
+    assert bot.runtime.app.client.token == BOT_TOKEN
+    assert not [r for r in caplog.records if "unused" in r.getMessage()], caplog.text
