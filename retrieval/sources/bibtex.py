@@ -33,7 +33,7 @@ from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
     SkippedItem,
-    build_paper,
+    build_item,
 )
 from retrieval.sources.latex import latex_to_text, latex_to_verbatim
 
@@ -457,14 +457,8 @@ def parse_bibtex(text: str) -> ParseOutcome:
     entries = reader.entries(outcome)
     _resolve_crossrefs(entries)
     for entry in entries:
-        try:
-            data = entry_to_fields(entry)
-        except ItemRejected as rejected:
-            outcome.skipped.append(SkippedItem(entry.label, rejected.reason))
-            continue
-        paper = build_paper(
-            data, source=FORMAT, source_id=entry.key, item=entry.label, outcome=outcome
-        )
+        paper = build_item(entry_to_fields, entry, source=FORMAT, source_id=entry.key, item=entry.label,
+                           outcome=outcome)
         if paper is not None:
             outcome.warnings.extend(SkippedItem(entry.label, note) for note in entry.warnings)
     return outcome

@@ -37,7 +37,7 @@ from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
     SkippedItem,
-    build_paper,
+    build_item,
     check_field_sizes,
     person_name,
 )
@@ -201,12 +201,7 @@ def _parse_into(item: Any, position: int, outcome: ParseOutcome) -> Paper | None
     label = f"Crossref work {doi}" if doi else f"Crossref item #{position + 1}"
     if isinstance(item.get("type"), str) and not _first_text(item.get("title")):
         label += f" ({item['type']})"
-    try:
-        data = _work_fields(item)
-    except ItemRejected as exc:
-        outcome.skipped.append(SkippedItem(label, exc.reason))
-        return None
-    return build_paper(data, source=SOURCE, source_id=doi, item=label, outcome=outcome)
+    return build_item(_work_fields, item, source=SOURCE, source_id=doi, item=label, outcome=outcome)
 
 
 def _unwrap(payload: Any) -> Any:

@@ -37,7 +37,15 @@ from retrieval.records import (
     normalize_orcid,
     split_arxiv_id,
 )
-from retrieval.sources.base import ItemRejected, json_array, json_object, ParseOutcome, SkippedItem, build_paper, check_field_sizes
+from retrieval.sources.base import (
+    ItemRejected,
+    ParseOutcome,
+    SkippedItem,
+    build_item,
+    check_field_sizes,
+    json_array,
+    json_object,
+)
 from retrieval.sources.http import ApiSource
 
 SOURCE = "openalex"
@@ -233,12 +241,7 @@ def _parse_into(obj: Any, position: int, outcome: ParseOutcome) -> Paper | None:
         return None
     work_id = normalize_openalex_id(obj.get("id") if isinstance(obj.get("id"), str) else None)
     item = f"OpenAlex work {work_id}" if work_id else f"OpenAlex result #{position + 1}"
-    try:
-        data = _work_fields(obj)
-    except ItemRejected as exc:
-        outcome.skipped.append(SkippedItem(item, exc.reason))
-        return None
-    paper = build_paper(data, source=SOURCE, source_id=work_id, item=item, outcome=outcome)
+    paper = build_item(_work_fields, obj, source=SOURCE, source_id=work_id, item=item, outcome=outcome)
     if paper is not None and obj.get("is_authors_truncated") is True:
         outcome.warnings.append(SkippedItem(
             item, f"OpenAlex listed only the first {len(paper.authors)} authors; fetch the work by DOI for all of them"

@@ -21,7 +21,7 @@ from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
     SkippedItem,
-    build_paper,
+    build_item,
     check_field_sizes,
     person_name,
 )
@@ -153,12 +153,6 @@ def parse_ris(text: str) -> ParseOutcome:
     """Every record of a RIS document; records without a title are reported and skipped."""
     outcome = ParseOutcome(format=FORMAT)
     for record in _records(text, outcome):
-        try:
-            data = record_fields(record)
-        except ItemRejected as rejected:
-            outcome.skipped.append(SkippedItem(record.label, rejected.reason))
-            continue
-        build_paper(
-            data, source=FORMAT, source_id=record.first("ID"), item=record.label, outcome=outcome
-        )
+        build_item(record_fields, record, source=FORMAT, source_id=record.first("ID"), item=record.label,
+                   outcome=outcome)
     return outcome
