@@ -160,16 +160,28 @@ class Bm25StandIn:
         ]
 
 
-def index_retriever(settings: Settings) -> tuple[Retriever, float | None]:
-    """The real index (switch with --retriever index)."""
-    from retrieval.index import PaperIndex  # type: ignore[import-not-found]
+def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float]:
+    """The real ``PaperIndex`` over the same records (``--retriever index``) and its threshold.
 
-    index = PaperIndex.open(settings)
+    A scratch index under ``bench/out/answers-*``, built once; vectors come from the embedding
+    cache the retrieval benchmarks share, so only a cold cache encodes anything.
+    """
+    from bench.common import bench_settings, out_dir, shared_cache_dir
+    from bench.retrieval_quality import make_encoder
+    from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index import PaperIndex
+
+    encoder = make_encoder("auto")
+    cache = EmbeddingCache(default_cache_path(shared_cache_dir()))
+    settings = bench_settings(out_dir() / f"answers-{len(papers)}-{encoder.name.replace('/', '_')}")
+    index = PaperIndex.open(settings, encoder, embed=paper_embedder(cache))
+    if index.count() != len(papers):
+        index.upsert(papers)
 
     def search(query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
         return index.search(query, k=k, filters=filters)
 
-    return search, getattr(index, "relevance_threshold", None)
+    return search, index.relevance_threshold
 
 
 @dataclass
@@ -364,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases += [Case(q, frozenset()) for q in UNANSWERABLE[:n_unanswerable]]
     threshold: float | None = None
     if args.retriever == "index":
-        inner, threshold = index_retriever(settings)
+        inner, threshold = index_retriever(papers)
     else:
         inner = Bm25StandIn(papers)
     if args.min_relevance is not None:
