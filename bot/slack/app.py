@@ -46,7 +46,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 from bot.slack.access import access_middleware
 from bot.slack.alerts import AlertScheduler, FollowAlerts
 from bot.slack.blocks import apology_text
-from bot.slack.dedupe import Deduper, dedupe_middleware
+from bot.slack.dedupe import StoredDeduper, dedupe_middleware
 from bot.slack.deps import SlackDeps
 from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
@@ -216,13 +216,14 @@ def build_slack(
         ) from exc
 
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paperbot-notices")
+    store = SlackStore(settings.data_dir / "slack" / "state.sqlite3")
     deps = SlackDeps(
         settings=settings,
         assistant=assistant,
-        store=SlackStore(settings.data_dir / "slack" / "state.sqlite3"),
+        store=store,
         follows=FollowStore.for_settings(settings),
         queue=WorkQueue(settings.slack_workers, settings.slack_user_queue_limit),
-        deduper=Deduper(),
+        deduper=StoredDeduper(store),
         background=background,
         clock=clock,
         sleep=sleep,

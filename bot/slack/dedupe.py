@@ -8,8 +8,11 @@ empty 200, which also tells Slack to stop retrying.
 
 The same message can also arrive as two *different* events (``app_mention`` and
 ``message.channels`` for a mention inside a followed thread); listeners call
-:meth:`Deduper.first` with a ``channel:ts`` key for that. The store is in memory: one
-``paperbot serve`` process per app (see the install notes).
+:meth:`first` with a ``channel:ts`` key for that.
+
+``StoredDeduper`` (what ``paperbot serve`` uses) keeps the keys in the Slack state file, so a
+restarted process, or a second process on the same data dir, drops the repeats too;
+``Deduper`` keeps them in memory.
 """
 
 from __future__ import annotations
@@ -19,17 +22,41 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from slack_bolt import BoltRequest, BoltResponse
+
+from bot.slack.store import SlackStore
 
 log = logging.getLogger(__name__)
 
 
-class Deduper:
-    """Remembers keys for ``ttl`` seconds; thread-safe; bounded in size."""
+DEDUPE_TTL = 3600.0  # seconds; Slack retries for about six minutes
 
-    def __init__(self, ttl: float = 3600.0, *, max_entries: int = 100_000,
+
+class SeenKeys(Protocol):
+    def first(self, key: str) -> bool:
+        """True the first time ``key`` is offered within the TTL (and remember it)."""
+        ...
+
+
+class StoredDeduper:
+    """Remembers keys for ``ttl`` seconds in the Slack state file (shared by processes, kept over restarts)."""
+
+    def __init__(self, store: SlackStore, ttl: float = DEDUPE_TTL, *, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._ttl = ttl
+        self._clock = clock  # wall clock: expiry times outlive the process
+
+    def first(self, key: str) -> bool:
+        """True the first time ``key`` is offered within the TTL, by this process or another."""
+        return self._store.first_delivery(key, now=self._clock(), ttl=self._ttl)
+
+
+class Deduper:
+    """Remembers keys for ``ttl`` seconds in memory; thread-safe; bounded in size."""
+
+    def __init__(self, ttl: float = DEDUPE_TTL, *, max_entries: int = 100_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = ttl
         self._max = max_entries
@@ -66,7 +93,7 @@ def retry_number(request: BoltRequest) -> int:
         return 0
 
 
-def dedupe_middleware(deduper: Deduper) -> Callable[..., Any]:
+def dedupe_middleware(deduper: SeenKeys) -> Callable[..., Any]:
     """Bolt middleware: a second delivery of an ``event_id`` gets an empty 200 and no listener."""
 
     def drop_repeats(body: dict[str, Any], request: BoltRequest, next: Callable[[], Any]) -> Any:

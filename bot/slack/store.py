@@ -5,6 +5,9 @@
 * ``feedback``: one vote per person per answer (the latest wins), stored *with* the question,
   the answer and the cited ids so the file is useful on its own for evaluation.
 * ``threads``: threads the bot answered in; a message there is a follow-up even untagged.
+* ``deliveries``: event ids and message keys already handled, until they expire
+  (``dedupe.StoredDeduper``), so a restarted process, or a second one on the same data dir,
+  does not answer Slack's re-delivery of an event again.
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ CREATE TABLE IF NOT EXISTS threads (
     created_at TEXT NOT NULL,
     PRIMARY KEY (channel, thread_ts)
 );
+CREATE TABLE IF NOT EXISTS deliveries (
+    key TEXT PRIMARY KEY,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_expiry ON deliveries (expires_at);
 """
 
 
@@ -151,6 +159,20 @@ class SlackStore:
         with self._file.call() as db:
             row = db.execute("SELECT 1 FROM threads WHERE channel = ? AND thread_ts = ?", (channel, thread_ts)).fetchone()
         return row is not None
+
+
+    # --- deliveries --------------------------------------------------------------------------
+
+    def first_delivery(self, key: str, *, now: float, ttl: float) -> bool:
+        """True the first time ``key`` is offered within ``ttl`` seconds (wall clock ``now``).
+
+        One transaction: expired keys are dropped and ``key`` claimed, so of two processes
+        offered the same key at once exactly one gets True.
+        """
+        with self._file.transaction() as db:
+            db.execute("DELETE FROM deliveries WHERE expires_at <= ?", (now,))
+            claimed = db.execute("INSERT OR IGNORE INTO deliveries VALUES (?, ?)", (key, now + ttl))
+            return claimed.rowcount == 1
 
 
 def _now() -> str:
