@@ -10,19 +10,16 @@ The same message can also arrive as two *different* events (``app_mention`` and
 ``message.channels`` for a mention inside a followed thread); listeners call
 :meth:`first` with a ``channel:ts`` key for that.
 
-``StoredDeduper`` (what ``paperbot serve`` uses) keeps the keys in the Slack state file, so a
-restarted process, or a second process on the same data dir, drops the repeats too;
-``Deduper`` keeps them in memory.
+``StoredDeduper`` keeps the keys in the Slack state file, so a restarted process, or a second
+process on the same data dir, drops the repeats too.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from slack_bolt import BoltRequest, BoltResponse
 
@@ -32,12 +29,6 @@ log = logging.getLogger(__name__)
 
 
 DEDUPE_TTL = 3600.0  # seconds; Slack retries for about six minutes
-
-
-class SeenKeys(Protocol):
-    def first(self, key: str) -> bool:
-        """True the first time ``key`` is offered within the TTL (and remember it)."""
-        ...
 
 
 class StoredDeduper:
@@ -53,37 +44,6 @@ class StoredDeduper:
         return self._store.first_delivery(key, now=self._clock(), ttl=self._ttl)
 
 
-class Deduper:
-    """Remembers keys for ``ttl`` seconds in memory; thread-safe; bounded in size."""
-
-    def __init__(self, ttl: float = DEDUPE_TTL, *, max_entries: int = 100_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._ttl = ttl
-        self._max = max_entries
-        self._clock = clock
-        self._seen: OrderedDict[str, float] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def first(self, key: str) -> bool:
-        """True the first time ``key`` is offered within the TTL (and remember it)."""
-        now = self._clock()
-        with self._lock:
-            self._expire(now)
-            if key in self._seen:
-                return False
-            self._seen[key] = now + self._ttl
-            if len(self._seen) > self._max:
-                self._seen.popitem(last=False)
-            return True
-
-    def _expire(self, now: float) -> None:
-        while self._seen:
-            key, expires = next(iter(self._seen.items()))
-            if expires > now:
-                return
-            del self._seen[key]
-
-
 def retry_number(request: BoltRequest) -> int:
     """``X-Slack-Retry-Num`` as an int (0 on first delivery; Socket Mode may send "0")."""
     raw = request.headers.get("x-slack-retry-num", ["0"])[0] or "0"
@@ -93,7 +53,7 @@ def retry_number(request: BoltRequest) -> int:
         return 0
 
 
-def dedupe_middleware(deduper: SeenKeys) -> Callable[..., Any]:
+def dedupe_middleware(deduper: StoredDeduper) -> Callable[..., Any]:
     """Bolt middleware: a second delivery of an ``event_id`` gets an empty 200 and no listener."""
 
     def drop_repeats(body: dict[str, Any], request: BoltRequest, next: Callable[[], Any]) -> Any:

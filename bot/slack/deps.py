@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bot.slack.dedupe import SeenKeys
+from bot.slack.dedupe import StoredDeduper
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
 from retrieval.config import Settings
@@ -27,7 +27,7 @@ class SlackDeps:
     store: SlackStore
     follows: FollowStore
     queue: WorkQueue
-    deduper: SeenKeys
+    deduper: StoredDeduper
     background: ThreadPoolExecutor
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep

@@ -1,32 +1,14 @@
-"""Event-id dedupe with an injected clock."""
+"""Event-id dedupe in the Slack state file, with an injected clock."""
 
 from __future__ import annotations
 
-from bot.slack.dedupe import Deduper
+import threading
 
-
-def test_first_then_repeat_then_expiry() -> None:
-    now = [1000.0]
-    seen = Deduper(ttl=60, clock=lambda: now[0])
-    assert seen.first("event:Ev1")
-    assert not seen.first("event:Ev1")
-    assert seen.first("event:Ev2")
-    now[0] += 61
-    assert seen.first("event:Ev1")
-
-
-def test_bounded_size_forgets_oldest() -> None:
-    seen = Deduper(ttl=3600, max_entries=3, clock=lambda: 0.0)
-    for key in "abcd":
-        assert seen.first(key)
-    assert seen.first("a")  # evicted
-    assert not seen.first("d")
+from bot.slack.dedupe import StoredDeduper
+from bot.slack.store import SlackStore
 
 
 def test_stored_keys_outlive_the_process_and_are_shared(tmp_path) -> None:
-    from bot.slack.dedupe import StoredDeduper
-    from bot.slack.store import SlackStore
-
     path = tmp_path / "slack" / "state.sqlite3"
     now = [1_000_000.0]
     first_process = SlackStore(path)
@@ -46,11 +28,6 @@ def test_stored_keys_outlive_the_process_and_are_shared(tmp_path) -> None:
 
 
 def test_one_of_many_concurrent_claims_wins(tmp_path) -> None:
-    import threading
-
-    from bot.slack.dedupe import StoredDeduper
-    from bot.slack.store import SlackStore
-
     stores = [SlackStore(tmp_path / "state.sqlite3") for _ in range(4)]
     wins: list[bool] = []
     barrier = threading.Barrier(len(stores))
