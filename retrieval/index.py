@@ -98,13 +98,14 @@ import numpy as np
 from retrieval.chroma_client import DenseStore, record_metadata
 from retrieval.config import Settings
 from retrieval.embeddings import Encoder, choice_for_name, load_encoder
-from retrieval.errors import ConfigError, InputError
+from retrieval.errors import ConfigError, InputError, PaperbotError
 from retrieval.fusion import FusionConfig, drop_near_duplicates, fused_score, scaled_lexical
 from retrieval.lexical import LexicalIndex, top_positions
 from retrieval.models import SearchFilters, SearchHit
 from retrieval.names import filing_families, names_compatible
 from retrieval.query_filters import ResolvedFilters, extract_filters, prepare_query
 from retrieval.records import Paper, fold, title_key
+from retrieval.roster import names_of
 from retrieval.store import RecordStore
 
 log = logging.getLogger(__name__)
@@ -454,15 +455,27 @@ class PaperIndex:
         return cached[1]
 
     def author_keys_for(self, name: str) -> set[str]:
-        """Indexed author keys of every written name compatible with ``name``.
+        """Indexed author keys of every written name compatible with ``name`` or a roster alias of it.
 
         "Z. Zhang" -> {"zhao zhang", "z zhang"}; "Zhao Zhang" also finds "Zhang Zhao" written
-        family-first; "Di Wang" finds Di Wang but not Wei Wang (``names.names_compatible``).
+        family-first; "Di Wang" finds Di Wang but not Wei Wang (``names.names_compatible``). A
+        roster scholar's name, alias or id stands for all their names (``roster.names_of``).
         """
         if not name.strip():
             return set()
-        filed = self.store.author_names_filed_under(filing_families(name))
-        return {key for written, key in filed if names_compatible(name, written)}
+        found: set[str] = set()
+        for written_as in self._roster_names(name):
+            filed = self.store.author_names_filed_under(filing_families(written_as))
+            found.update(key for written, key in filed if names_compatible(written_as, written))
+        return found
+
+    def _roster_names(self, name: str) -> list[str]:
+        """``roster.names_of``; a damaged roster is logged and ignored here: search still works."""
+        try:
+            return names_of(self.settings, name)
+        except PaperbotError as exc:
+            log.warning("%s Author filters ignore the roster until it is fixed.", exc.user_message)
+            return [name]
 
     def knows_author(self, name: str) -> bool:
         return bool(self.author_keys_for(name))

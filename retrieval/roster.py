@@ -264,6 +264,37 @@ def _clash(existing: Scholar, new: Scholar) -> str | None:
     return None
 
 
+_LOADED: dict[Path, tuple[tuple[int, int], list[Scholar]]] = {}  # path -> (mtime_ns, size), scholars
+
+
+def _current(path: Path) -> list[Scholar]:
+    """The roster's scholars, re-read only when the file changed (searches consult it often)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StorageError(f"Cannot read the roster {path}: {exc.strerror or exc}.") from None
+    signature = (stat.st_mtime_ns, stat.st_size)
+    cached = _LOADED.get(path)
+    if cached is None or cached[0] != signature:
+        cached = (signature, _read(path))
+        _LOADED[path] = cached
+    return cached[1]
+
+
+def names_of(settings: Settings, query: str) -> list[str]:
+    """Every name the roster knows the scholar ``query`` by, or just ``[query]``.
+
+    ``query`` may be any of the scholar's names, aliases, arXiv name, ORCID or OpenAlex id:
+    an author filter "by Lenny Guo" then also selects the papers written as "Luanzheng Guo".
+    """
+    for scholar in _current(roster_path(settings)):
+        if scholar.matches(query):
+            return scholar.names
+    return [query]
+
+
 def _read(path: Path) -> list[Scholar]:
     try:
         text = path.read_text(encoding="utf-8")

@@ -233,6 +233,36 @@ def test_author_filter_reads_names_like_the_scholar_pages(index, namesakes, want
     assert {h.paper.id for h in hits} == {namesakes[key].id for key in found}, wanted
 
 
+def test_author_filter_follows_roster_aliases(index):
+    from retrieval.roster import Roster
+
+    written = {"Luanzheng Guo": "checkpointing for LLM fine-tuning", "Lenny Guo": "I/O tracing on HPC systems",
+               "Li Guo": "graph partitioning heuristics"}
+    papers = {name: Paper(title=f"Studies of {topic}", abstract=f"We study {topic}.", year=2024,
+                          authors=[Author(name=name)]) for name, topic in written.items()}
+    index.upsert(list(papers.values()))
+
+    def found(name: str) -> set[str]:
+        return {h.paper.id for h in index.search("studies", k=10, filters=SearchFilters(authors=[name]))}
+
+    assert found("Lenny Guo") == {papers["Lenny Guo"].id}  # no roster yet: the written name only
+    Roster.load(index.settings).add("Luanzheng Guo", orcid="0000-0002-1825-0097", aliases=["Lenny Guo"])
+    both = {papers["Luanzheng Guo"].id, papers["Lenny Guo"].id}
+    assert found("Lenny Guo") == found("Luanzheng Guo") == found("0000-0002-1825-0097") == both
+    assert found("Li Guo") == {papers["Li Guo"].id}
+    _, parsed = index.parse_question("which papers by Lenny Guo study checkpointing?")
+    assert parsed.authors == ["Lenny Guo"]
+
+
+def test_a_damaged_roster_does_not_break_author_filters(index, caplog):
+    paper = Paper(title="Studies of sparse solvers", abstract="Sparse solvers.", authors=[Author(name="Lenny Guo")])
+    index.upsert([paper])
+    (index.settings.data_dir / "roster.json").write_text("{not json", encoding="utf-8")
+    hits = index.search("sparse solvers", k=5, filters=SearchFilters(authors=["Lenny Guo"]))
+    assert [h.paper.id for h in hits] == [paper.id]
+    assert "roster" in caplog.text
+
+
 def test_year_and_venue_filters(filled):
     hits = filled.search("quantum", k=10, filters=SearchFilters(since=2008, until=2008))
     assert hits and all(h.paper.year == 2008 for h in hits)
