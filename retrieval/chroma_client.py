@@ -135,12 +135,48 @@ def build_where(filters: ResolvedFilters | None) -> dict[str, Any] | None:
     return conditions[0] if len(conditions) == 1 else {"$and": conditions}
 
 
+class _Gate:
+    """Any number of calls at once, or one refresh alone: a refresh waits for the running calls
+    and holds new ones back until it is done."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._running = 0
+        self._refreshing = False
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._refreshing)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._running -= 1
+                self._condition.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._refreshing)
+            self._refreshing = True
+            self._condition.wait_for(lambda: self._running == 0)
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._refreshing = False
+                self._condition.notify_all()
+
+
 class DenseStore:
     """One Chroma collection of paper vectors, with reconnect-on-next-call semantics."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._lock = threading.RLock()
+        self._gate = _Gate()
         self._client: Any = None
         self._collection: Any = None
 
@@ -249,6 +285,24 @@ class DenseStore:
             self._client = None
             self._collection = None
 
+    def refresh(self) -> None:
+        """Reopen the embedded index from disk, so that what other processes wrote is seen.
+
+        An embedded client keeps the vector index in memory: records another process added
+        afterwards are neither found by its queries nor fetchable by id ("Error finding id").
+        Closing the client releases chromadb's shared in-process system; the next call loads
+        a fresh one. Waits for running calls first. A server needs none of this (no-op).
+        """
+        if self._settings.chroma_url:
+            return
+        with self._gate.alone(), self._lock:
+            client, self._client, self._collection = self._client, None, None
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:  # noqa: BLE001 - a failed close must not stop the reconnect
+                    log.debug("closing the embedded Chroma client failed", exc_info=True)
+
     @contextmanager
     def _call(self) -> Iterator[Any]:
         """Yield the collection; translate connection and storage failures, reset on loss.
@@ -257,9 +311,10 @@ class DenseStore:
         upsert does not hold up searches from other threads.
         """
         try:
-            with self._lock:
-                collection = self._get_collection()
-            yield collection
+            with self._gate.call():
+                with self._lock:
+                    collection = self._get_collection()
+                yield collection
         except IndexUnavailableError:
             raise
         except httpx.TimeoutException as exc:

@@ -257,6 +257,8 @@ class PaperIndex:
         self._embed = embed
         self._encoder_lock = threading.Lock()
         self._venue_cache: tuple[int, frozenset[str]] | None = None
+        self._dense_view: int | None = None  # store generation the embedded vector index is known to hold
+        self._dense_view_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -278,6 +280,33 @@ class PaperIndex:
 
     def close(self) -> None:
         self.store.close()
+
+    # --- other processes ---------------------------------------------------------------------
+
+    def _see_other_writers(self) -> None:
+        """Reload the embedded vector index when another process changed the index since we
+        last looked (an ingest while ``paperbot serve`` runs): ``DenseStore.refresh``.
+
+        The record store's generation counter tells; our own writes are noted by
+        ``_note_own_write`` and need no reload. A Chroma server is shared live: nothing to do.
+        """
+        if self.settings.chroma_url:
+            return
+        with self._dense_view_lock:
+            generation = self.store.generation()
+            if self._dense_view is not None and generation != self._dense_view:
+                log.info("The index was changed by another process: reloading the embedded vector index.")
+                self.dense.refresh()
+            self._dense_view = generation
+
+    def _note_own_write(self, before: int | None) -> None:
+        """After one store write of ours: the view stays current unless another process wrote too."""
+        if self.settings.chroma_url:
+            return
+        with self._dense_view_lock:
+            after = self.store.generation()
+            if self._dense_view == before and before is not None and after == before + 1:
+                self._dense_view = after
 
     def warm_up(self) -> None:
         """Do now what the first search would do lazily: load the encoder, reach Chroma, load BM25.
@@ -364,6 +393,7 @@ class PaperIndex:
         ``progress(done, total)`` counts records of this call; unchanged ones are done at once.
         A record listed twice is indexed once (the last version wins).
         """
+        self._see_other_writers()
         latest: dict[str, Paper] = {}
         for paper in papers:
             latest[paper.id] = paper
@@ -414,7 +444,9 @@ class PaperIndex:
         if metadata_only:
             self.dense.update_metadata([p.id for p in metadata_only], [record_metadata(p) for p in metadata_only])
         changed = [latest[paper_id] for paper_id in (*report.added, *report.updated)]
+        view = self._dense_view
         self.store.write(put=changed, delete=old_ids)
+        self._note_own_write(view)
         if old_ids:
             self.dense.delete(old_ids)
         report.replaced = old_ids
@@ -439,7 +471,10 @@ class PaperIndex:
     def delete(self, ids: Sequence[str]) -> int:
         """Remove records (store first, then vectors); returns how many records existed."""
         unique = list(dict.fromkeys(ids))
+        self._see_other_writers()
+        view = self._dense_view
         removed = self.store.delete_many(unique)
+        self._note_own_write(view)
         if unique:
             self.dense.delete(unique)
         return removed
@@ -582,12 +617,6 @@ class PaperIndex:
 
     def _candidates(self, text: str, filters: ResolvedFilters, fetch: int, mode: _Mode) -> list[_Candidate]:
         """Candidates from both retrievers (filters applied inside each) with all their raw signals."""
-        query_vector = None
-        dense_hits: list[tuple[str, float, np.ndarray]] = []
-        if mode in ("hybrid", "dense"):
-            self.check_encoder()
-            query_vector = np.asarray(self.encoder.encode([text])[0], dtype=np.float32)
-            dense_hits = self.dense.query(query_vector, fetch, filters)
         lexical_scores = None
         snapshot = None
         lexical_ids: list[str] = []
@@ -596,6 +625,15 @@ class PaperIndex:
             lexical_scores = snapshot.score_all(text, snapshot.mask(filters))
             if lexical_scores is not None:
                 lexical_ids = [snapshot.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
+        query_vector = None
+        dense_hits: list[tuple[str, float, np.ndarray]] = []
+        if mode in ("hybrid", "dense"):
+            self.check_encoder()
+            # after the BM25 snapshot: every record it holds was stored, hence its vector written
+            # (vectors go first), by the generation read here, so a reload makes all of them visible
+            self._see_other_writers()
+            query_vector = np.asarray(self.encoder.encode([text])[0], dtype=np.float32)
+            dense_hits = self.dense.query(query_vector, fetch, filters)
 
         def lexical_signals(paper_id: str) -> tuple[float, float]:
             """(raw BM25, coverage) of one record; 0 for records the BM25 index does not hold yet."""
@@ -663,6 +701,7 @@ class PaperIndex:
 
     def check_consistency(self) -> ConsistencyReport:
         """Compare store, Chroma and the BM25 index without changing anything."""
+        self._see_other_writers()
         expected = self.store.all_embedding_hashes()
         present = self.dense.embedding_hashes()
         return ConsistencyReport(
