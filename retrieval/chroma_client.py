@@ -20,9 +20,13 @@ connection is dropped so the next call starts over.
 The collection always uses cosine space and ``embedding_function=None``: vectors are computed
 by our own encoder and passed explicitly (Chroma's default function would try to download a
 model). Metadata per record carries what filters and a citation line need; the full record
-lives in the record store. Note that the embedded client is not safe for several *processes*
-writing at once; run a server (``PAPERBOT_CHROMA_URL``) when the Slack bot and ingest jobs
-share an index.
+lives in the record store.
+
+Other processes. An embedded client holds the vector index in memory, so it does not see what
+another process writes (``paperbot ingest`` while ``paperbot serve`` runs) until it is reopened:
+``refresh`` does that, and ``PaperIndex`` calls it when the record store says another process
+wrote. Two processes *writing* at the same moment are still best served by a Chroma server
+(``PAPERBOT_CHROMA_URL``), which every process shares live.
 
 This module and ``index.py`` are the only ones that import chromadb.
 """
