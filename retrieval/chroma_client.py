@@ -139,6 +139,16 @@ def build_where(filters: ResolvedFilters | None) -> dict[str, Any] | None:
     return conditions[0] if len(conditions) == 1 else {"$and": conditions}
 
 
+def _close_quietly(client: Any) -> None:
+    """Close a chromadb client; a failure to close must not stop what comes next."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - logged, then ignored on purpose
+        log.debug("closing the Chroma client failed", exc_info=True)
+
+
 class _Gate:
     """Any number of calls at once, or one refresh alone: a refresh waits for the running calls
     and holds new ones back until it is done."""
@@ -289,6 +299,13 @@ class DenseStore:
             self._client = None
             self._collection = None
 
+    def close(self) -> None:
+        """Release the client (the embedded one's in-process Chroma system stops when it was the
+        last user); a later call reconnects."""
+        with self._gate.alone(), self._lock:
+            client, self._client, self._collection = self._client, None, None
+        _close_quietly(client)
+
     def refresh(self) -> None:
         """Reopen the embedded index from disk, so that what other processes wrote is seen.
 
@@ -301,11 +318,7 @@ class DenseStore:
             return
         with self._gate.alone(), self._lock:
             client, self._client, self._collection = self._client, None, None
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:  # noqa: BLE001 - a failed close must not stop the reconnect
-                    log.debug("closing the embedded Chroma client failed", exc_info=True)
+            _close_quietly(client)
 
     @contextmanager
     def _call(self) -> Iterator[Any]:

@@ -284,6 +284,7 @@ class PaperIndex:
                    fusion=fusion, embed=embed)
 
     def close(self) -> None:
+        self.dense.close()
         self.store.close()
 
     # --- other processes ---------------------------------------------------------------------

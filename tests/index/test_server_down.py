@@ -84,3 +84,12 @@ def test_a_full_disk_under_the_embedded_index_is_named_as_such(tmp_path, error):
 def test_other_storage_errors_keep_their_own_words(tmp_path):
     assert not disk_is_full("attempt to write a readonly database")
     assert disk_is_full("OSError: [Errno 27] File too large")
+
+
+def test_a_closed_dense_store_reconnects_on_the_next_call(tmp_path):
+    dense = DenseStore(make_settings(tmp_path / "data"))
+    dense.upsert(["a"], np.eye(1, 4, dtype=np.float32), [{"title": "t"}])
+    dense.close()
+    dense.close()  # idempotent
+    assert dense.count() == 1  # reopened from disk
+    dense.close()
