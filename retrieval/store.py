@@ -3,12 +3,12 @@
 Chroma and the BM25 index are derived from this store and can be rebuilt from it. Lookup
 columns (ids, fingerprint, title key, year, hashes) sit next to the JSON record so that ingest
 can find the records a new paper must merge with, and the index can tell added / updated /
-unchanged records apart without parsing JSON. An ``authors`` side table lists each paper's
-canonical author keys (see ``query_filters.author_key``): the values author filters select in
-Chroma and BM25. An ``author_names`` side table files each written author name under every
-family name it may carry (``names.filing_families``: "Zhang Zhao" under "zhao" and "zhang"),
-so that an author filter finds every compatible written name (``names.names_compatible``)
-with one indexed lookup and maps it to its key. A ``title_variants``
+unchanged records apart without parsing JSON. An ``author_names`` side table files each
+written author name of a paper under every family name it may carry
+(``names.filing_families``: "Zhang Zhao" under "zhao" and "zhang") with its canonical author
+key (``query_filters.author_key``, the value author filters select in Chroma and BM25), so
+that an author filter finds every compatible written name (``names.names_compatible``) with
+one indexed lookup and maps it to its key. A ``title_variants``
 side table lists each paper's ``merge.title_variants`` keys, so that the other version of a
 paper (a preprint "ChemCrow: Augmenting ..." of 2023 and its article "Augmenting ..." of 2024,
 with other ids and another fingerprint) is found across separate ingests.
@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from retrieval.errors import StorageError
 from retrieval.merge import title_variants
-from retrieval.names import filing_families, parse_name
+from retrieval.names import filing_families
 from retrieval.query_filters import author_key
 from retrieval.records import Author, Paper, Provenance, fold, title_key
 
@@ -118,6 +118,10 @@ _MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
             PRIMARY KEY (paper_id, family, name))""",
         "CREATE INDEX author_names_family ON author_names(family)",
         _backfill_author_names,
+    ],
+    [  # author_names holds every author key too: the older authors table is redundant
+        "CREATE INDEX author_names_key ON author_names(author_key)",
+        "DROP TABLE IF EXISTS authors",
     ],
 ]
 
@@ -369,7 +373,7 @@ class RecordStore:
             params.append(until)
         if author_keys is not None:
             keys = list(author_keys)
-            clauses.append(f"id IN (SELECT paper_id FROM authors WHERE author_key IN ({','.join('?' * len(keys))}))")
+            clauses.append(f"id IN (SELECT paper_id FROM author_names WHERE author_key IN ({','.join('?' * len(keys))}))")
             params.extend(keys)
         if venue_keys is not None:
             keys = list(venue_keys)
@@ -404,16 +408,10 @@ class RecordStore:
                      title_key(paper.title), paper.year, fold(paper.venue) if paper.venue else None,
                      paper.content_hash, paper.embedding_hash, stamp, paper.model_dump_json()),
                 )
-                conn.execute("DELETE FROM authors WHERE paper_id = ?", (paper_id,))
                 conn.execute("DELETE FROM title_variants WHERE paper_id = ?", (paper_id,))
                 conn.executemany("INSERT INTO title_variants (paper_id, key) VALUES (?, ?)",
                                  [(paper_id, key) for key in _variant_keys(paper.title)])
                 conn.execute("DELETE FROM author_names WHERE paper_id = ?", (paper_id,))
-                conn.executemany(
-                    "INSERT INTO authors (paper_id, position, author_key, family) VALUES (?, ?, ?, ?)",
-                    [(paper_id, n, key, parse_name(a.name).family)
-                     for n, (a, key) in enumerate((a, author_key(a.name)) for a in paper.authors) if key],
-                )
                 conn.executemany("INSERT INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
                                  _author_name_rows(paper))
             conn.execute(
