@@ -302,9 +302,9 @@ class DenseStore:
     def close(self) -> None:
         """Release the client (the embedded one's in-process Chroma system stops when it was the
         last user); a later call reconnects."""
-        with self._gate.alone(), self._lock:
+        with self._gate.alone(), self._lock:  # closed before any call can reconnect
             client, self._client, self._collection = self._client, None, None
-        _close_quietly(client)
+            _close_quietly(client)
 
     def refresh(self) -> None:
         """Reopen the embedded index from disk, so that what other processes wrote is seen.
@@ -314,11 +314,8 @@ class DenseStore:
         Closing the client releases chromadb's shared in-process system; the next call loads
         a fresh one. Waits for running calls first. A server needs none of this (no-op).
         """
-        if self._settings.chroma_url:
-            return
-        with self._gate.alone(), self._lock:
-            client, self._client, self._collection = self._client, None, None
-            _close_quietly(client)
+        if not self._settings.chroma_url:
+            self.close()
 
     @contextmanager
     def _call(self) -> Iterator[Any]:
