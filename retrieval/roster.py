@@ -289,10 +289,9 @@ def names_of(settings: Settings, query: str) -> list[str]:
     ``query`` may be any of the scholar's names, aliases, arXiv name, ORCID or OpenAlex id:
     an author filter "by Lenny Guo" then also selects the papers written as "Luanzheng Guo".
     """
-    for scholar in _current(roster_path(settings)):
-        if scholar.matches(query):
-            return scholar.names
-    return [query]
+    path = roster_path(settings)
+    scholar = Roster(path, _current(path)).find(query)
+    return scholar.names if scholar else [query]
 
 
 def _read(path: Path) -> list[Scholar]:
