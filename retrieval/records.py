@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
 from datetime import date
 from typing import Annotated, Any
 
@@ -162,6 +163,17 @@ ARXIV_DOI_PREFIX = "10.48550/arxiv."
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 
 
+def format_authors(names: Sequence[str], limit: int = 3) -> str:
+    """"A, B and C" or "A, B, C et al." ("Unknown authors" for none)."""
+    if not names:
+        return "Unknown authors"
+    if len(names) > limit:
+        return ", ".join(names[:limit]) + " et al."
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 class Paper(BaseModel):
     """One publication, merged from every source that described it."""
 
@@ -283,15 +295,8 @@ class Paper(BaseModel):
         return [author.name for author in self.authors]
 
     def short_authors(self, limit: int = 3) -> str:
-        """"A, B and C" or "A, B, C et al." for citation lines."""
-        names = self.author_names
-        if not names:
-            return "Unknown authors"
-        if len(names) > limit:
-            return ", ".join(names[:limit]) + " et al."
-        if len(names) == 1:
-            return names[0]
-        return ", ".join(names[:-1]) + " and " + names[-1]
+        """"A, B and C" or "A, B, C et al." for citation lines (``format_authors``)."""
+        return format_authors(self.author_names, limit)
 
     @property
     def embedding_text(self) -> str:

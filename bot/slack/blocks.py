@@ -33,6 +33,7 @@ from retrieval.models import (
     ScholarSummaryResult,
     SearchResult,
 )
+from retrieval.records import format_authors
 
 OPEN_ACCESS_BADGE = ":unlock: open access"
 WORKING_TEXT = ":hourglass_flowing_sand: Working on it…"
@@ -53,17 +54,6 @@ HELP_TEXT = (
 # --- paper records ---------------------------------------------------------------------------
 
 
-def short_authors(names: Sequence[str], limit: int = 3) -> str:
-    """"A, B and C" or "A, B, C et al."."""
-    if not names:
-        return "Unknown authors"
-    if len(names) > limit:
-        return ", ".join(names[:limit]) + " et al."
-    if len(names) == 1:
-        return names[0]
-    return ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def citation_url(citation: Citation) -> str | None:
     """Where the title links: DOI, else the arXiv abstract page, else the record's URL."""
     if citation.doi:
@@ -77,7 +67,7 @@ def citation_line(citation: Citation, *, label: str | None = None) -> str:
     """``*[n]* <link|Title>`` then authors · venue · year · open-access badge."""
     number = label if label is not None else f"[{citation.n}]"
     title = link(citation_url(citation), citation.title)
-    facts = [escape(short_authors(citation.authors))]
+    facts = [escape(format_authors(citation.authors))]
     if citation.venue:
         facts.append(f"_{escape(citation.venue).replace('_', ' ')}_")
     if citation.year:

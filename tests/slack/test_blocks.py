@@ -95,10 +95,12 @@ def test_citation_falls_back_to_arxiv_then_url_then_plain_title() -> None:
 
 
 def test_short_authors() -> None:
-    assert kit.short_authors([]) == "Unknown authors"
-    assert kit.short_authors(["A"]) == "A"
-    assert kit.short_authors(["A", "B"]) == "A and B"
-    assert kit.short_authors(["A", "B", "C", "D"]) == "A, B, C et al."
+    from retrieval.records import format_authors
+
+    assert format_authors([]) == "Unknown authors"
+    assert format_authors(["A"]) == "A"
+    assert format_authors(["A", "B"]) == "A and B"
+    assert format_authors(["A", "B", "C", "D"]) == "A, B, C et al."
 
 
 def test_answer_blocks_show_answer_notice_and_numbered_sources() -> None:
