@@ -32,7 +32,7 @@ apart), so every paper of a person counts once and a namesake's papers never add
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
@@ -117,26 +117,29 @@ def _experts(hits: Sequence[SearchHit], directory: PeopleDirectory, today: date)
     return experts
 
 
+def _ranked(
+    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date, score: Callable[[list[Evidence]], float]
+) -> list[Expert]:
+    """Everyone with a retrieved paper, their evidence strongest first, ranked by ``score`` of it."""
+    experts = _experts(hits, directory, today)
+    for expert in experts.values():
+        expert.evidence.sort(key=lambda e: (-e.contribution, e.rank))
+        expert.score = score(expert.evidence)
+    return sorted(experts.values(), key=lambda e: (-e.score, e.best_rank, e.person.name))
+
+
 def document_model_scores(
     hits: Sequence[SearchHit], directory: PeopleDirectory, today: date
 ) -> list[Expert]:
     """Everyone with a retrieved paper, best first, scored by the sum over their papers."""
-    experts = _experts(hits, directory, today)
-    for expert in experts.values():
-        expert.evidence.sort(key=lambda e: (-e.contribution, e.rank))
-        expert.score = sum(e.contribution for e in expert.evidence)
-    return sorted(experts.values(), key=lambda e: (-e.score, e.best_rank, e.person.name))
+    return _ranked(hits, directory, today, lambda evidence: sum(e.contribution for e in evidence))
 
 
 def single_best_scores(
     hits: Sequence[SearchHit], directory: PeopleDirectory, today: date
 ) -> list[Expert]:
     """Baseline: everyone scored by their single best retrieved paper (same weights)."""
-    experts = _experts(hits, directory, today)
-    for expert in experts.values():
-        expert.evidence.sort(key=lambda e: (-e.contribution, e.rank))
-        expert.score = expert.evidence[0].contribution
-    return sorted(experts.values(), key=lambda e: (-e.score, e.best_rank, e.person.name))
+    return _ranked(hits, directory, today, lambda evidence: evidence[0].contribution)
 
 
 def reason(expert: Expert, retrieved: int) -> str:
