@@ -161,6 +161,21 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, rounds: int = 2000,
     return float(low), float(high)
 
 
+# Subprocesses ------------------------------------------------------------------------------
+
+
+def clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a fresh installation run as a subprocess: this data dir, offline
+    model loading, and none of the caller's keys, servers (PAPERBOT_/OPENAI_/SLACK_) or proxies."""
+    env = {
+        key: value for key, value in os.environ.items()
+        if not key.startswith(("PAPERBOT_", "OPENAI_", "SLACK_")) and not key.lower().endswith("_proxy")
+    }
+    env.update({"PAPERBOT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"})
+    env.update(extra)
+    return env
+
+
 # Timing and memory ---------------------------------------------------------------------------
 
 

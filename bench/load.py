@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import signal
 import subprocess
@@ -47,7 +46,7 @@ if str(REPO) not in sys.path:  # runnable as a plain script
 
 import httpx  # noqa: E402
 
-from bench.common import load_note, markdown_table, percentile_ms, shared_cache_dir  # noqa: E402
+from bench.common import clean_env, load_note, markdown_table, percentile_ms, shared_cache_dir  # noqa: E402
 from bot.slack.blocks import WORKING_TEXT, queued_text  # noqa: E402
 from tests.slack.slack_requests import signature  # noqa: E402
 from tests.slack.stand_in import Call, SlackStandIn  # noqa: E402
@@ -63,17 +62,6 @@ _VOTE = "paperbot_vote_up"
 
 
 # --- the server under test ------------------------------------------------------------------
-
-
-def clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of the server: this data dir, no caller keys, servers or proxies."""
-    env = {
-        key: value for key, value in os.environ.items()
-        if not key.startswith(("PAPERBOT_", "OPENAI_", "SLACK_")) and not key.lower().endswith("_proxy")
-    }
-    env.update({"PAPERBOT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"})
-    env.update(extra)
-    return env
 
 
 class ServeProcess:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from bench.common import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERBOT = Path(sys.executable).with_name("paperbot")
@@ -24,14 +25,6 @@ class Run:
 
     def json(self) -> dict:
         return json.loads(self.stdout)
-
-
-def clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a fresh installation: no keys, no servers, this data dir only."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERBOT_", "OPENAI_", "SLACK_"))}
-    env.update({"PAPERBOT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"})
-    env.update(extra)
-    return env
 
 
 def paperbot(*args: str, data_dir: Path, cwd: Path | None = None, timeout: float = 600, **env: str) -> Run:

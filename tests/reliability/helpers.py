@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
 
+from bench.common import clean_env
 from retrieval.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,17 +67,6 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
                               "slack_api_url": None, "chroma_url": None}
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
-
-
-def clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """A fresh installation's environment: this data dir, no keys, servers or proxies."""
-    env = {
-        key: value for key, value in os.environ.items()
-        if not key.startswith(("PAPERBOT_", "OPENAI_", "SLACK_")) and not key.lower().endswith("_proxy")
-    }
-    env.update({"PAPERBOT_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"})
-    env.update(extra)
-    return env
 
 
 def _limit_file_size(limit: int) -> Callable[[], None]:
