@@ -166,17 +166,13 @@ def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float]:
     A scratch index under ``bench/out/answers-*``, built once; vectors come from the embedding
     cache the retrieval benchmarks share, so only a cold cache encodes anything.
     """
-    from bench.common import bench_settings, out_dir, shared_cache_dir
-    from bench.retrieval_quality import make_encoder
-    from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index import PaperIndex
+    from bench.common import shared_cache_dir
+    from bench.retrieval_quality import build_index, make_encoder
+    from retrieval.embedding_cache import EmbeddingCache, default_cache_path
 
     encoder = make_encoder("auto")
     cache = EmbeddingCache(default_cache_path(shared_cache_dir()))
-    settings = bench_settings(out_dir() / f"answers-{len(papers)}-{encoder.name.replace('/', '_')}")
-    index = PaperIndex.open(settings, encoder, embed=paper_embedder(cache))
-    if index.count() != len(papers):
-        index.upsert(papers)
+    index = build_index(f"{len(papers)}-{encoder.name.replace('/', '_')}", papers, encoder, cache, bench="answers")
 
     def search(query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
         return index.search(query, k=k, filters=filters)

@@ -119,8 +119,9 @@ class IndexRun:
 
 
 def build_index(tag: str, papers: Sequence[Paper], encoder: embeddings.Encoder, cache: EmbeddingCache,
-                fusion: FusionConfig | None = None) -> PaperIndex:
-    settings = bench_settings(out_dir() / f"quality-{tag}", encoder="auto")
+                fusion: FusionConfig | None = None, *, bench: str = "quality") -> PaperIndex:
+    """The scratch index ``bench/out/<bench>-<tag>`` holding ``papers``, built once (vectors from ``cache``)."""
+    settings = bench_settings(out_dir() / f"{bench}-{tag}", encoder="auto")
     index = PaperIndex.open(settings, encoder, embed=paper_embedder(cache), fusion=fusion)
     if index.count() != len(papers):
         index.upsert(papers)
