@@ -40,9 +40,9 @@ from typing import Protocol
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.models import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
-from retrieval.people import Mention, PeopleDirectory, Person, directory_for
+from retrieval.people import Mention, PeopleDirectory, Person, directory_for, stored_vectors_of
 from retrieval.records import Paper
-from retrieval.scholars import RosterLike, affiliations, resolve_person
+from retrieval.scholars import RosterLike, affiliations, resolve_person, roster_claims
 
 RETRIEVE_K = 150
 RANK_DECAY = 10.0
@@ -183,20 +183,27 @@ def _resolve_for(directory: PeopleDirectory, name: str, roster: RosterLike | Non
     if isinstance(found, Person):
         return found
     listed = "; ".join(
-        f"{p.name} ({len(p.paper_ids)} papers, e.g. “{directory.papers_of(p)[0].title}”)" for p in found[:5]
+        f"{p.name} [{p.key}] ({len(p.paper_ids)} papers, e.g. “{directory.papers_of(p)[0].title}”)" for p in found[:5]
     )
     raise InputError(
         f"--for {name!r} matches {len(found)} different people: {listed}.",
-        hint="Give a fuller name, an ORCID or an OpenAlex author id, or add the person to the roster.",
+        hint="Pick one with its id (--for person:…), or give a fuller name, an ORCID or an OpenAlex author id.",
     )
 
 
-def _directory_for(index: SearchableIndex, hits: Sequence[SearchHit], directory: PeopleDirectory | None) -> PeopleDirectory:
+def _directory_for(
+    index: SearchableIndex, hits: Sequence[SearchHit], directory: PeopleDirectory | None, roster: RosterLike | None
+) -> PeopleDirectory:
     if directory is None:
-        return directory_for(index)
+        return directory_for(index, roster_claims(roster))
     missing = [h.paper for h in hits if h.paper.id not in directory.papers]
     if missing:  # the index changed since the directory was built
-        return PeopleDirectory([*directory.papers.values(), *missing])
+        return PeopleDirectory(
+            [*directory.papers.values(), *missing],
+            clustering=directory.clustering,
+            vectors=stored_vectors_of(index),
+            claims=roster_claims(roster),
+        )
     return directory
 
 
@@ -227,14 +234,14 @@ def find_collaborators(
     if new_only and not for_name:
         raise InputError("--new-only needs --for NAME: new to whom?", hint='Try: --for "Zhao Zhang" --new-only')
     today = today or date.today()
-    if roster is None and for_name:
+    if roster is None:
         from retrieval.roster import Roster
 
         roster = Roster.load(settings)
     hits = index.search(topic, k=retrieve_k, filters=None)
     if not hits:
         return CollaboratorsResult(topic=topic, scholars=[], notice="No indexed paper matches this topic.")
-    directory = _directory_for(index, hits, directory)
+    directory = _directory_for(index, hits, directory, roster)
     excluded: set[str] = set()
     if for_name:
         excluded = _excluded(directory, _resolve_for(directory, for_name, roster), new_only)
@@ -251,6 +258,7 @@ def find_collaborators(
         scholars.append(
             ExpertCandidate(
                 name=expert.person.name,
+                person_id=expert.person.key,
                 score=round(expert.score, 4),
                 affiliation=current[0] if current else None,
                 reason=reason(expert, len(hits)),

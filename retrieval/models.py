@@ -120,6 +120,7 @@ class Theme(BaseModel):
 class Coauthor(BaseModel):
     name: str
     shared: int
+    person_id: str | None = None  # two co-authors may share a name; their ids tell them apart
 
 
 class CoauthorLink(BaseModel):
@@ -128,6 +129,8 @@ class CoauthorLink(BaseModel):
     a: str
     b: str
     shared: int
+    a_id: str | None = None  # person ids of a and b (names may repeat)
+    b_id: str | None = None
 
 
 class ThemeYears(BaseModel):
@@ -154,10 +157,14 @@ class ScholarSummaryResult(BaseModel):
     coauthor_links: list[CoauthorLink] = Field(default_factory=list)
     timeline: list[ThemeYears] = Field(default_factory=list)
     notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive themes"
+    person_id: str | None = None  # "person:…": summarize / collaborators --for accept it back
+    others_with_this_name: int = 0  # other indexed people the query also matched (not blended in)
+    namesakes: list["ScholarCandidate"] = Field(default_factory=list)  # the first few of them, to pick
 
 
 class ScholarCandidate(BaseModel):
     name: str
+    person_id: str | None = None  # "person:…": picks exactly this candidate
     affiliation: str | None
     papers: int
     sample_title: str | None
@@ -177,6 +184,7 @@ class AmbiguousScholarResult(BaseModel):
 
 class ExpertCandidate(BaseModel):
     name: str
+    person_id: str | None = None  # "person:…": summarize accepts it
     score: float
     affiliation: str | None
     reason: str
@@ -189,3 +197,6 @@ class CollaboratorsResult(BaseModel):
     topic: str
     scholars: list[ExpertCandidate]
     notice: str | None = Field(default=None, exclude=True)  # e.g. "no indexed paper is close to the topic"
+
+
+ScholarSummaryResult.model_rebuild()

@@ -1,23 +1,23 @@
 """The people behind author mentions: who wrote what, without blending namesakes.
 
 A *mention* is one author slot of one paper. ``PeopleDirectory`` groups every mention of a set
-of papers into ``Person`` objects. Two groups of mentions are only ever joined when all their
-written names are mutually compatible (``names_compatible``: "Z. Zhang" ~ "Zhao Zhang", never
-"Tong Zhang") and their ids do not conflict (two different ORCIDs or OpenAlex author ids are
-two people, whatever the names say). Within those limits, evidence decides, strongest first:
+of papers into ``Person`` objects with ``retrieval.author_clustering`` (blocked by family name;
+ids, then shared co-authors and affiliations, then the same full name unless co-authors, topics
+or affiliations say two people). The ``evidence`` policy is the default; ``strict`` (what
+paperbot did before: join only on ids or shared context) is the benchmark baseline.
 
-1. **ids**: the same ORCID or OpenAlex author id is the same person (``names.id_sets_agree``:
-   ORCIDs decide when both sides have one, so an ORCID joins two OpenAlex profiles of one person);
-2. **shared context**: a co-author in common or an affiliation in common. Links between
-   mentions of an identical written name are made first; a mention whose name is compatible
-   with several people (an initial) joins only when all the people it has evidence with could
-   be one person, so "Z. Zhang" never glues "Zhao Zhang" to "Zhen Zhang";
-3. **an unambiguous family name**: when every name carrying a family name is compatible with
-   every other ("Adrian Del Maestro", "A. Del Maestro") and no id or shared paper proves two
-   people, the index holds one such person.
+Topic evidence reads the vectors the index already stores (``vectors``: ids -> embeddings);
+without them the same-name step decides on co-authors and affiliations alone.
 
-Whatever is left apart stays apart: two "Lei Zhang" with no id, no co-author and no affiliation
-in common are reported as two candidates rather than merged into one profile.
+Roster scholars claim their mentions (``claims``): every person written exactly as one of a
+roster entry's names or aliases, or carrying its ORCID / OpenAlex id, joins that scholar's
+person unless their ids conflict or they are a distant community (no co-author in common and a
+distant topic).
+
+Every person has a stable id, ``person:<12 hex>``: the smallest of its mentions' own ids (a hash
+of paper id and written name). When the index grows, an old id still finds the person who now
+holds that mention (``find_person_id``). A paper that lists the same name twice has one person
+in both slots.
 """
 
 from __future__ import annotations
@@ -25,24 +25,29 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval.author_clustering import (
+    FAR_TOPIC,
+    POLICIES,
+    Cluster,
+    PaperContext,
+    Slot,
+    TopicSpace,
+    Vectors,
+    group_block,
+)
 from retrieval.names import (
-    PersonName,
-    affiliation_keys,
+    affiliations_overlap,
     folded,
-    id_sets_agree,
     name_specificity,
     names_compatible,
     parse_name,
     possible_families,
 )
 from retrieval.records import Author, Paper
-
-# Co-authorship on very large collaborations says little about identity.
-MAX_AUTHORS_FOR_COAUTHOR_EVIDENCE = 25
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Mention:
     n_authors: int
     author: Author
     published: str | None
+    occurrence: int = 0  # how many earlier slots of the paper carry the same written name
 
     @property
     def is_first(self) -> bool:
@@ -62,6 +68,17 @@ class Mention:
     @property
     def is_last(self) -> bool:
         return self.n_authors > 1 and self.position == self.n_authors - 1
+
+    @property
+    def mention_id(self) -> str:
+        """This mention's own stable id: paper id and written name (not the position, which a
+        merged record may change)."""
+        return mention_id(self.paper_id, self.author.name, self.occurrence)
+
+
+def mention_id(paper_id: str, written_name: str, occurrence: int = 0) -> str:
+    basis = f"{paper_id}|{folded(written_name)}" + (f"|{occurrence}" if occurrence else "")
+    return "person:" + hashlib.sha1(basis.encode("utf-8")).hexdigest()[:12]
 
 
 @dataclass
@@ -72,6 +89,7 @@ class Person:
     mentions: list[Mention]
     names: Counter[str] = field(default_factory=Counter)
     ids: dict[str, str] = field(default_factory=dict)  # "orcid"/"openalex" -> the one most written
+    claimed_by: str | None = None  # the roster scholar's name when a roster entry claimed them
 
     @property
     def name(self) -> str:
@@ -96,224 +114,84 @@ class Person:
                 yield mention.published, affiliation
 
 
-class _Context:
-    """The co-authors of one paper as evidence keys, counted (two namesakes may share a paper).
+@dataclass(frozen=True)
+class Claim:
+    """A roster scholar's statement of who they are: their names and ids."""
 
-    A spelled-out co-author gives a *strong* key (``PersonName.key``, first given name):
-    ("li s", "shuai") for "Shuai Li"; an initial-only one a *weak* key, its ``PersonName.key``
-    ("li s" for "S. Li").
-    """
-
-    def __init__(self, authors: list[PersonName], n_authors: int) -> None:
-        self.own: list[tuple[tuple[str, str] | None, str | None]] = []
-        self.strong: Counter[tuple[str, str]] = Counter()
-        self.weak: Counter[str] = Counter()
-        for name in authors if n_authors <= MAX_AUTHORS_FOR_COAUTHOR_EVIDENCE else ():
-            strong = (name.key, name.given[0]) if name.family and name.has_full_given else None
-            weak = name.key if name.family and name.given and not strong else None
-            self.own.append((strong, weak))
-            if strong:
-                self.strong[strong] += 1
-            if weak:
-                self.weak[weak] += 1
-
-    def coauthors_of(self, position: int) -> tuple[set[tuple[str, str]], set[str]]:
-        """(strong, weak) keys of everyone on the paper but the author at ``position``."""
-        if not self.own:
-            return set(), set()
-        strong, weak = set(self.strong), set(self.weak)
-        mine_strong, mine_weak = self.own[position]
-        if mine_strong and self.strong[mine_strong] == 1:
-            strong.discard(mine_strong)
-        if mine_weak and self.weak[mine_weak] == 1:
-            weak.discard(mine_weak)
-        return strong, weak
+    name: str
+    names: tuple[str, ...]
+    orcid: str | None = None
+    openalex_id: str | None = None
 
 
-class _Cluster:
-    """Working state of the grouping: mentions plus the evidence they carry."""
-
-    __slots__ = ("mentions", "papers", "names", "folded", "orcid", "openalex", "strong", "weak", "affils")
-
-    def __init__(self, mention: Mention, context: _Context) -> None:
-        self.mentions = [mention]
-        self.papers = {mention.paper_id}
-        self.names = {mention.author.name}
-        self.folded = {folded(mention.author.name)}
-        self.orcid = {mention.author.orcid} - {None}
-        self.openalex = {mention.author.openalex_id} - {None}
-        self.strong, self.weak = context.coauthors_of(mention.position)
-        self.affils = affiliation_keys(mention.author.affiliations)
-
-    def absorb(self, other: "_Cluster") -> None:
-        self.mentions += other.mentions
-        self.papers |= other.papers
-        self.names |= other.names
-        self.folded |= other.folded
-        self.orcid |= other.orcid
-        self.openalex |= other.openalex
-        self.strong |= other.strong
-        self.weak |= other.weak
-        self.affils |= other.affils
-
-
-def _mergeable(a: _Cluster, b: _Cluster) -> bool:
-    """Same person possible: no id proves two people, every name pair compatible, and never two
-    authors of one paper."""
-    if id_sets_agree(a.orcid, a.openalex, b.orcid, b.openalex) is False or a.papers & b.papers:
-        return False
-    return all(names_compatible(x, y) for x in a.names for y in b.names)
-
-
-class _Grouping:
-    """Union of clusters inside one family-name block."""
-
-    def __init__(self, clusters: list[_Cluster]) -> None:
-        self.clusters = clusters
-        self.parent = list(range(len(clusters)))
-        self.members: dict[int, list[int]] = {i: [i] for i in range(len(clusters))}
-
-    def root(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def roots(self) -> list[int]:
-        return sorted(self.members)
-
-    def union(self, i: int, j: int) -> bool:
-        a, b = self.root(i), self.root(j)
-        if a == b or not _mergeable(self.clusters[a], self.clusters[b]):
-            return False
-        keep, drop = min(a, b), max(a, b)
-        self.clusters[keep].absorb(self.clusters[drop])
-        self.parent[drop] = keep
-        self.members[keep] += self.members.pop(drop)
-        return True
-
-    def merge_by_ids(self) -> None:
-        for attribute in ("orcid", "openalex"):
-            first: dict[str, int] = {}
-            for i in range(len(self.clusters)):
-                for value in getattr(self.clusters[i], attribute):
-                    if value in first:
-                        self.union(first[value], i)
-                    else:
-                        first[value] = i
-
-    def evidence_links(self) -> dict[int, set[int]]:
-        """Root -> roots sharing a co-author or an affiliation with it."""
-        buckets: dict[tuple[str, tuple[str, str] | str], set[int]] = defaultdict(set)
-        probes: dict[str, set[int]] = defaultdict(set)
-        probe_sources: dict[str, set[str]] = defaultdict(set)
-        for r in self.roots():
-            cluster = self.clusters[r]
-            for strong in cluster.strong:
-                buckets[("s", strong)].add(r)
-                probes[strong[0]].add(r)  # ("li s", "shuai") probes "li s"
-                probe_sources[strong[0]].add(strong[1])
-            for key in cluster.weak:
-                buckets[("w", key)].add(r)
-            for key in cluster.affils:
-                buckets[("a", key)].add(r)
-        # An initial-only co-author ("S. Li") links to a full one ("Shuai Li") only when a single
-        # full name in this block could be meant.
-        for key, members in probes.items():
-            if ("w", key) in buckets and len(probe_sources[key]) <= 1:
-                buckets[("w", key)] |= members
-        links: dict[int, set[int]] = defaultdict(set)
-        for members in buckets.values():
-            if len(members) < 2:
-                continue
-            for r in members:
-                links[r] |= members - {r}
-        return links
-
-    def merge_by_evidence(self) -> None:
-        changed = True
-        while changed:
-            changed = False
-            links = self.evidence_links()
-            # identical written names first (in a fixed order: the result must not depend on hashing)
-            for r in sorted(links):
-                for o in sorted(links[r]):
-                    a, b = self.root(r), self.root(o)
-                    if a != b and self.clusters[a].folded & self.clusters[b].folded:
-                        changed |= self.union(a, b)
-            if changed:
-                continue
-            # then compatible names, only when the evidence on both sides points to one person
-            for r in sorted(links):
-                a = self.root(r)
-                for t in self._targets(a, links):
-                    group = {a, t} | set(self._targets(a, links)) | set(self._targets(t, links))
-                    members = sorted(group)
-                    if all(_mergeable(self.clusters[x], self.clusters[y]) for x in members for y in members if x < y):
-                        for m in members[1:]:
-                            changed |= self.union(members[0], m)
-                        break
-                if changed:
-                    break
-
-    def _targets(self, root: int, links: dict[int, set[int]]) -> list[int]:
-        """Current roots with evidence in common with ``root`` that could be the same person."""
-        linked = {self.root(o) for m in self.members[root] for o in links.get(m, ())} - {root}
-        return sorted(t for t in linked if _mergeable(self.clusters[root], self.clusters[t]))
-
-    def merge_unambiguous_family(self) -> None:
-        """One person for the whole block, unless a name, an id or a shared paper says two."""
-        roots = self.roots()
-        names = {n for r in roots for n in self.clusters[r].names}
-        if not all(names_compatible(x, y) for x in names for y in names):
-            return
-        clusters = [self.clusters[r] for r in roots]
-        if all(_mergeable(a, b) for i, a in enumerate(clusters) for b in clusters[i + 1 :]):
-            for r in roots[1:]:
-                self.union(roots[0], r)
-
-
-def _person_key(mentions: list[Mention]) -> str:
-    basis = "|".join(sorted(f"{m.paper_id}#{m.position}" for m in mentions))
-    return "person:" + hashlib.sha1(basis.encode("utf-8")).hexdigest()[:16]
+def claims_of(entries: Iterable[Any]) -> tuple[Claim, ...]:
+    """Claims from roster entries (anything with ``name``, ``names``, ``orcid``, ``openalex_id``)."""
+    return tuple(
+        Claim(entry.name, tuple(entry.names), getattr(entry, "orcid", None), getattr(entry, "openalex_id", None))
+        for entry in entries
+    )
 
 
 def _newest_first(mention: Mention) -> tuple[str, str, int]:
     return (mention.published or "", mention.paper_id, -mention.position)
 
 
-class PeopleDirectory:
-    """Every person behind the authors of ``papers``, with lookups by paper and by name."""
+def same_written_name(a: str, b: str) -> bool:
+    """The same name written two ways ("Zhang, Yichi" / "Yichi Zhang"), initials aside."""
+    left, right = parse_name(a), parse_name(b)
+    return bool(left.family) and left.family == right.family and "".join(left.given) == "".join(right.given)
 
-    def __init__(self, papers: Iterable[Paper]) -> None:
+
+class PeopleDirectory:
+    """Every person behind the authors of ``papers``, with lookups by paper and by name.
+
+    ``clustering``: "evidence" (default) or "strict" (the baseline, see the module docstring);
+    ``vectors``: the index's stored embeddings by paper id, for topic evidence; ``claims``: roster
+    scholars whose names and ids claim mentions.
+    """
+
+    def __init__(
+        self,
+        papers: Iterable[Paper],
+        *,
+        clustering: str = "evidence",
+        vectors: Vectors | None = None,
+        claims: Sequence[Claim] = (),
+    ) -> None:
+        if clustering not in POLICIES:
+            raise ValueError(f"clustering must be one of {POLICIES}, not {clustering!r}")
+        self.clustering = clustering
         self.papers: dict[str, Paper] = {}
         for paper in papers:
             self.papers.setdefault(paper.id, paper)
         self.people: list[Person] = []
         self._by_key: dict[str, Person] = {}
+        self._by_mention: dict[str, Person] = {}
         self._by_slot: dict[tuple[str, int], Person] = {}
         self._by_family: dict[str, list[Person]] = defaultdict(list)
         self._by_id: dict[tuple[str, str], list[Person]] = {}
-        self._group()
+        self._topics = TopicSpace(vectors)
+        self._group(claims)
 
     # --- construction -------------------------------------------------------------------------
 
-    def _group(self) -> None:
-        blocks: dict[str, list[_Cluster]] = defaultdict(list)
+    def _group(self, claims: Sequence[Claim]) -> None:
+        blocks: dict[str, list[Cluster]] = defaultdict(list)
         for paper_id, paper in self.papers.items():
             parsed = [parse_name(a.name) for a in paper.authors]
-            context = _Context(parsed, len(paper.authors))
+            context = PaperContext(parsed, len(paper.authors))
             for position, author in enumerate(paper.authors):
-                mention = Mention(paper_id, position, len(paper.authors), author, paper.published)
-                blocks[parsed[position].family].append(_Cluster(mention, context))
+                slot = Slot(paper_id, position, author, paper.venue)
+                blocks[parsed[position].family].append(Cluster(slot, context))
+        clusters: list[tuple[str, Cluster]] = []
         for family in sorted(blocks):
-            grouping = _Grouping(blocks[family])
-            if len(grouping.clusters) > 1:
-                grouping.merge_by_ids()
-                grouping.merge_by_evidence()
-                grouping.merge_unambiguous_family()
-            for r in grouping.roots():
-                self._add(family, grouping.clusters[r])
+            for cluster in group_block(family, blocks[family], policy=self.clustering, topics=self._topics):
+                clusters.append((family, cluster))
+        owner: dict[int, str] = {}
+        if claims and self.clustering == "evidence":
+            clusters, owner = self._apply_claims(clusters, claims)
+        for family, cluster in clusters:
+            self._add(family, cluster, owner.get(id(cluster)))
         self.people.sort(key=lambda p: (-len(p.paper_ids), p.name))
         for person in self.people:
             for mention in person.mentions:
@@ -321,9 +199,62 @@ class PeopleDirectory:
                     if key[1] and person not in (holders := self._by_id.setdefault(key, [])):
                         holders.append(person)
 
-    def _add(self, family: str, cluster: _Cluster) -> None:
-        mentions = sorted(cluster.mentions, key=_newest_first, reverse=True)
-        person = Person(key=_person_key(mentions), mentions=mentions)
+    def _apply_claims(
+        self, clusters: list[tuple[str, Cluster]], claims: Sequence[Claim]
+    ) -> tuple[list[tuple[str, Cluster]], dict[int, str]]:
+        """Join each roster scholar's clusters into one (see the module docstring)."""
+        owner: dict[int, str] = {}
+        dropped: set[int] = set()
+        for claim in claims:
+            ids = ({claim.orcid} - {None}, {claim.openalex_id} - {None})
+            named = [
+                (family, c) for family, c in clusters
+                if id(c) not in dropped and (
+                    (ids[0] & c.orcid) or (ids[1] & c.openalex)
+                    or any(same_written_name(n, wanted) for n in c.names for wanted in claim.names)
+                )
+            ]
+            # the clusters that do not contradict the roster's ids, largest (or id-bearing) first
+            named = [
+                (f, c) for f, c in named
+                if not ((ids[0] and c.orcid and not ids[0] & c.orcid) or (ids[1] and c.openalex and not ids[1] & c.openalex))
+            ]
+            if not named:
+                continue
+            named.sort(key=lambda item: (not (ids[0] & item[1].orcid or ids[1] & item[1].openalex), -len(item[1].papers)))
+            _, anchor = named[0]
+            for _, other in named[1:]:
+                if id(other) in owner or not self._fits(anchor, other):
+                    continue
+                anchor.absorb(other)
+                dropped.add(id(other))
+            owner[id(anchor)] = claim.name
+        return [(f, c) for f, c in clusters if id(c) not in dropped], owner
+
+    def _fits(self, anchor: Cluster, other: Cluster) -> bool:
+        """Whether a roster-named cluster fits the scholar's profile so far."""
+        if anchor.papers & other.papers:
+            return False
+        if anchor.orcid and other.orcid and not anchor.orcid & other.orcid:
+            return False
+        if anchor.openalex and other.openalex and not anchor.openalex & other.openalex:
+            return False
+        if anchor.shares_coauthor(other) or (
+            anchor.affils and other.affils and affiliations_overlap(anchor.affiliations, other.affiliations)
+        ):
+            return True
+        similarity = self._topics.similarity(anchor, other)
+        return not (anchor.has_coauthors and other.has_coauthors and similarity is not None and similarity < FAR_TOPIC)
+
+    def _mention(self, slot: Slot) -> Mention:
+        paper = self.papers[slot.paper_id]
+        written = folded(slot.author.name)
+        occurrence = sum(1 for a in paper.authors[: slot.position] if folded(a.name) == written)
+        return Mention(slot.paper_id, slot.position, len(paper.authors), slot.author, paper.published, occurrence)
+
+    def _add(self, family: str, cluster: Cluster, claimed_by: str | None) -> None:
+        mentions = sorted((self._mention(slot) for slot in cluster.slots), key=_newest_first, reverse=True)
+        person = Person(key=min(m.mention_id for m in mentions), mentions=mentions, claimed_by=claimed_by)
         person.names.update(m.author.name for m in mentions)
         written = Counter(i for m in mentions for i in (m.author.orcid, m.author.openalex_id) if i)
         for kind, values in (("orcid", cluster.orcid), ("openalex", cluster.openalex)):
@@ -331,11 +262,20 @@ class PeopleDirectory:
                 person.ids[kind] = max(sorted(values), key=lambda value: written[value])
         self.people.append(person)
         self._by_key[person.key] = person
-        self._by_family[family].append(person)
+        families = {family} | {parse_name(n).family for n in person.names}
+        for name_family in sorted(families):
+            self._by_family[name_family].append(person)
         for mention in mentions:
             self._by_slot[(mention.paper_id, mention.position)] = person
+            self._by_mention.setdefault(mention.mention_id, person)
 
     # --- lookups ------------------------------------------------------------------------------
+
+    def find_person_id(self, person_id: str) -> Person | None:
+        """The person a ``person:…`` id names: its current holder, or the person who now holds
+        the mention it was made from (ids survive the index growing)."""
+        key = person_id.strip().lower()
+        return self._by_key.get(key) or self._by_mention.get(key)
 
     def get(self, key: str) -> Person:
         return self._by_key[key]
@@ -355,7 +295,7 @@ class PeopleDirectory:
         return [self.papers[pid] for pid in person.paper_ids if pid in self.papers]
 
     def coauthors_of(self, person: Person) -> Counter[str]:
-        """Co-author person key -> number of shared papers."""
+        """Co-author person key -> number of shared papers (never the person themself)."""
         shared: Counter[str] = Counter()
         for paper_id in person.paper_ids:
             others = {p.key for p in self.authors_of(paper_id)} - {person.key}
@@ -368,12 +308,12 @@ class PeopleDirectory:
 
     def compatible_with(self, name: str) -> list[Person]:
         """People any of whose written names could be ``name``."""
-        found: list[Person] = []
-        for family in possible_families(name):
+        found: dict[str, Person] = {}
+        for family in sorted(possible_families(name)):
             for person in self._by_family.get(family, []):
-                if any(names_compatible(name, written) for written in person.names):
-                    found.append(person)
-        return found
+                if person.key not in found and any(names_compatible(name, written) for written in person.names):
+                    found[person.key] = person
+        return list(found.values())
 
     def written_names(self) -> list[str]:
         """Every distinct written author name (for "did you mean" suggestions)."""
@@ -383,7 +323,7 @@ class PeopleDirectory:
 # --- one directory per index state ------------------------------------------------------------
 
 _CACHE_SIZE = 2
-_cache: "OrderedDict[tuple[str, int], PeopleDirectory]" = OrderedDict()
+_cache: "OrderedDict[tuple[Any, ...], PeopleDirectory]" = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -399,19 +339,46 @@ def _generation(index: Any) -> tuple[str, int] | None:
     return str(getattr(source, "path", id(source))), int(counter())
 
 
-def directory_for(index: Any) -> PeopleDirectory:
+def stored_vectors_of(index: Any) -> Vectors | None:
+    """The index's lookup of stored embeddings by paper id (nothing is encoded), if it has one.
+
+    A vector store that is down gives no topic evidence rather than an error: grouping people
+    still works on names, ids and co-authors.
+    """
+    from retrieval.errors import PaperbotError
+
+    getter = getattr(index, "vectors", None) or getattr(getattr(index, "dense", None), "vectors", None)
+    if not callable(getter):
+        return None
+
+    def lookup(ids: list[str]) -> dict[str, Any]:
+        try:
+            found = getter(ids)
+        except PaperbotError:
+            return {}
+        return dict(found) if found else {}
+
+    return lookup
+
+
+def directory_for(index: Any, claims: Sequence[Claim] = (), clustering: str = "evidence") -> PeopleDirectory:
     """The people of everything ``index.iter_papers()`` yields, rebuilt only after a write.
 
     Grouping a large index takes seconds, so the directory is kept per store generation (the
-    record store bumps it on every write). Indexes without a generation are grouped afresh.
+    record store bumps it on every write) and roster claims. Indexes without a generation are
+    grouped afresh. Topic evidence comes from the vectors the index stores.
     """
-    key = _generation(index)
-    if key is None:
-        return PeopleDirectory(index.iter_papers())
+    generation = _generation(index)
+    build = lambda: PeopleDirectory(  # noqa: E731
+        index.iter_papers(), clustering=clustering, vectors=stored_vectors_of(index), claims=claims
+    )
+    if generation is None:
+        return build()
+    key = (*generation, clustering, tuple(claims))
     with _cache_lock:
         cached = _cache.get(key)
         if cached is None:
-            cached = PeopleDirectory(index.iter_papers())
+            cached = build()
             _cache[key] = cached
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)

@@ -61,27 +61,30 @@ def _width(shared: int, most: int, thin: float = 1.0, thick: float = 7.0) -> flo
 
 def render_network(summary: ScholarSummaryResult, path: Path) -> Path:
     """The co-author network PNG (see the module docstring)."""
-    people = summary.coauthors[:MAX_NETWORK_PEOPLE]
+    # the scholar is the centre, never one of the circle (no self-edge, whatever the data says)
+    people = [c for c in summary.coauthors if not (c.person_id and c.person_id == summary.person_id)][:MAX_NETWORK_PEOPLE]
     most = max((c.shared for c in people), default=1)
     figure = Figure(figsize=(9.5, 8))
     ax = figure.add_subplot()
     ax.set_aspect("equal")
     ax.set_anchor("N")
     ax.axis("off")
+    # keyed by person id: two co-authors may share a name (ids are absent only in old results)
     position: dict[str, tuple[float, float]] = {}
     count = len(people)
     for i, coauthor in enumerate(people):
         angle = math.pi / 2 - 2 * math.pi * i / max(1, count)
-        position[coauthor.name] = (math.cos(angle), math.sin(angle))
+        position[coauthor.person_id or coauthor.name] = (math.cos(angle), math.sin(angle))
     for link in summary.coauthor_links:
-        if link.a in position and link.b in position:
-            (x1, y1), (x2, y2) = position[link.a], position[link.b]
+        a, b = link.a_id or link.a, link.b_id or link.b
+        if a in position and b in position and a != b:
+            (x1, y1), (x2, y2) = position[a], position[b]
             ax.plot([x1, x2], [y1, y2], color=LINK_COLOUR, linewidth=0.6 + 0.6 * link.shared, zorder=1)
     for coauthor in people:
-        x, y = position[coauthor.name]
+        x, y = position[coauthor.person_id or coauthor.name]
         ax.plot([0, x], [0, y], color=EDGE_COLOUR, linewidth=_width(coauthor.shared, most), alpha=0.75, zorder=2)
     for coauthor in people:
-        x, y = position[coauthor.name]
+        x, y = position[coauthor.person_id or coauthor.name]
         ax.scatter([x], [y], s=180 + 420 * coauthor.shared / most, color=COAUTHOR_COLOUR,
                    edgecolors="white", linewidths=1.5, zorder=3)
         ha = "left" if x > 0.15 else "right" if x < -0.15 else "center"

@@ -59,7 +59,7 @@ from retrieval.models import (
     ThemeYears,
 )
 from retrieval.names import parse_name
-from retrieval.people import PeopleDirectory, Person, directory_for
+from retrieval.people import Claim, PeopleDirectory, Person, claims_of, directory_for, same_written_name
 from retrieval.records import Paper, fold, normalize_openalex_id, normalize_orcid
 from retrieval.themes import (
     OTHER_LABEL,
@@ -105,26 +105,16 @@ class PaperSource(Protocol):
 
 # --- resolution --------------------------------------------------------------------------------
 
-
-def combine(people: Sequence[Person]) -> Person:
-    """One person from several groups the roster says are the same (e.g. two OpenAlex ids)."""
-    if len(people) == 1:
-        return people[0]
-    mentions = sorted(
-        (m for p in people for m in p.mentions), key=lambda m: (m.published or "", m.paper_id), reverse=True
-    )
-    merged = Person(key="+".join(p.key for p in people), mentions=mentions)
-    for person in people:
-        merged.names.update(person.names)
-        for kind, value in person.ids.items():
-            merged.ids.setdefault(kind, value)
-    return merged
+# One candidate dominates when it has at least this many papers and this many times the next one's.
+DOMINANT_MIN_PAPERS = 3
+DOMINANT_RATIO = 2.0
+MAX_NAMESAKES = 5
 
 
 def _match_tier(person: Person, queries: Sequence[str]) -> int:
-    """3: a written name is the query; 2: compatible with a given name; 1: family name only."""
-    wanted = {fold(q) for q in queries}
-    if any(fold(n) in wanted for n in person.names):
+    """3: a written name is the query (either order, case and accents aside); 2: compatible with
+    a given name; 1: family name only."""
+    if any(same_written_name(n, q) for n in person.names for q in queries):
         return 3
     if any(parse_name(n).given for n in person.names):
         return 2
@@ -148,14 +138,44 @@ def suggestions(directory: PeopleDirectory, name: str, limit: int = 5) -> list[s
     return [by_fold[c] for c in close]
 
 
-def resolve_person(
-    directory: PeopleDirectory, name: str, roster: RosterLike | None = None
-) -> Person | list[Person]:
-    """The one person ``name`` denotes, or every candidate when several match (best first).
+@dataclass(frozen=True)
+class Resolution:
+    """What a query names: ``person`` when one is chosen, else ``candidates`` to pick from.
 
-    Raises ``UnknownScholarError`` (with suggestions) when nobody matches.
+    ``others``: the other people written with the same name, when one was chosen over them.
+    """
+
+    person: Person | None
+    candidates: list[Person]
+    others: list[Person]
+
+
+def _dominant(matches: Sequence[Person]) -> Person | None:
+    """The roster's scholar, or a candidate with clearly more papers than the next."""
+    claimed = [p for p in matches if p.claimed_by]
+    if len(claimed) == 1:
+        return claimed[0]
+    ranked = sorted(matches, key=lambda p: -len(p.paper_ids))
+    top, second = len(ranked[0].paper_ids), len(ranked[1].paper_ids)
+    if top >= DOMINANT_MIN_PAPERS and top >= DOMINANT_RATIO * second:
+        return ranked[0]
+    return None
+
+
+def resolve(directory: PeopleDirectory, name: str, roster: RosterLike | None = None, *, choose: bool = True) -> Resolution:
+    """The person ``name`` denotes (a name, alias, ORCID, OpenAlex author id or ``person:`` id).
+
+    With ``choose`` (the default), a dominant candidate (``_dominant``) is chosen over comparable
+    namesakes, who are returned as ``others``; without it any second candidate makes the answer
+    a list (the baseline policy). Raises ``UnknownScholarError`` (with suggestions) when nobody
+    matches.
     """
     query = " ".join(name.split())
+    if query.lower().startswith("person:"):
+        person = directory.find_person_id(query)
+        if person is None:
+            raise UnknownScholarError(query, [])
+        return Resolution(person, [person], [])
     orcid = normalize_orcid(query)
     openalex = normalize_openalex_id(query)
     if openalex and not openalex.startswith("A"):
@@ -163,44 +183,53 @@ def resolve_person(
     names = [query]
     entry = roster.find(query) if roster is not None else None
     if entry is not None:
+        claimed = [p for p in directory.people if p.claimed_by == entry.name]
+        if claimed:
+            others = [p for p in _named(directory, [query, *entry.names]) if p is not claimed[0] and _match_tier(p, names) == 3]
+            return Resolution(claimed[0], claimed, others)
         orcid, openalex = entry.orcid or orcid, entry.openalex_id or openalex
         names = list(dict.fromkeys([*entry.names, query]))
     if orcid or openalex:
         found = _by_ids(directory, orcid, openalex)
-        if found and entry is not None:
-            found += [p for p in _roster_groups(directory, entry.names) if p not in found]
-        if found:
-            return combine(found)  # the id (or the roster) says these are one person
+        if len(found) == 1 or (found and not choose):
+            return Resolution(found[0] if len(found) == 1 else None, found, [])
+        if found:  # several people carry the id (an ORCID over two OpenAlex profiles): the largest
+            found.sort(key=lambda p: -len(p.paper_ids))
+            return Resolution(found[0], found, found[1:])
         if entry is None:
             raise UnknownScholarError(query, [])
-    matches: list[Person] = []
-    for written in names:
-        matches += [p for p in directory.compatible_with(written) if p not in matches]
+    matches = _named(directory, names)
     if not matches and "," not in query:  # a family name with a particle: "Del Maestro", "van Gool"
         matches = directory.compatible_with(query + ",")
     if not matches:
         raise UnknownScholarError(query, suggestions(directory, query))
     best = max(_match_tier(p, names) for p in matches)
-    matches = [p for p in matches if _match_tier(p, names) == best]
+    matches = sorted((p for p in matches if _match_tier(p, names) == best), key=lambda p: (-len(p.paper_ids), p.name))
     if len(matches) == 1:
-        return matches[0]
-    if entry is not None and best == 3:
-        own = _roster_groups(directory, entry.names)
-        if own:
-            return combine(own)
-    return sorted(matches, key=lambda p: (-len(p.paper_ids), p.name))
+        return Resolution(matches[0], matches, [])
+    # only a spelled-out name chooses: "Z. Zhang" may be any of them
+    spelled = best == 3 or any(parse_name(written).has_full_given for written in names)
+    chosen = _dominant(matches) if choose and best >= 2 and spelled else None
+    if chosen is None:
+        return Resolution(None, matches, [])
+    return Resolution(chosen, matches, [p for p in matches if p is not chosen])
 
 
-def _roster_groups(directory: PeopleDirectory, names: Sequence[str]) -> list[Person]:
-    """Id-less groups written exactly as one of a rostered scholar's names: the roster is the
-    group's own statement that this name is theirs (a group with an id of its own is not)."""
-    wanted = {fold(n) for n in names}
-    found: list[Person] = []
+def _named(directory: PeopleDirectory, names: Sequence[str]) -> list[Person]:
+    """Everyone compatible with one of ``names``."""
+    matches: list[Person] = []
     for written in names:
-        for person in directory.compatible_with(written):
-            if not person.ids and person not in found and any(fold(n) in wanted for n in person.names):
-                found.append(person)
-    return found
+        matches += [p for p in directory.compatible_with(written) if p not in matches]
+    return matches
+
+
+def resolve_person(
+    directory: PeopleDirectory, name: str, roster: RosterLike | None = None, *, choose: bool = True
+) -> Person | list[Person]:
+    """The one person ``name`` denotes, or every candidate when several are comparable (best
+    first). Raises ``UnknownScholarError`` (with suggestions) when nobody matches."""
+    found = resolve(directory, name, roster, choose=choose)
+    return found.person if found.person is not None else found.candidates
 
 
 # --- profile facts -----------------------------------------------------------------------------
@@ -264,14 +293,16 @@ def coauthor_facts(
     shared = directory.coauthors_of(person)
     ranked = sorted(shared.items(), key=lambda item: (-item[1], directory.get(item[0]).name))[:top]
     people = [directory.get(key) for key, _ in ranked]
-    coauthors = [Coauthor(name=p.name, shared=n) for p, (_, n) in zip(people, ranked)]
+    coauthors = [Coauthor(name=p.name, shared=n, person_id=p.key) for p, (_, n) in zip(people, ranked)]
     links: list[CoauthorLink] = []
     paper_sets = [set(p.paper_ids) for p in people]
     for i in range(len(people)):
         for j in range(i + 1, len(people)):
             both = len(paper_sets[i] & paper_sets[j])
             if both:
-                links.append(CoauthorLink(a=people[i].name, b=people[j].name, shared=both))
+                links.append(
+                    CoauthorLink(a=people[i].name, b=people[j].name, shared=both, a_id=people[i].key, b_id=people[j].key)
+                )
     return len(shared), coauthors, links
 
 
@@ -283,6 +314,7 @@ def candidate(directory: PeopleDirectory, person: Person, today: date) -> Schola
     years = [p.year for p in papers if p.year is not None]
     return ScholarCandidate(
         name=person.name,
+        person_id=person.key,
         affiliation=current[0] if current else None,
         papers=len(papers),
         sample_title=papers[0].title if papers else None,
@@ -537,7 +569,14 @@ def build_summary(
         coauthor_links=links,
         timeline=_timeline(papers, labels, themes),
         notice=written.notice,
+        person_id=person.key,
     )
+
+
+def roster_claims(roster: RosterLike | None) -> tuple[Claim, ...]:
+    """The claims of every roster scholar (none for a roster that cannot list its entries)."""
+    entries = getattr(roster, "list", None)
+    return claims_of(entries()) if callable(entries) else ()
 
 
 def summarize_scholar(
@@ -550,34 +589,44 @@ def summarize_scholar(
     roster: RosterLike | None = None,
     today: date | None = None,
     directory: PeopleDirectory | None = None,
+    choose: bool = True,
 ) -> ScholarSummaryResult | AmbiguousScholarResult:
     """Resolve ``name`` and summarise that scholar, or list the candidates when ambiguous.
 
     ``directory`` (the index grouped into people) is built from ``index.iter_papers()`` when
-    not given. Themes use the embeddings the index stores for the papers when it has them.
+    not given, with the roster's claims. Themes use the embeddings the index stores for the
+    papers when it has them. ``choose=False`` lists every candidate instead of answering for a
+    dominant one (the baseline of ``bench/people.py``).
     """
     today = today or date.today()
-    directory = directory or directory_for(index)
-    found = resolve_person(directory, name, roster)
-    if isinstance(found, list):
-        listed = found[:MAX_CANDIDATES]
+    directory = directory or directory_for(index, roster_claims(roster))
+    found = resolve(directory, name, roster, choose=choose)
+    if found.person is None:
+        listed = found.candidates[:MAX_CANDIDATES]
         return AmbiguousScholarResult(
             query=name,
             candidates=[candidate(directory, p, today) for p in listed],
-            more=len(found) - len(listed),
+            more=len(found.candidates) - len(listed),
         )
+    person = found.person
     entry = roster.find(name) if roster is not None else None
     extra_ids: dict[str, str] = {}
     if entry is not None:
         extra_ids = {k: v for k, v in (("orcid", entry.orcid), ("openalex", entry.openalex_id)) if v}
-    return build_summary(
+    summary = build_summary(
         directory,
-        found,
+        person,
         today=today,
         since=since,
         chat_model=chat_model,
         settings=settings,
-        vectors=stored_vectors(index, directory.papers_of(found)),
+        vectors=stored_vectors(index, directory.papers_of(person)),
         display_name=entry.name if entry is not None else None,
         extra_ids=extra_ids,
+    )
+    return summary.model_copy(
+        update={
+            "others_with_this_name": len(found.others),
+            "namesakes": [candidate(directory, p, today) for p in found.others[:MAX_NAMESAKES]],
+        }
     )

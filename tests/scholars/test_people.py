@@ -21,11 +21,29 @@ def test_initials_and_full_name_of_an_unambiguous_family_are_one_person(director
     assert person.name == "Adrian Del Maestro"  # the most informative written form
 
 
-def test_namesakes_without_shared_evidence_are_not_blended(directory):
+def test_the_same_full_name_without_evidence_against_is_one_person(directory):
+    # two CVPR papers by "Zhao Zhang", no co-author in common and (here) no topic evidence:
+    # nothing says two people, so one person
+    [zhao] = directory.compatible_with("Zhao Zhang")
+    assert len(zhao.paper_ids) == 2
+
+
+def test_the_same_full_name_with_distant_topics_and_communities_is_two_people(papers):
+    zhaos = [p for p in papers if "Zhao Zhang" in p.author_names]
+    assert len(zhaos) == 2 and all(len(p.authors) > 1 for p in zhaos)
+    far = {zhaos[0].id: [1.0, 0.0], zhaos[1].id: [0.0, 1.0]}  # orthogonal topics
+    directory = PeopleDirectory(papers, vectors=vectors_from(far))
     people = directory.compatible_with("Zhao Zhang")
-    assert len(people) == 2
-    assert [len(p.paper_ids) for p in people] == [1, 1]
-    assert _titles(directory, people[0]) != _titles(directory, people[1])
+    assert sorted(len(p.paper_ids) for p in people) == [1, 1]
+    close = {zhaos[0].id: [1.0, 0.1], zhaos[1].id: [0.9, 0.2]}
+    assert len(PeopleDirectory(papers, vectors=vectors_from(close)).compatible_with("Zhao Zhang")) == 1
+
+
+def vectors_from(table):
+    """A stand-in for the index's stored-vector lookup (``PaperIndex.vectors``)."""
+    import numpy as np
+
+    return lambda ids: {i: np.asarray(table[i], dtype=float) for i in ids if i in table}
 
 
 def test_a_shared_coauthor_joins_two_papers_of_the_same_name(directory):

@@ -17,12 +17,13 @@ from pydantic import Field
 
 from retrieval.errors import UnknownScholarError
 from retrieval.models import AmbiguousScholarResult, ScholarSummaryResult
-from retrieval.people import PeopleDirectory, Person
+from retrieval.people import PeopleDirectory, Person, claims_of
 from retrieval.records import Author, Paper
 from retrieval.roster import Roster
 from retrieval.scholars import recent_work, resolve_person, summarize_scholar
 
 from tests.scholars.conftest import PaperList, load_papers
+from tests.scholars.test_people import vectors_from
 
 ORCID_PRIEM = "0000-0001-6187-6610"
 
@@ -47,7 +48,10 @@ def test_initials_resolve_to_the_same_person_as_the_full_name(directory):
     assert resolve_person(directory, "Del Maestro").key == full.key  # family name with a particle
 
 
-def test_ambiguous_name_lists_candidates_with_what_tells_them_apart(index, settings, directory):
+def test_ambiguous_name_lists_candidates_with_what_tells_them_apart(index, settings, papers):
+    zhaos = [p for p in papers if "Zhao Zhang" in p.author_names]
+    far = {zhaos[0].id: [1.0, 0.0], zhaos[1].id: [0.0, 1.0]}  # distant topics: two people, one paper each
+    directory = PeopleDirectory(papers, vectors=vectors_from(far))
     result = summarize(index, settings, directory, "Zhao Zhang")
     assert isinstance(result, AmbiguousScholarResult)
     assert result.ambiguous is True and result.query == "Zhao Zhang"
@@ -60,6 +64,11 @@ def test_ambiguous_name_lists_candidates_with_what_tells_them_apart(index, setti
     assert all(c.papers == 1 and c.coauthors and c.latest_year == 2024 for c in result.candidates)
     dumped = result.model_dump(mode="json")
     assert dumped["ambiguous"] is True and len(dumped["candidates"]) == 2
+    # every candidate carries an id that picks exactly them
+    for listed in result.candidates:
+        picked = summarize(index, settings, directory, listed.person_id)
+        assert isinstance(picked, ScholarSummaryResult) and picked.person_id == listed.person_id
+        assert [c.title for c in picked.papers] == [listed.sample_title]
 
 
 def test_initials_matching_many_people_are_capped_and_counted(index, settings, directory):
@@ -85,11 +94,10 @@ def test_exact_written_name_wins_over_merely_compatible_ones():
     assert len(resolve_person(directory, "Zhang")) == 3  # family name only: everyone, ambiguous
 
 
-def test_namesakes_from_real_records_are_listed_not_blended(directory):
+def test_a_prolific_name_without_conflicting_evidence_is_one_person(directory):
+    # eight CVPR 2024 papers by "Zhaoxiang Zhang", few co-authors shared: one person
     found = resolve_person(directory, "Zhaoxiang Zhang")
-    assert isinstance(found, list) and len(found) >= 2
-    assert {p.name for p in found} == {"Zhaoxiang Zhang"}
-    assert sum(len(p.paper_ids) for p in found) == 8
+    assert isinstance(found, Person) and len(found.paper_ids) == 8
 
 
 def test_unknown_name_suggests_close_indexed_names(directory):
@@ -122,13 +130,24 @@ def test_roster_alias_and_id_resolve(directory, settings):
     assert isinstance(found, Person) and found.ids["openalex"] == "A5023888391"
 
 
-def test_roster_entry_without_indexed_ids_claims_its_exact_name(directory, settings):
+def test_roster_entry_claims_its_names_and_aliases_but_not_a_distant_namesake(papers, settings):
+    zhaos = [p for p in papers if "Zhao Zhang" in p.author_names]
+    # the alias written family-first, on a paper sharing a co-author with neither
+    aliased = Paper(title="Multimodal in-context learning", published="2025",
+                    authors=[Author(name="Zhang Zhao"), Author(name="Ann Lee")])
+    far = {zhaos[0].id: [1.0, 0.0], zhaos[1].id: [0.0, 1.0], aliased.id: [0.9, 0.1]}
     roster = Roster.load(settings)
-    roster.add("Zhao Zhang", arxiv_name="Zhao Zhang")
+    roster.add("Zhao Zhang", aliases=["Zhang Zhao"])
+    directory = PeopleDirectory([*papers, aliased], vectors=vectors_from(far), claims=claims_of(roster.list()))
     found = resolve_person(directory, "Zhao Zhang", roster)
-    assert isinstance(found, Person) and len(found.paper_ids) == 2
-    # without the roster the two stay apart
-    assert isinstance(resolve_person(directory, "Zhao Zhang"), list)
+    assert isinstance(found, Person) and found.claimed_by == "Zhao Zhang"
+    assert set(found.paper_ids) == {zhaos[0].id, aliased.id}  # the distant namesake is not theirs
+    assert resolve_person(directory, "Zhang Zhao", roster).key == found.key
+    # the roster's scholar dominates the namesake: answered for, the namesake counted
+    summary = summarize_scholar(PaperList([*papers, aliased]), settings, "Zhao Zhang", roster=roster, directory=directory)
+    assert isinstance(summary, ScholarSummaryResult)
+    assert summary.person_id == found.key and summary.paper_count == 2
+    assert summary.others_with_this_name == 1 and summary.namesakes[0].sample_title == zhaos[1].title
 
 
 # --- profile ---------------------------------------------------------------------------------
@@ -237,7 +256,8 @@ def test_json_contract_keys(index, settings, directory):
     assert set(payload["scholar"]) >= {"name", "ids", "affiliations"}
     assert set(payload["scholar"]["affiliations"]) == {"current", "previous"}
     assert set(payload["themes"][0]) == {"label", "citations"}
-    assert set(payload["coauthors"][0]) == {"name", "shared"}
+    assert set(payload["coauthors"][0]) == {"name", "shared", "person_id"}  # person_id added by #12
+    assert payload["person_id"].startswith("person:") and payload["others_with_this_name"] == 0
     assert {"n", "id", "title", "authors", "year", "venue", "doi", "url", "score"} <= set(payload["papers"][0])
     assert "notice" not in payload
 
