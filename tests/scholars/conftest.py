@@ -69,13 +69,31 @@ def encoder():
     return TorchEncoder()
 
 
+def namesake_papers() -> list[Paper]:
+    """Two people written "Jia Song" (records made here): two papers each, in distant fields,
+    with co-authors who never meet. Nothing tells which one a user means: comparable candidates."""
+    from retrieval.records import Author
+
+    def paper(title: str, year: str, coauthor: str) -> Paper:
+        return Paper(title=title, published=year, venue="Made-up Proceedings",
+                     authors=[Author(name="Jia Song"), Author(name=coauthor)])
+
+    return [
+        paper("Scribal hands in twelfth-century Latin manuscripts", "2021", "Agnes Holm"),
+        paper("Dating medieval parchment by palaeographic features", "2023", "Agnes Holm"),
+        paper("Sediment transport in deep-sea submarine canyons", "2022", "Olav Berg"),
+        paper("Turbidity currents and seafloor erosion rates", "2024", "Olav Berg"),
+    ]
+
+
 def index_subset(papers: list[Paper]) -> list[Paper]:
     """What the real index holds (kept small: embedding is the slow part): the arXiv and
-    OpenAlex records, every MLSys paper, and the two CVPR papers by a "Zhao Zhang"."""
+    OpenAlex records, every MLSys paper, the two CVPR papers by a "Zhao Zhang", and the two
+    "Jia Song" namesakes of ``namesake_papers``."""
     return [
         p for p in papers
         if not (p.venue or "").startswith("CVPR") or "Zhao Zhang" in p.author_names
-    ]
+    ] + namesake_papers()
 
 
 @pytest.fixture(scope="session")
