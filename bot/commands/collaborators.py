@@ -14,10 +14,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "collaborators",
         help="people ranked by expertise on a topic, each with the papers that justify it",
         description="Rank the indexed authors by their papers on TOPIC (several strong papers beat one "
-        "hit; recent and first/last-author papers count more).",
+        "hit; recent and first/last-author papers count more). Each person is shown with their person:… id, "
+        "which `paperbot summarize` and --for accept.",
     )
     parser.add_argument("topic", help='what to find people for, e.g. "optical interconnects"')
-    parser.add_argument("--for", dest="for_name", metavar="NAME", help="leave this person out (the one looking for collaborators)")
+    parser.add_argument("--for", dest="for_name", metavar="NAME",
+                        help="leave this person out (the one looking for collaborators); a name, an ORCID, "
+                        "an OpenAlex author id or a person id such as person:3f9a0c12b4de")
     parser.add_argument("--new-only", action="store_true", help="with --for: also leave out their existing co-authors")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="how many people to list (default 10, at most 50)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
@@ -35,7 +38,8 @@ def render_collaborators(result: CollaboratorsResult, *, for_name: str | None = 
     for rank, scholar in enumerate(result.scholars, start=1):
         where = scholar.affiliation or "no affiliation on record"
         refs = "".join(f"[{c.n}]" for c in scholar.papers)
-        lines.append(f"{rank:>2}. {scholar.name} — {where} — score {scholar.score:.2f} {refs}")
+        who = scholar.name + (f" [{scholar.person_id}]" if scholar.person_id else "")
+        lines.append(f"{rank:>2}. {who} — {where} — score {scholar.score:.2f} {refs}")
         lines.append(wrap(f"    {scholar.reason}"))
         for citation in scholar.papers:
             papers.setdefault(citation.n, citation)

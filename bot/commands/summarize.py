@@ -24,10 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "summarize",
         help="a scholar's profile and recent work, every statement tied to a paper",
-        description="Resolve NAME (name, alias, ORCID or OpenAlex author id) to one indexed person and "
-        "summarise their profile and recent work. When several people match, lists them instead.",
+        description="Resolve NAME (name, alias, ORCID, OpenAlex author id or person:… id) to one indexed "
+        "person and summarise their profile and recent work. When several comparable people match, lists "
+        "them with their person:… ids instead; pass one back to pick exactly that person.",
     )
-    parser.add_argument("name", help='the scholar, e.g. "Zhao Zhang", an ORCID or an OpenAlex author id')
+    parser.add_argument("name", help='the scholar, e.g. "Zhao Zhang", an ORCID, an OpenAlex author id, '
+                        "or a person id such as person:3f9a0c12b4de (printed by summarize and collaborators)")
     parser.add_argument("--since", type=int, metavar="YEAR", help="recent work = papers from YEAR on (default: last 24 months)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     parser.add_argument("--plot", type=Path, metavar="DIR", help="also write the co-author network and timeline PNGs into DIR")
@@ -39,14 +41,18 @@ def _check_since(since: int | None) -> None:
         raise InputError(f"--since must be a year such as {date.today().year - 2} (got {since}).")
 
 
+def _papers(n: int) -> str:
+    return f"{n} paper" + ("" if n == 1 else "s")
+
+
 def render_ambiguous(result: AmbiguousScholarResult) -> str:
     count = len(result.candidates) + result.more
     lines = [f"“{result.query}” matches {count} different people in the index. Which one?"]
     for i, c in enumerate(result.candidates, start=1):
-        facts = [c.affiliation or "no affiliation on record", f"{c.papers} paper" + ("" if c.papers == 1 else "s")]
+        facts = [c.affiliation or "no affiliation on record", _papers(c.papers)]
         if c.latest_year:
             facts[-1] += f" (latest {c.latest_year})"
-        line = f"{i:>2}. {c.name} — " + " — ".join(facts)
+        line = f"{i:>2}. {c.name}" + (f" [{c.person_id}]" if c.person_id else "") + " — " + " — ".join(facts)
         if c.sample_title:
             line += f" — e.g. “{c.sample_title}”"
         if c.coauthors:
@@ -56,13 +62,38 @@ def render_ambiguous(result: AmbiguousScholarResult) -> str:
         lines.append(line)
     if result.more:
         lines.append(f"    … and {result.more} more.")
-    lines += [
-        "",
-        "They are kept apart because no shared id, co-author or affiliation shows they are one person.",
-        "Ask again with a fuller name, an ORCID or OpenAlex author id, or a roster alias "
-        "(paperbot scholars add NAME --openalex ID).",
-    ]
+    lines += ["", "They are kept apart because their co-authors, topics or ids differ."]
+    example = next((c.person_id for c in result.candidates if c.person_id), None)
+    if example:
+        lines.append(f"Pick one in one step with the id in brackets, e.g. paperbot summarize {example}")
+        lines.append("(or ask again with a fuller name, an ORCID or OpenAlex author id).")
+    else:
+        lines.append("Ask again with a fuller name, an ORCID or OpenAlex author id, or a roster alias "
+                     "(paperbot scholars add NAME --openalex ID).")
     return "\n".join(lines)
+
+
+def namesake_line(result: ScholarSummaryResult) -> str | None:
+    """"Also in the index: N other people named X — paperbot summarize person:… (facts); …"."""
+    others = result.others_with_this_name
+    if others <= 0:
+        return None
+    name = result.scholar.name
+    same = all(c.name.casefold() == name.casefold() for c in result.namesakes)
+    people = "1 other person" if others == 1 else f"{others} other people"
+    head = f"Also in the index: {people} " + (f"named {name}" if same else "matching this name")
+    picks: list[str] = []
+    for c in result.namesakes:
+        facts = [fact for fact in (c.affiliation, f"latest {c.latest_year}" if c.latest_year else None,
+                                   _papers(c.papers), f"with {c.coauthors[0]}" if c.coauthors else None) if fact]
+        who = f"paperbot summarize {c.person_id}" if c.person_id else c.name
+        if c.person_id and not same:
+            facts.insert(0, c.name)
+        picks.append(f"{who} ({', '.join(facts)})")
+    if not picks:
+        return head + "."
+    hidden = others - len(picks)
+    return head + " — " + "; ".join(picks) + (f"; and {hidden} more" if hidden > 0 else "")
 
 
 def _years(counts: dict[int, int]) -> str:
@@ -91,6 +122,11 @@ def render_summary(result: ScholarSummaryResult) -> str:
     if result.coauthors:
         top = ", ".join(f"{c.name} ({c.shared})" for c in result.coauthors)
         lines.append(wrap(f"Co-authors: {result.coauthor_count} in the index; most shared papers: {top}"))
+    if result.person_id:
+        lines.append(f"Person id: {result.person_id} (summarize and collaborators --for accept it)")
+    namesakes = namesake_line(result)
+    if namesakes:
+        lines.append(namesakes)
     lines.append("")
     if result.window_note:
         lines += [wrap(f"Note: {result.window_note}"), ""]

@@ -56,7 +56,10 @@ def ask_work(deps: SlackDeps, question: str, *, asked_by: str | None = None) -> 
 
 
 def summarize_work(deps: SlackDeps, name: str, *, since: int | None = None, asked_by: str | None = None) -> Work:
-    """A scholar summary (or the list of candidates when the name is ambiguous), then two plots."""
+    """A scholar summary (or the list of candidates when the name is ambiguous), then two plots.
+
+    ``name`` may be a ``person:…`` id (a pick button): exactly that person is summarized.
+    """
 
     def work(reply: Reply) -> None:
         request = f"/paperbot summarize {name}" + (f" --since {since}" if since else "")
@@ -68,12 +71,15 @@ def summarize_work(deps: SlackDeps, name: str, *, since: int | None = None, aske
                          fallback=f"Several scholars match {name}; which one?")
             return
         cited = [paper.id for paper in result.papers]
+        # the thread history should read "summarize Zhao Zhang", not only an opaque id
+        question = request if result.scholar.name in request else f"{request} ({result.scholar.name})"
         answer_id = deps.store.save_answer(
             channel=reply.target.channel, thread_ts=reply.thread_ts, user=reply.target.user,
-            team=reply.target.team, kind="summary", question=request, answer=result.summary, cited_ids=cited,
+            team=reply.target.team, kind="summary", question=question, answer=result.summary, cited_ids=cited,
         )
         footer = [kit.answer_actions(answer_id, has_citations=bool(cited), more_offset=None)]
-        reply.finish([*intro, *kit.summary_blocks(result)], fallback=f"{result.scholar.name}: {result.summary}", footer=footer)
+        reply.finish([*intro, *kit.summary_blocks(result, since=since)],
+                     fallback=f"{result.scholar.name}: {result.summary}", footer=footer)
         _upload_plots(deps, reply, result)
 
     return work

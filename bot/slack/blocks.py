@@ -30,6 +30,7 @@ from retrieval.models import (
     AnswerResult,
     Citation,
     CollaboratorsResult,
+    ScholarCandidate,
     ScholarSummaryResult,
     SearchResult,
 )
@@ -43,8 +44,10 @@ HELP_TEXT = (
     "reply in that thread to follow up, no need to tag me again), send me a direct message, "
     "or use `/paperbot`:\n"
     "• `/paperbot <question>` or `/paperbot ask <question>`: a cited answer\n"
-    "• `/paperbot summarize <scholar> [--since YEAR]`: profile, themes and recent work\n"
-    "• `/paperbot collaborators <topic> [--for NAME] [--new]`: who works on it, with evidence\n"
+    "• `/paperbot summarize <scholar> [--since YEAR]`: profile, themes and recent work "
+    "(a name, an ORCID, or the `person:…` id of exactly one person)\n"
+    "• `/paperbot collaborators <topic> [--for NAME] [--new]`: who works on it, with evidence "
+    "(NAME may be a `person:…` id too)\n"
     "• `/paperbot follow [scholar|topic] <name or topic>`: post new matching papers here\n"
     "• `/paperbot unfollow <number or name>` and `/paperbot follows`: manage this channel's follows\n"
     "• `/paperbot help`: this message"
@@ -169,8 +172,9 @@ _ID_LINKS = {
 }
 
 
-def summary_blocks(result: ScholarSummaryResult) -> list[Block]:
-    """Profile facts, the summary, themes with citations, and the cited papers."""
+def summary_blocks(result: ScholarSummaryResult, *, since: int | None = None) -> list[Block]:
+    """Profile facts, other people of the same name (one pick button each), the summary,
+    themes with citations, and the cited papers. ``since`` rides along on the pick buttons."""
     scholar = result.scholar
     blocks: list[Block] = [header(scholar.name)]
     facts: list[str] = []
@@ -185,6 +189,8 @@ def summary_blocks(result: ScholarSummaryResult) -> list[Block]:
         for key, (label, template) in _ID_LINKS.items()
         if scholar.ids.get(key)
     ]
+    if result.person_id:
+        ids.append(f"`{escape(result.person_id)}`")
     if ids:
         facts.append("*Ids:* " + " · ".join(ids))
     if result.paper_count:
@@ -200,6 +206,7 @@ def summary_blocks(result: ScholarSummaryResult) -> list[Block]:
         facts.append(f"*Frequent co-authors{total}:* " + escape(people))
     if facts:
         blocks.extend(sections("\n".join(facts)))
+    blocks.extend(namesake_blocks(result, since=since))
     blocks.append(divider())
     blocks.extend(sections(markdown_to_mrkdwn(result.summary) or "_(no summary)_"))
     if result.themes:
@@ -219,7 +226,8 @@ def summary_blocks(result: ScholarSummaryResult) -> list[Block]:
 
 
 def ambiguous_blocks(result: AmbiguousScholarResult, *, since: int | None = None) -> list[Block]:
-    """Several people match the name: one line and one "Summarize" button per candidate."""
+    """Several people match the name: one line and one "Summarize" button per candidate, each
+    picking exactly that person (by ``person_id``; older results: an id or a unique name)."""
     blocks: list[Block] = sections(
         f"Several indexed scholars match {bold(result.query)}. Which one did you mean?"
     )
@@ -237,9 +245,11 @@ def ambiguous_blocks(result: AmbiguousScholarResult, *, since: int | None = None
         if candidate.sample_title:
             text += f"\n_e.g._ {escape(candidate.sample_title)}"
         block: Block = {"type": "section", "text": mrkdwn(text[:3000])}
-        reference = _candidate_reference(candidate.name, candidate.ids, unique=names.count(candidate.name.casefold()) == 1)
-        if reference:
-            pick = payloads.ScholarPick(name=reference, since=since)
+        unique = names.count(candidate.name.casefold()) == 1
+        pick = payloads.ScholarPick.for_person(
+            candidate.person_id, fallback=_candidate_reference(candidate.name, candidate.ids, unique=unique), since=since,
+        )
+        if pick is not None:
             block["accessory"] = _button("Summarize", payloads.ACTION_PICK_SCHOLAR, pick.encode())
         blocks.append(block)
     hidden = max(0, len(result.candidates) - 20) + result.more
@@ -257,11 +267,70 @@ def _candidate_reference(name: str, ids: dict[str, str], *, unique: bool) -> str
     return name if unique else None
 
 
+def namesake_blocks(result: ScholarSummaryResult, *, since: int | None = None) -> list[Block]:
+    """"N other people in the index are also named X" and a pick button per listed namesake,
+    labelled with the name and a fact that tells that namesake apart."""
+    others = result.others_with_this_name
+    if others <= 0:
+        return []
+    main = _summary_facts(result)
+    listed = result.namesakes[:5]
+    buttons: list[dict[str, object]] = []
+    for candidate in listed:
+        pick = payloads.ScholarPick.for_person(
+            candidate.person_id, fallback=_candidate_reference(candidate.name, candidate.ids, unique=False), since=since,
+        )
+        if pick is None:
+            continue
+        rivals = [main, *(_candidate_facts(c) for c in listed if c is not candidate)]
+        fact = distinguishing_fact(_candidate_facts(candidate), rivals)
+        label = f"{candidate.name} · {fact}" if fact else candidate.name
+        buttons.append(_button(label, payloads.pick_action(len(buttons)), pick.encode()))
+    name = result.scholar.name
+    people = "1 other person in the index is" if others == 1 else f"{others} other people in the index are"
+    if all(c.name.casefold() == name.casefold() for c in result.namesakes):
+        line = f":busts_in_silhouette: {people} also named {bold(name)}."
+    else:
+        line = f":busts_in_silhouette: {people} also matched by this name."
+    line += " This summary is only about the one above" + (": pick another below." if buttons else ".")
+    blocks: list[Block] = [context(line)]
+    if buttons:
+        blocks.append({"type": "actions", "block_id": "paperbot_namesakes", "elements": buttons})
+    return blocks
+
+
+def _candidate_facts(candidate: ScholarCandidate) -> list[str]:
+    """What can tell a person apart, most telling first."""
+    facts = [candidate.affiliation or ""]
+    if candidate.latest_year:
+        facts.append(f"latest {candidate.latest_year}")
+    facts += [f"with {name}" for name in candidate.coauthors[:3]]
+    facts.append(f"{candidate.papers} paper" + ("" if candidate.papers == 1 else "s"))
+    return [fact for fact in facts if fact]
+
+
+def _summary_facts(result: ScholarSummaryResult) -> list[str]:
+    current = result.scholar.affiliations.get("current") or []
+    facts = list(current)
+    if result.counts_by_year:
+        facts.append(f"latest {max(result.counts_by_year)}")
+    facts += [f"with {c.name}" for c in result.coauthors]
+    facts.append(f"{result.paper_count} paper" + ("" if result.paper_count == 1 else "s"))
+    return facts
+
+
+def distinguishing_fact(facts: Sequence[str], rivals: Sequence[Sequence[str]]) -> str | None:
+    """The first of ``facts`` no rival shares (else the first fact; None without facts)."""
+    taken = {fact.casefold() for rival in rivals for fact in rival}
+    return next((fact for fact in facts if fact.casefold() not in taken), facts[0] if facts else None)
+
+
 # --- collaborators ---------------------------------------------------------------------------
 
 
 def collaborators_blocks(result: CollaboratorsResult, *, for_name: str | None = None) -> list[Block]:
-    """Each person with the reason and the papers that justify the ranking."""
+    """Each person with the reason, the papers that justify the ranking and, when the person has
+    an id, a "Profile" button that summarizes exactly them."""
     title = f"People working on {bold(result.topic)}"
     if for_name:
         title += f" (possible collaborators for {escape(for_name)})"
@@ -279,7 +348,11 @@ def collaborators_blocks(result: CollaboratorsResult, *, for_name: str | None = 
         lines.extend(
             citation_line(paper, label=f"{rank}.{i}") for i, paper in enumerate(person.papers, start=1)
         )
-        blocks.extend(sections("\n".join(lines)))
+        pieces = sections("\n".join(lines))
+        pick = payloads.ScholarPick.for_person(person.person_id)
+        if pick is not None:  # the first piece holds the name: the button sits next to it
+            pieces[0]["accessory"] = _button("Profile", payloads.ACTION_PICK_SCHOLAR, pick.encode())
+        blocks.extend(pieces)
     return blocks
 
 

@@ -15,6 +15,7 @@ import pytest
 from bot.slack.app import SlackRuntime, build_slack
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
+from tests.slack import namesakes
 from tests.slack.slack_requests import SlackSender
 from tests.slack.stand_in import SlackStandIn
 
@@ -61,6 +62,18 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def assistant(index_dir: Path) -> Assistant:
     """The real facade over the small index, extractive (no chat model)."""
     return Assistant(make_settings(index_dir), chat_model=None)
+
+
+@pytest.fixture(scope="session")
+def namesake_assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
+    """The real facade over a small index with namesakes (``tests/slack/namesakes.py``): two
+    comparable "Wei Zhang", and one prolific "Lena Fischer" next to two with one paper each."""
+    records = namesakes.write_records(tmp_path_factory.mktemp("namesake-records") / "namesakes.jsonl")
+    core = Assistant(make_settings(tmp_path_factory.mktemp("namesake-index")), chat_model=None)
+    report = core.ingest_files([records])
+    assert len(report.added) == len(namesakes.RECORDS), report
+    yield core
+    core.index.close()
 
 
 @pytest.fixture

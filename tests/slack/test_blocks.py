@@ -194,6 +194,7 @@ def test_summary_blocks_show_profile_facts_themes_and_papers() -> None:
 
 
 def test_ambiguous_buttons_only_when_they_single_someone_out() -> None:
+    """Candidates without a person id (older cores): an ORCID/OpenAlex id or a unique name."""
     result = AmbiguousScholarResult(query="Zhang", candidates=[
         ScholarCandidate(name="Zhao Zhang", affiliation="MIT", papers=4, sample_title="Optics", ids={"openalex": "A123"}),
         ScholarCandidate(name="Tong Zhang", affiliation=None, papers=2, sample_title=None),
@@ -204,6 +205,157 @@ def test_ambiguous_buttons_only_when_they_single_someone_out() -> None:
     picks = [payloads.ScholarPick.decode(b["accessory"]["value"]) for b in blocks if "accessory" in b]
     assert [(p.name, p.since) for p in picks] == [("A123", 2020), ("Tong Zhang", 2020)]
     assert "3 more" in dump(blocks)
+
+
+NAMESAKES = AmbiguousScholarResult(query="Wei Zhang", candidates=[
+    ScholarCandidate(name="Wei Zhang", person_id="person:3f9a0c12b4de", affiliation="MIT", papers=4,
+                     sample_title="Silicon photonic interconnects", coauthors=["Ann Lee", "Bo Chen"], latest_year=2021),
+    ScholarCandidate(name="Wei Zhang", person_id="person:77aa00bb11cc", affiliation="University of Oslo", papers=3,
+                     sample_title="Moose browsing in boreal forests", coauthors=["Kari Nordmann"], latest_year=2024),
+    ScholarCandidate(name="Wei Zhang", person_id="person:0123456789abcdef", affiliation=None, papers=1,
+                     sample_title=None, ids={"orcid": "0000-0002-1825-0097"}),
+    ScholarCandidate(name="W. Zhang", person_id="person:fedcba987654", affiliation=None, papers=1, sample_title=None),
+])
+
+
+def _accessory_picks(blocks: list[dict]) -> list[payloads.ScholarPick]:
+    picks = []
+    for block in blocks:
+        if "accessory" in block:
+            button = block["accessory"]
+            assert button["action_id"] == payloads.ACTION_PICK_SCHOLAR and len(button["value"]) <= 2000
+            picks.append(payloads.ScholarPick.decode(button["value"]))
+    return picks
+
+
+def test_every_ambiguous_candidate_gets_a_pick_carrying_its_person_id() -> None:
+    blocks = kit.ambiguous_blocks(NAMESAKES, since=2019)
+    picks = _accessory_picks(blocks)
+    assert [(p.person_id, p.name, p.since) for p in picks] == [
+        (c.person_id, None, 2019) for c in NAMESAKES.candidates
+    ]
+    assert [p.reference for p in picks] == [c.person_id for c in NAMESAKES.candidates]
+    assert all(b["accessory"]["text"]["text"] == "Summarize" for b in blocks if "accessory" in b)
+    # the lines still tell the three "Wei Zhang" apart
+    lines = [b["text"]["text"] for b in blocks if "accessory" in b]
+    assert "*Wei Zhang* · MIT · 4 paper(s) · latest 2021" in lines[0]
+    assert "With Ann Lee, Bo Chen" in lines[0] and "Silicon photonic interconnects" in lines[0]
+    assert "University of Oslo" in lines[1] and "Kari Nordmann" in lines[1] and "latest 2024" in lines[1]
+
+
+def test_a_person_id_the_payload_cannot_carry_falls_back_to_the_old_reference() -> None:
+    odd = AmbiguousScholarResult(query="Wei Zhang", candidates=[
+        ScholarCandidate(name="Wei Zhang", person_id="person:a+person:b", affiliation=None, papers=2,
+                         sample_title=None, ids={"orcid": "0000-0002-1825-0097"}),
+        ScholarCandidate(name="Wei Zhang", person_id="not-a-person-id", affiliation=None, papers=1, sample_title=None),
+    ])
+    picks = _accessory_picks(kit.ambiguous_blocks(odd))
+    assert [(p.person_id, p.name) for p in picks] == [(None, "0000-0002-1825-0097")]
+
+
+def test_pick_values_are_strict_and_old_buttons_still_work() -> None:
+    import pytest
+
+    from retrieval.errors import InputError
+
+    assert payloads.ScholarPick.decode('{"name": "A123", "since": 2020}').reference == "A123"  # posted before ids
+    assert payloads.ScholarPick.decode('{"person_id": "person:3f9a0c12b4de"}').reference == "person:3f9a0c12b4de"
+    for raw in ('{"person_id": "person:../../etc"}', '{"person_id": "Zhao Zhang"}', "{}",
+                '{"person_id": "person:3f9a0c12b4de", "name": "Zhao Zhang"}', '{"name": ""}'):
+        with pytest.raises(InputError):
+            payloads.ScholarPick.decode(raw)
+    for action in (payloads.ACTION_PICK_SCHOLAR, payloads.pick_action(1), payloads.pick_action(4)):
+        assert payloads.PICK_SCHOLAR_ACTIONS.match(action)
+    assert not payloads.PICK_SCHOLAR_ACTIONS.match(payloads.ACTION_BIBTEX)
+
+
+def _summary(**overrides: object) -> ScholarSummaryResult:
+    values: dict[str, object] = dict(
+        scholar=ScholarIdentity(name="Wei Zhang", affiliations={"current": ["MIT"], "previous": []}),
+        summary="Works on photonics [1].", mode="extractive", themes=[], papers=[citation(1)],
+        coauthors=[Coauthor(name="Ann Lee", shared=3)], topics=["Photonics"], counts_by_year={2020: 2, 2021: 2},
+        paper_count=4, coauthor_count=2, person_id="person:3f9a0c12b4de",
+    )
+    values.update(overrides)
+    return ScholarSummaryResult(**values)  # type: ignore[arg-type]
+
+
+def _actions(blocks: list[dict]) -> list[dict]:
+    return [element for b in blocks if b["type"] == "actions" for element in b["elements"]]
+
+
+def test_summary_names_the_namesakes_with_one_pick_button_each() -> None:
+    oslo, orcid_only = NAMESAKES.candidates[1], NAMESAKES.candidates[2]
+    result = _summary(others_with_this_name=2, namesakes=[oslo, orcid_only])
+    blocks = kit.summary_blocks(result, since=2018)
+    contexts = [b["elements"][0]["text"] for b in blocks if b["type"] == "context"]
+    [line] = [c for c in contexts if "other people" in c]
+    assert "2 other people in the index are also named *Wei Zhang*" in line
+    buttons = _actions(blocks)
+    assert len(buttons) == 2
+    assert [b["text"]["text"] for b in buttons] == ["Wei Zhang · University of Oslo", "Wei Zhang · 1 paper"]
+    assert all(len(b["text"]["text"]) <= 75 and len(b["value"]) <= 2000 for b in buttons)
+    ids = [b["action_id"] for b in buttons]
+    assert len(set(ids)) == len(ids) and all(payloads.PICK_SCHOLAR_ACTIONS.match(i) for i in ids)
+    picks = [payloads.ScholarPick.decode(b["value"]) for b in buttons]
+    assert [(p.person_id, p.since) for p in picks] == [(oslo.person_id, 2018), (orcid_only.person_id, 2018)]
+    # the line and the buttons come before the summary text
+    text = dump(blocks)
+    assert text.index("other people") < text.index("Works on photonics")
+    assert "`person:3f9a0c12b4de`" in text  # the summarized person's own id, to reuse
+
+
+def test_namesake_labels_pick_a_fact_that_tells_them_apart() -> None:
+    same_year = [
+        ScholarCandidate(name="Zhaoxiang Zhang", person_id="person:aaaaaa111111", affiliation=None, papers=1,
+                         sample_title="PatchFD", coauthors=["Fei Zhu", "Zhen Cheng"], latest_year=2024),
+        ScholarCandidate(name="Zhaoxiang Zhang", person_id="person:bbbbbb222222", affiliation=None, papers=1,
+                         sample_title="Polarization", coauthors=["Kei Ikemura"], latest_year=2024),
+    ]
+    result = _summary(scholar=ScholarIdentity(name="Zhaoxiang Zhang"), counts_by_year={2024: 6}, paper_count=6,
+                      coauthors=[Coauthor(name="Yuntao Chen", shared=3)], others_with_this_name=2, namesakes=same_year)
+    labels = [b["text"]["text"] for b in _actions(kit.summary_blocks(result))]
+    assert labels == ["Zhaoxiang Zhang · with Fei Zhu", "Zhaoxiang Zhang · with Kei Ikemura"]
+    long = ScholarCandidate(name="Wei Zhang", person_id="person:cccccc333333", papers=2, sample_title=None,
+                            affiliation="Department of Electrical and Computer Engineering, University of Toronto")
+    [label] = [b["text"]["text"] for b in _actions(kit.summary_blocks(_summary(others_with_this_name=1, namesakes=[long])))]
+    assert len(label) <= 75 and label.startswith("Wei Zhang · Department of Electrical")
+
+
+def test_summary_without_namesakes_has_no_line_and_more_than_listed_are_counted() -> None:
+    plain = kit.summary_blocks(_summary())
+    assert "other people" not in dump(plain) and "other person" not in dump(plain) and not _actions(plain)
+    counted = kit.summary_blocks(_summary(others_with_this_name=7, namesakes=[NAMESAKES.candidates[1]]))
+    assert "7 other people in the index are also named *Wei Zhang*" in dump(counted)
+    assert len(_actions(counted)) == 1
+    one = kit.summary_blocks(_summary(others_with_this_name=1, namesakes=[]))
+    assert "1 other person in the index is also named *Wei Zhang*" in dump(one) and not _actions(one)
+    mixed = kit.summary_blocks(_summary(others_with_this_name=1, namesakes=[NAMESAKES.candidates[3]]))
+    assert "also matched by this name" in dump(mixed)  # "W. Zhang" is not "named Wei Zhang"
+
+
+def test_namesakes_are_escaped() -> None:
+    evil = ScholarCandidate(name=EVIL, person_id="person:dddddd444444", affiliation=EVIL, papers=1, sample_title=EVIL)
+    result = _summary(scholar=ScholarIdentity(name=EVIL), others_with_this_name=1, namesakes=[evil])
+    blocks = kit.summary_blocks(result)
+    assert_inert(blocks)
+    assert all(b["text"]["type"] == "plain_text" for b in _actions(blocks))
+
+
+def test_collaborators_get_a_profile_button_per_person_with_an_id() -> None:
+    result = CollaboratorsResult(topic="optics", scholars=[
+        ExpertCandidate(name="Ann Lee", person_id="person:eeeeee555555", score=0.8, affiliation="MIT",
+                        reason="3 papers on optics", papers=[citation(1)]),
+        ExpertCandidate(name="Bo Li", score=0.5, affiliation=None, reason="1 paper", papers=[citation(2)]),
+        ExpertCandidate(name="Cy Wu", person_id="person:ffffff666666", score=0.4, affiliation=None,
+                        reason="1 paper", papers=[citation(3)]),
+    ])
+    blocks = kit.collaborators_blocks(result)
+    with_button = [b for b in blocks if "accessory" in b]
+    assert [b["text"]["text"].split("*")[1] for b in with_button] == ["1. Ann Lee", "3. Cy Wu"]
+    assert all(b["accessory"]["text"]["text"] == "Profile" for b in with_button)
+    picks = _accessory_picks(blocks)
+    assert [p.person_id for p in picks] == ["person:eeeeee555555", "person:ffffff666666"]
 
 
 def test_collaborators_show_each_person_with_evidence() -> None:

@@ -1,4 +1,5 @@
-"""Button clicks: votes, "More papers", "BibTeX", and picking one of several scholars."""
+"""Button clicks: votes, "More papers", "BibTeX", and picking one person to summarize (a candidate of
+an ambiguous name, a namesake under a summary, an expert's "Profile")."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def register(app: App, deps: SlackDeps) -> None:
     )
     app.action(payloads.ACTION_BIBTEX)(on_stored_answer(lambda answer, _ref: feedback.bibtex_work(deps, answer)))
 
-    @app.action(payloads.ACTION_PICK_SCHOLAR)
+    @app.action(payloads.PICK_SCHOLAR_ACTIONS)
     def on_pick(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
         ack()
         try:
@@ -89,4 +90,4 @@ def register(app: App, deps: SlackDeps) -> None:
             return
         target = Target(channel=channel, user=_user(body), thread_ts=thread_ts, team=_team(body),
                         response_url=body.get("response_url"))
-        submit(deps, client, target, summarize_work(deps, pick.name, since=pick.since))
+        submit(deps, client, target, summarize_work(deps, pick.reference, since=pick.since))
