@@ -243,8 +243,10 @@ def find_collaborators(
         return CollaboratorsResult(topic=topic, scholars=[], notice="No indexed paper matches this topic.")
     directory = _directory_for(index, hits, directory, roster)
     excluded: set[str] = set()
+    asker: Person | None = None
     if for_name:
-        excluded = _excluded(directory, _resolve_for(directory, for_name, roster), new_only)
+        asker = _resolve_for(directory, for_name, roster)
+        excluded = _excluded(directory, asker, new_only)
     ranked = [e for e in document_model_scores(hits, directory, today) if e.person.key not in excluded]
     numbers: dict[str, int] = {}
     scholars: list[ExpertCandidate] = []
@@ -268,4 +270,6 @@ def find_collaborators(
     notice = None
     if not scholars:
         notice = "Everyone with a matching paper was excluded by --for/--new-only."
-    return CollaboratorsResult(topic=topic, scholars=scholars, notice=notice)
+    return CollaboratorsResult(
+        topic=topic, scholars=scholars, notice=notice, for_person=asker.name if asker is not None else None
+    )

@@ -197,6 +197,7 @@ class CollaboratorsResult(BaseModel):
     topic: str
     scholars: list[ExpertCandidate]
     notice: str | None = Field(default=None, exclude=True)  # e.g. "no indexed paper is close to the topic"
+    for_person: str | None = Field(default=None, exclude=True)  # who --for resolved to (display name)
 
 
 ScholarSummaryResult.model_rebuild()

@@ -55,5 +55,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         ctx.out_json(result.model_dump(mode="json"))
     else:
-        ctx.out(render_collaborators(result, for_name=args.for_name, new_only=args.new_only))
+        ctx.out(render_collaborators(result, for_name=result.for_person or args.for_name, new_only=args.new_only))
     return 0

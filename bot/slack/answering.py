@@ -118,7 +118,7 @@ def collaborators_work(
             team=reply.target.team, kind="collaborators", question=request, answer=summary, cited_ids=cited,
         )
         footer = [kit.answer_actions(answer_id, has_citations=bool(cited), more_offset=None)]
-        reply.finish([*intro, *kit.collaborators_blocks(result, for_name=for_name)],
+        reply.finish([*intro, *kit.collaborators_blocks(result, for_name=result.for_person or for_name)],
                      fallback=f"People working on {topic}: {summary}", footer=footer)
 
     return work

@@ -200,3 +200,12 @@ def test_directory_is_cached_until_the_index_changes(tmp_path: Path, encoder, pa
         assert second is not first and len(second.papers) == 3
     finally:
         index.close()
+
+
+def test_for_accepts_a_person_id_and_names_who_it_is(real_index, index_settings, people):
+    [xing] = [p for p in people.compatible_with("Eric Xing") if "Eric Xing" in p.names]
+    result = find_collaborators(real_index, index_settings, TOPIC, limit=10, today=TODAY, directory=people,
+                                for_name=xing.key)
+    assert result.for_person == "Eric Xing"
+    assert all(s.person_id != xing.key for s in result.scholars) and result.scholars
+    assert "for_person" not in result.model_dump(mode="json")  # the JSON contract is unchanged
