@@ -132,6 +132,18 @@ def claims_of(entries: Iterable[Any]) -> tuple[Claim, ...]:
     )
 
 
+def _papers_needing_topics(blocks: dict[str, list[Cluster]]) -> list[str]:
+    """Papers of mentions whose spelled-out name (family + first given name) occurs on more
+    than one paper: the only ones the same-name step compares by topic."""
+    by_name: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for family, clusters in blocks.items():
+        for cluster in clusters:
+            parsed = parse_name(cluster.slots[0].author.name)
+            if parsed.has_full_given:
+                by_name[(family, parsed.given[0])].add(cluster.slots[0].paper_id)
+    return sorted({paper for papers in by_name.values() if len(papers) > 1 for paper in papers})
+
+
 def _newest_first(mention: Mention) -> tuple[str, str, int]:
     return (mention.published or "", mention.paper_id, -mention.position)
 
@@ -183,6 +195,8 @@ class PeopleDirectory:
             for position, author in enumerate(paper.authors):
                 slot = Slot(paper_id, position, author, paper.venue)
                 blocks[parsed[position].family].append(Cluster(slot, context))
+        if self.clustering == "evidence":
+            self._topics.prefetch(_papers_needing_topics(blocks))  # one batched read of the vectors
         clusters: list[tuple[str, Cluster]] = []
         for family in sorted(blocks):
             for cluster in group_block(family, blocks[family], policy=self.clustering, topics=self._topics):
