@@ -84,6 +84,16 @@ script whenever the fusion changes. The figure transfers only roughly to other c
 title-only records (BibTeX without abstracts) have lower cosines, so override it with
 PAPERBOT_MIN_RELEVANCE where needed.
 
+Migrations. When the record store migrates records (``store._refresh_records``: cleaned author
+names, ids re-keyed under the fold that keeps every script), Chroma and BM25 catch up on the
+first use of the index (a search, an upsert, a delete, ``doctor``): ``_catch_up`` moves each
+vector to its record's new id and rewrites its metadata (author keys), reusing the stored
+vector whenever the text is unchanged, embeds only records whose text a merge changed, removes
+the vectors of ids that no longer exist, and rebuilds BM25. Moves are forgotten batch by batch
+after their vectors are written and the store's mark is cleared last, so an interrupted catch-up
+simply runs again (every step is idempotent). Opening the index stays cheap: nothing here
+runs before Chroma is needed anyway.
+
 Encoders. Vectors of different encoders must not be mixed: the first upsert that embeds
 records the encoder's name in the record store (``ENCODER_META_KEY``); afterwards searches and
 embedding upserts with another encoder raise ``ConfigError`` naming both and the fix
@@ -264,6 +274,8 @@ class PaperIndex:
         self._venue_cache: tuple[int, frozenset[str]] | None = None
         self._dense_view: int | None = None  # store generation the embedded vector index is known to hold
         self._dense_view_lock = threading.Lock()
+        self._caught_up = False  # True once Chroma and BM25 follow the store's last migration
+        self._catch_up_lock = threading.RLock()
 
     @classmethod
     def open(
@@ -286,6 +298,64 @@ class PaperIndex:
     def close(self) -> None:
         self.dense.close()
         self.store.close()
+
+    # --- catching up with a record-store migration ---------------------------------------------
+
+    def _catch_up(self) -> None:
+        """Bring Chroma and BM25 up to a store migration that changed records (module docstring)."""
+        if self._caught_up:
+            return
+        with self._catch_up_lock:
+            if self._caught_up:
+                return
+            if self.store.derived_refresh_pending():
+                log.info("Updating the vector and BM25 indexes to the migrated record store.")
+                self._apply_vector_moves()
+                self.lexical.rebuild()
+                self.store.derived_refresh_done()
+            self._caught_up = True
+
+    def _apply_vector_moves(self) -> None:
+        """Every ``RecordStore.vector_moves`` entry: the vector under the record's new id."""
+        present = self.dense.embedding_hashes()
+        while moves := self.store.vector_moves():
+            old_ids = list(dict.fromkeys(old for old, _, _ in moves))
+            records = self.store.get_many(list(dict.fromkeys(new for _, new, _ in moves)))
+            stored = self.dense.vectors(list(dict.fromkeys([*old_ids, *records])))
+            vectors: dict[str, np.ndarray] = {}
+            for old, new, old_hash in moves:
+                paper = records.get(new)
+                usable = old in stored and present.get(old) == old_hash  # that vector is still of that text
+                if paper is not None and new not in vectors and usable and old_hash == paper.embedding_hash:
+                    vectors[new] = stored[old]
+            for new, paper in records.items():  # moved by an interrupted run already
+                if new not in vectors and new in stored and present.get(new) == paper.embedding_hash:
+                    vectors[new] = stored[new]
+            to_embed = [paper for paper in records.values() if paper.id not in vectors]
+            if to_embed:  # a merge changed the text, or the vector was missing already
+                vectors.update(self._embed_for_catch_up(to_embed))
+            if vectors:
+                ids = list(vectors)
+                self.dense.upsert(ids, np.stack([vectors[i] for i in ids]), [record_metadata(records[i]) for i in ids])
+                present.update({i: records[i].embedding_hash for i in ids})
+            still_stored = self.store.hashes(old_ids)
+            gone = [old for old in old_ids if old not in still_stored]
+            if gone:
+                self.dense.delete(gone)
+                for old in gone:
+                    present.pop(old, None)
+            self.store.vector_moves_done(old_ids)
+
+    def _embed_for_catch_up(self, papers: Sequence[Paper]) -> dict[str, np.ndarray]:
+        """Vectors for records whose text no stored vector matches; none while the index's
+        vectors come from another encoder (``repair`` re-embeds everything then, these too)."""
+        try:
+            self.check_encoder()
+        except ConfigError as exc:
+            log.warning("%s %d records stay without a vector until then.", exc, len(papers))
+            return {}
+        encoded = np.asarray(self._embed(self.encoder, papers), dtype=np.float32)
+        return {paper.id: vector for paper, vector in zip(papers, encoded)}
 
     # --- other processes ---------------------------------------------------------------------
 
@@ -322,6 +392,7 @@ class PaperIndex:
         """
         _ = self.encoder
         self.dense.ping()
+        self._catch_up()
         self.lexical.current()
 
     @property
@@ -399,6 +470,7 @@ class PaperIndex:
         ``progress(done, total)`` counts records of this call; unchanged ones are done at once.
         A record listed twice is indexed once (the last version wins).
         """
+        self._catch_up()
         self._see_other_writers()
         latest: dict[str, Paper] = {}
         for paper in papers:
@@ -477,6 +549,7 @@ class PaperIndex:
     def delete(self, ids: Sequence[str]) -> int:
         """Remove records (store first, then vectors); returns how many records existed."""
         unique = list(dict.fromkeys(ids))
+        self._catch_up()
         self._see_other_writers()
         view = self._dense_view
         removed = self.store.delete_many(unique)
@@ -602,6 +675,7 @@ class PaperIndex:
         return hit.score >= self.relevance_threshold
 
     def _run(self, query: str, k: int, filters: SearchFilters | None, mode: _Mode) -> SearchOutcome:
+        self._catch_up()
         prepared = prepare_query(query)
         if not 1 <= k <= MAX_K:
             raise InputError(f"The number of results must be between 1 and {MAX_K} (got {k}).",
@@ -706,7 +780,8 @@ class PaperIndex:
     # --- consistency -------------------------------------------------------------------------
 
     def check_consistency(self) -> ConsistencyReport:
-        """Compare store, Chroma and the BM25 index without changing anything."""
+        """Compare store, Chroma and the BM25 index (after finishing a store migration's catch-up)."""
+        self._catch_up()
         self._see_other_writers()
         expected = self.store.all_embedding_hashes()
         present = self.dense.embedding_hashes()

@@ -14,6 +14,8 @@ and chooses each field by rule:
 - abstract: the longest clean one; authors: the list with more authors (then more ids and
   affiliations), enriched with ORCID/OpenAlex ids, affiliations and fuller names from the other
   list, author by author (by position and name, never across disagreeing ids);
+  ``authors_truncated`` follows the kept list (a list cut as long as it, from another source,
+  marks it too; only a fuller list clears it);
 - published: the published version's date for a preprint + published pair, else the most
   precise date; categories: union; citation_count: max; open_access: any True;
 - arxiv_id/arxiv_version and openalex_id: kept from whichever has them (latest version).
@@ -320,15 +322,27 @@ class _AuthorLookup:
         return found
 
 
+def first_list_wins(a: list[Author], b: list[Author]) -> bool:
+    """True when ``merge_authors`` keeps ``a``'s list (more authors, then more detail; ties: ``a``)."""
+    return _author_info(a) >= _author_info(b)
+
+
 def merge_authors(a: list[Author], b: list[Author]) -> list[Author]:
     """The author list with more information, each author enriched from the other list."""
-    primary, other = (a, b) if _author_info(a) >= _author_info(b) else (b, a)
+    primary, other = (a, b) if first_list_wins(a, b) else (b, a)
     lookup = _AuthorLookup(other)
     merged: list[Author] = []
     for position, author in enumerate(primary):
         j = lookup.partner(author, position)
         merged.append(author if j is None else _enrich(author, other[j]))
     return merged
+
+
+def _truncated(a: Paper, b: Paper) -> bool:
+    """Whether the author list ``merge_authors`` keeps is cut: its own flag, or the other list
+    says it was cut and the kept one is no longer (only a fuller list clears the flag)."""
+    kept, other = (a, b) if first_list_wins(a.authors, b.authors) else (b, a)
+    return kept.authors_truncated or (other.authors_truncated and len(kept.authors) <= len(other.authors))
 
 
 def merge_provenance(a: list[Provenance], b: list[Provenance]) -> list[Provenance]:
@@ -374,6 +388,7 @@ def merge_papers(a: Paper, b: Paper) -> Paper:
     citations = [count for count in (a.citation_count, b.citation_count) if count is not None]
     data.update(
         authors=merge_authors(a.authors, b.authors),
+        authors_truncated=_truncated(a, b),
         abstract=_choose_abstract(a.abstract, b.abstract),
         published=_choose_published(a, b, published_side),
         arxiv_id=arxiv_id,

@@ -4,6 +4,11 @@ A paper's canonical id is chosen from the strongest identifier it has:
 ``doi:<lowercased DOI>`` > ``arxiv:<id without version>`` > ``openalex:<W...>`` >
 ``hash:<sha1 of normalised title + year + first author's family name>``. Every parser
 produces ``Paper`` objects; the record store, the index and the doors only ever see these.
+
+Author names are cleaned here, whichever parser or file a record comes from
+(``author_cleaning``: no ``<b>`` or "Song*" in a name, "et al." is no person); a list the
+source cut sets ``authors_truncated``. ``fold``, behind title keys and hence ``hash:`` ids,
+keeps every script: other scripts than Latin are transliterated.
 """
 
 from __future__ import annotations
@@ -13,9 +18,13 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import date
+from functools import lru_cache
 from typing import Annotated, Any
 
+from anyascii import anyascii
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+
+from retrieval.author_cleaning import clean_author
 
 # Identifier normalisation ------------------------------------------------------------------
 
@@ -92,11 +101,77 @@ LATIN_LETTERS = str.maketrans({
 })
 
 
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+_LETTER_OR_DIGIT = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd"})
+_LATIN_NAMES = ("LATIN ", "MODIFIER LETTER ", "FEMININE ORDINAL", "MASCULINE ORDINAL")
+_IDEOGRAPH_NAMES = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH")
+
+
+@lru_cache(maxsize=None)
+def _latin_fold(char: str) -> str:
+    """The fold of one non-ASCII character before transliteration existed: its ASCII letters
+    after decomposition (accents dropped), or a separator."""
+    parts = (part.lower() for part in unicodedata.normalize("NFKD", char) if not unicodedata.combining(part))
+    return "".join(part if part.isascii() else " " for part in parts)
+
+
+@lru_cache(maxsize=None)
+def _foreign(char: str) -> str | None:
+    """Transliteration of a letter or digit of a non-Latin script that decomposition cannot
+    fold ("ж" -> "zh", "深" -> " shen ": ideographs are words of their own); None for others.
+
+    Modifier letters (the ʻokina, ʼ) count as Latin: they sit in Latin names.
+    """
+    if unicodedata.category(char) not in _LETTER_OR_DIGIT or _NOT_ALNUM.sub("", _latin_fold(char)):
+        return None
+    name = unicodedata.name(char, "")
+    if name.startswith(_LATIN_NAMES):
+        return None
+    text = _NOT_ALNUM.sub("", anyascii(char).lower())
+    return f" {text} " if text and name.startswith(_IDEOGRAPH_NAMES) else text
+
+
+def is_non_latin_letter(char: str) -> bool:
+    """True for a letter or digit of another script than Latin that only transliteration folds
+    ("ж", "深", "α", "٣"); False for "é", "ł", "ℓ", "ʻ", symbols and ASCII."""
+    return not char.isascii() and _foreign(char) is not None
+
+
+def has_non_latin_letters(value: str) -> bool:
+    """True when ``value`` holds a letter or digit that only transliteration folds."""
+    return not value.isascii() and any(is_non_latin_letter(char) for char in value.translate(LATIN_LETTERS))
+
+
 def fold(value: str) -> str:
-    """Lowercase ASCII-folded alphanumerics, for comparing names and titles."""
-    decomposed = unicodedata.normalize("NFKD", value.translate(LATIN_LETTERS))
-    ascii_only = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return re.sub(r"[^a-z0-9]+", " ", ascii_only.lower()).strip()
+    """Lowercase ASCII-folded alphanumerics, for comparing names and titles.
+
+    Latin text loses its accents (``LATIN_LETTERS`` covers the letters decomposition leaves
+    alone) and folds exactly as it did before other scripts were transliterated, so Latin
+    titles keep their ``hash:`` ids. Letters of other scripts are transliterated (``anyascii``,
+    ``_foreign``): two different Chinese or Cyrillic titles no longer fold to the same empty
+    key. A combining mark after such a letter is transliterated with it (Devanagari vowel
+    signs); after a Latin letter it is an accent and vanishes. ASCII text, the common case
+    on a hot path, skips all of it.
+    """
+    if value.isascii():
+        return _NOT_ALNUM.sub(" ", value.lower()).strip()
+    parts: list[str] = []
+    after_foreign = False
+    for char in value.translate(LATIN_LETTERS):
+        if char.isascii():
+            parts.append(char)
+            after_foreign = False
+            continue
+        foreign = _foreign(char)
+        if foreign is not None:
+            parts.append(foreign)
+            after_foreign = True
+        elif after_foreign and unicodedata.category(char)[0] == "M":
+            parts.append(_NOT_ALNUM.sub("", anyascii(char).lower()))
+        else:
+            parts.append(_latin_fold(char))
+            after_foreign = False
+    return _NOT_ALNUM.sub(" ", "".join(parts).lower()).strip()
 
 
 def title_key(title: str) -> str:
@@ -136,10 +211,11 @@ class Author(BaseModel):
     @field_validator("name")
     @classmethod
     def _clean_name(cls, value: str) -> str:
-        name = clean_text(value)
-        if not name:
-            raise ValueError("author name is empty")
-        return name
+        """``author_cleaning.clean_author``: markup and footnote marks off; "et al." is no one."""
+        cleaned = clean_author(clean_text(value))
+        if cleaned.name is None:
+            raise ValueError("author name is empty" if not cleaned.truncated else f"{value!r} is not a person")
+        return cleaned.name
 
     @property
     def family_name(self) -> str:
@@ -159,15 +235,45 @@ class Provenance(BaseModel):
     retrieved: str | None = None  # ISO date of the fetch or file ingest
 
 
+def clean_authors(authors: Sequence[Any]) -> tuple[list[Any], bool]:
+    """Author entries (dicts or ``Author``) with cleaned names, minus those that name no person,
+    and whether one of them said the list was cut ("et al.", "and others").
+
+    Entries of another shape and empty names are passed through untouched, for pydantic to
+    reject as before (a parser then drops that author with a warning).
+    """
+    kept: list[Any] = []
+    truncated = False
+    for entry in authors:
+        raw = entry.name if isinstance(entry, Author) else entry.get("name") if isinstance(entry, dict) else None
+        text = clean_text(raw) if isinstance(raw, str) else ""
+        if not text:  # not a name at all: ``Author`` rejects it ("author name is empty")
+            kept.append(entry)
+            continue
+        cleaned = clean_author(text)
+        truncated = truncated or cleaned.truncated
+        if cleaned.name is None:
+            continue
+        if cleaned.name != raw:
+            entry = entry.model_copy(update={"name": cleaned.name}) if isinstance(entry, Author) else {
+                **entry, "name": cleaned.name}
+        kept.append(entry)
+    return kept, truncated
+
+
 ARXIV_DOI_PREFIX = "10.48550/arxiv."
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 
 
-def format_authors(names: Sequence[str], limit: int = 3) -> str:
-    """"A, B and C" or "A, B, C et al." ("Unknown authors" for none)."""
+def format_authors(names: Sequence[str], limit: int = 3, *, truncated: bool = False) -> str:
+    """"A, B and C" or "A, B, C et al." ("Unknown authors" for none).
+
+    ``truncated``: the list itself is known to be cut ("A and others"), so it ends in "et al."
+    however short it is.
+    """
     if not names:
         return "Unknown authors"
-    if len(names) > limit:
+    if len(names) > limit or truncated:
         return ", ".join(names[:limit]) + " et al."
     if len(names) == 1:
         return names[0]
@@ -181,6 +287,8 @@ class Paper(BaseModel):
 
     title: str
     authors: list[Author] = Field(default_factory=list)
+    # The source cut the list ("and others", "et al."): more people wrote it than ``authors``.
+    authors_truncated: bool = False
     abstract: str | None = None
     published: str | None = Field(default=None, description="YYYY, YYYY-MM or YYYY-MM-DD")
     venue: str | None = None
@@ -203,6 +311,20 @@ class Paper(BaseModel):
         if isinstance(data, dict) and not data.get("published") and data.get("year") is not None:
             data = dict(data)
             data["published"] = str(data.pop("year"))
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_author_list(cls, data: Any) -> Any:
+        """Clean every author name (``clean_authors``): whichever parser, file or store the
+        record comes from, "et al." is dropped and marks the list truncated, and no name
+        keeps HTML or footnote marks. An author that cleans to nothing is dropped, the record
+        kept."""
+        if isinstance(data, dict) and isinstance(data.get("authors"), list):
+            authors, truncated = clean_authors(data["authors"])
+            data = {**data, "authors": authors}
+            if truncated:
+                data["authors_truncated"] = True
         return data
 
     @model_validator(mode="after")
@@ -296,7 +418,7 @@ class Paper(BaseModel):
 
     def short_authors(self, limit: int = 3) -> str:
         """"A, B and C" or "A, B, C et al." for citation lines (``format_authors``)."""
-        return format_authors(self.author_names, limit)
+        return format_authors(self.author_names, limit, truncated=self.authors_truncated)
 
     @property
     def embedding_text(self) -> str:
@@ -311,9 +433,22 @@ class Paper(BaseModel):
     @property
     def content_hash(self) -> str:
         """Hash of the whole record except provenance timestamps: decides updated vs unchanged."""
-        payload = self.model_dump_json(exclude={"provenance"})
+        # an untruncated list hashes as before the flag existed: stored hashes stay valid
+        payload = self.model_dump_json(exclude={"provenance"} if self.authors_truncated
+                                       else {"provenance", "authors_truncated"})
         sources = sorted({(p.source, p.source_id or "") for p in self.provenance})
         return hashlib.sha256((payload + repr(sources)).encode("utf-8")).hexdigest()
+
+    def with_clean_authors(self) -> "Paper":
+        """This record with ``clean_authors`` applied (itself when nothing changes).
+
+        For records that skipped validation (``RecordStore`` decodes without it, and records
+        stored before the cleaning existed hold "et al." or ``<b>`` names).
+        """
+        authors, truncated = clean_authors(self.authors)
+        if authors == self.authors and (self.authors_truncated or not truncated):
+            return self
+        return self.model_copy(update={"authors": authors, "authors_truncated": self.authors_truncated or truncated})
 
     @property
     def sources(self) -> list[str]:

@@ -13,6 +13,14 @@ side table lists each paper's ``merge.title_variants`` keys, so that the other v
 paper (a preprint "ChemCrow: Augmenting ..." of 2023 and its article "Augmenting ..." of 2024,
 with other ids and another fingerprint) is found across separate ingests.
 
+Schema migrations are numbered and each runs in one transaction at open (``_MIGRATIONS``).
+Migration 5 brings records stored by older code up to today's rules (``_refresh_records``):
+author names cleaned ("et al." removed, ``authors_truncated`` set, no ``<b>`` or "Song*"), and
+``hash:`` ids re-keyed where the fold that now keeps every script computes another one. What
+the store cannot do itself, moving vectors in Chroma to the new ids and rebuilding BM25, it
+leaves listed in a ``vector_moves`` table with a ``derived_refresh`` mark in ``meta``:
+``PaperIndex`` finishes it on first use (``PaperIndex._catch_up``).
+
 Every write is one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``): a failure rolls back and
 leaves the previous data intact. Each write also bumps a ``generation`` counter in the ``meta``
 table, so derived indexes notice changes made by another process with one cheap query.
@@ -25,13 +33,14 @@ import hashlib
 import json
 import sqlite3
 import threading
+from collections import defaultdict
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from retrieval.errors import StorageError
-from retrieval.merge import title_variants
+from retrieval.merge import merge_papers, title_variants
 from retrieval.names import filing_families
 from retrieval.query_filters import author_key
 from retrieval.records import Author, Paper, Provenance, fold, title_key
@@ -71,6 +80,118 @@ def _backfill_author_names(conn: sqlite3.Connection) -> None:
         "INSERT OR IGNORE INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
         [row for (record,) in rows for row in _author_name_rows(_decode(record))],
     )
+
+
+DERIVED_REFRESH_KEY = "derived_refresh"  # meta: Chroma and BM25 must catch up with a migration
+
+
+def _put(conn: sqlite3.Connection, paper: Paper, stamp: str) -> None:
+    """Insert or replace one record with its lookup columns and side-table rows."""
+    paper_id = paper.id
+    conn.execute(
+        "INSERT OR REPLACE INTO papers (id, doi, arxiv_id, openalex_id, fingerprint, title_key, year,"
+        " venue_key, content_hash, embedding_hash, updated_at, record)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (paper_id, paper.doi, paper.arxiv_id, paper.openalex_id, paper.fingerprint,
+         title_key(paper.title), paper.year, _venue_key(paper), paper.content_hash, paper.embedding_hash,
+         stamp, paper.model_dump_json()),
+    )
+    conn.execute("DELETE FROM title_variants WHERE paper_id = ?", (paper_id,))
+    conn.executemany("INSERT INTO title_variants (paper_id, key) VALUES (?, ?)",
+                     [(paper_id, key) for key in _variant_keys(paper.title)])
+    conn.execute("DELETE FROM author_names WHERE paper_id = ?", (paper_id,))
+    conn.executemany("INSERT INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
+                     _author_name_rows(paper))
+
+
+def _venue_key(paper: Paper) -> str | None:
+    return fold(paper.venue) if paper.venue else None
+
+
+def _bump_generation(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('generation', '1')"
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
+
+
+def _place(kept: dict[str, tuple[Paper, list[tuple[str, str]]]], paper: Paper, origins: list[tuple[str, str]]) -> None:
+    """File ``paper`` under its id in ``kept``, merged with whatever already holds that id.
+
+    Merging can change the id again (a fuller first-author name): then it is filed anew. Each
+    round removes one entry, so this ends.
+    """
+    while paper.id in kept:
+        held, held_origins = kept.pop(paper.id)
+        paper = merge_papers(held, paper)
+        origins = held_origins + origins
+    kept[paper.id] = (paper, origins)
+
+
+def _refresh_records(conn: sqlite3.Connection) -> None:
+    """Migration 5: today's author cleaning and fold applied to the records stored before them.
+
+    Each stored record gets ``Paper.with_clean_authors`` ("et al." and "others" removed and
+    ``authors_truncated`` set, markup and footnote marks stripped) and its id, fingerprint,
+    title key, venue key, title variants and author side-table rows computed anew. A ``hash:``
+    id may change: the title fold now transliterates non-Latin scripts, and a cleaned first
+    author ("<b>Shaden Smith</b>") has another family name. Such a record moves to its new id;
+    records that arrive at the same id are merged, as an ingest would have merged them.
+
+    What cannot be undone: two papers the old fold could not tell apart (two Chinese titles of
+    one year and first author had the same empty title key, hence one ``hash:`` id) were merged
+    into one record when they were ingested. The record stays one, under the id of the title it
+    kept; re-ingesting the source file restores the other paper as a record of its own.
+
+    Vectors are not touched here: each changed record is listed in ``vector_moves`` (old id,
+    new id, embedding hash of the old text) and ``meta.derived_refresh`` is set, for
+    ``PaperIndex`` to move the vectors without re-embedding unchanged text and to rebuild BM25.
+    Records that need none of it are left exactly as they are. One transaction, like every
+    migration: an interrupted run leaves the old store, and the next open runs it again.
+    """
+    name_rows: dict[str, set[tuple[str, str, str, str]]] = defaultdict(set)
+    for row in conn.execute("SELECT paper_id, family, name, author_key FROM author_names"):
+        name_rows[row[0]].add(tuple(row))
+    variant_keys: dict[str, set[str]] = defaultdict(set)
+    for paper_id, key in conn.execute("SELECT paper_id, key FROM title_variants"):
+        variant_keys[paper_id].add(key)
+    rows = conn.execute(
+        "SELECT id, fingerprint, title_key, venue_key, embedding_hash, record FROM papers ORDER BY id").fetchall()
+    staying: list[tuple[str, Paper, str, bool]] = []
+    moving: list[tuple[str, Paper, str, bool]] = []
+    for paper_id, fingerprint, key, venue_key, embedding_hash, record in rows:
+        stored = _decode(record)
+        paper = stored.with_clean_authors()
+        unchanged = (
+            paper is stored and paper.id == paper_id and paper.fingerprint == fingerprint
+            and title_key(paper.title) == key and _venue_key(paper) == venue_key
+            and set(_author_name_rows(paper)) == name_rows.get(paper_id, set())
+            and set(_variant_keys(paper.title)) == variant_keys.get(paper_id, set())
+        )
+        (staying if paper.id == paper_id else moving).append((paper_id, paper, embedding_hash, unchanged))
+    kept: dict[str, tuple[Paper, list[tuple[str, str]]]] = {}
+    untouched: set[str] = set()
+    for paper_id, paper, embedding_hash, unchanged in [*staying, *moving]:  # records keeping their id win ties
+        if unchanged:
+            untouched.add(paper_id)
+        _place(kept, paper, [(paper_id, embedding_hash)])
+    changed = {new_id: (paper, origins) for new_id, (paper, origins) in kept.items()
+               if not (new_id in untouched and [old_id for old_id, _ in origins] == [new_id])}
+    if not changed:
+        return
+    gone = [paper_id for paper_id, *_ in rows if paper_id not in kept]
+    for chunk in _chunks(gone):
+        conn.execute(f"DELETE FROM papers WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+    stamp = _utc_now().isoformat(timespec="seconds")
+    for paper, _ in changed.values():
+        _put(conn, paper, stamp)
+    conn.executemany(
+        "INSERT OR REPLACE INTO vector_moves (old_id, new_id, old_embedding_hash) VALUES (?, ?, ?)",
+        [(old_id, new_id, embedding_hash) for new_id, (_, origins) in changed.items()
+         for old_id, embedding_hash in origins],
+    )
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'pending')", (DERIVED_REFRESH_KEY,))
+    _bump_generation(conn)
 
 
 # Ordered schema migrations (SQL statements or functions of the connection); ``PRAGMA
@@ -123,6 +244,13 @@ _MIGRATIONS: list[list[str | Callable[[sqlite3.Connection], None]]] = [
         "CREATE INDEX author_names_key ON author_names(author_key)",
         "DROP TABLE IF EXISTS authors",
     ],
+    [  # cleaned author names, truncated lists, hash ids of a fold that keeps every script
+        """CREATE TABLE IF NOT EXISTS vector_moves (
+            old_id TEXT PRIMARY KEY,
+            new_id TEXT NOT NULL,
+            old_embedding_hash TEXT NOT NULL)""",
+        _refresh_records,
+    ],
 ]
 
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
@@ -169,10 +297,14 @@ class RecordStore:
         with self._errors("open"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute("PRAGMA foreign_keys=ON")
+                self._migrate()
+            except BaseException:
+                self._conn.close()  # a failed open holds no connection (the migration rolled back)
+                raise
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -224,6 +356,9 @@ class RecordStore:
         for number, statements in enumerate(_MIGRATIONS[version:], start=version + 1):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
+                if self._conn.execute("PRAGMA user_version").fetchone()[0] >= number:
+                    self._conn.execute("COMMIT")  # another process opening the store ran it meanwhile
+                    continue
                 for statement in statements:
                     if callable(statement):
                         statement(self._conn)
@@ -399,25 +534,8 @@ class RecordStore:
                 cursor = conn.execute(f"DELETE FROM papers WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
                 deleted += cursor.rowcount
             for paper in put:
-                paper_id = paper.id
-                conn.execute(
-                    "INSERT OR REPLACE INTO papers (id, doi, arxiv_id, openalex_id, fingerprint, title_key, year,"
-                    " venue_key, content_hash, embedding_hash, updated_at, record)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (paper_id, paper.doi, paper.arxiv_id, paper.openalex_id, paper.fingerprint,
-                     title_key(paper.title), paper.year, fold(paper.venue) if paper.venue else None,
-                     paper.content_hash, paper.embedding_hash, stamp, paper.model_dump_json()),
-                )
-                conn.execute("DELETE FROM title_variants WHERE paper_id = ?", (paper_id,))
-                conn.executemany("INSERT INTO title_variants (paper_id, key) VALUES (?, ?)",
-                                 [(paper_id, key) for key in _variant_keys(paper.title)])
-                conn.execute("DELETE FROM author_names WHERE paper_id = ?", (paper_id,))
-                conn.executemany("INSERT INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
-                                 _author_name_rows(paper))
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('generation', '1')"
-                " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-            )
+                _put(conn, paper, stamp)
+            _bump_generation(conn)
         return deleted
 
     def put_many(self, papers: Sequence[Paper]) -> None:
@@ -427,6 +545,36 @@ class RecordStore:
     def delete_many(self, ids: Sequence[str]) -> int:
         """Remove records by id; returns how many existed."""
         return self.write(delete=ids)
+
+    # --- catching up with a migration (``_refresh_records``) -----------------------------------
+
+    def derived_refresh_pending(self) -> bool:
+        """True while Chroma and BM25 have not caught up with a migration that changed records."""
+        return self.get_meta(DERIVED_REFRESH_KEY) is not None
+
+    def vector_moves(self, limit: int = _CHUNK) -> list[tuple[str, str, str]]:
+        """Up to ``limit`` pending ``(old id, new id, embedding hash of the old text)`` moves.
+
+        ``old id == new id`` for a record that kept its id but whose vector metadata (author
+        keys, venue key) must be rewritten.
+        """
+        rows = self._query(
+            "SELECT old_id, new_id, old_embedding_hash FROM vector_moves ORDER BY new_id, old_id LIMIT ?", (limit,))
+        return [(old_id, new_id, embedding_hash) for old_id, new_id, embedding_hash in rows]
+
+    def vector_moves_done(self, old_ids: Sequence[str]) -> None:
+        """Forget these moves: their vectors are in place."""
+        with self._transaction("write to") as conn:
+            for chunk in _chunks(list(dict.fromkeys(old_ids))):
+                conn.execute(f"DELETE FROM vector_moves WHERE old_id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+
+    def derived_refresh_done(self) -> None:
+        """Clear the mark once every move is done and BM25 rebuilt; other processes reload."""
+        with self._transaction("write to") as conn:
+            if conn.execute("SELECT COUNT(*) FROM vector_moves").fetchone()[0]:
+                raise RuntimeError("vector moves are still pending")
+            conn.execute("DELETE FROM meta WHERE key = ?", (DERIVED_REFRESH_KEY,))
+            _bump_generation(conn)
 
     # --- meta --------------------------------------------------------------------------------
 

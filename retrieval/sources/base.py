@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from retrieval.records import Paper, Provenance, clean_text
+from retrieval.records import Paper, Provenance, clean_authors, clean_text
 
 #: A single field longer than this skips its item ("absurd size"): no real title, abstract or
 #: author list comes close, and it keeps one runaway value from swamping the index.
@@ -28,8 +28,9 @@ MAX_FIELD_CHARS = 100_000
 #: A file larger than this (after decompression) is refused as a whole.
 MAX_FILE_BYTES = 200 * 1024 * 1024
 
-# Paper fields whose value a source can supply; provenance lists the ones an item did supply.
-_SUPPLIABLE = tuple(name for name in Paper.model_fields if name != "provenance")
+# Paper fields whose value a source can supply; provenance lists the ones an item did supply
+# (``authors_truncated`` is part of what "authors" supplied).
+_SUPPLIABLE = tuple(name for name in Paper.model_fields if name not in {"provenance", "authors_truncated"})
 
 RawItem = TypeVar("RawItem")
 
@@ -114,8 +115,12 @@ def _without_invalid(data: dict[str, Any], exc: ValidationError) -> dict[str, An
         else:
             bad_fields.add(str(loc[0]))
     repaired = {key: value for key, value in data.items() if key not in bad_fields}
-    if bad_authors and "authors" in repaired:
-        repaired["authors"] = [a for i, a in enumerate(repaired["authors"]) if i not in bad_authors]
+    if bad_authors and isinstance(repaired.get("authors"), list):
+        # error positions count the authors that remain after cleaning (``Paper`` drops "et al.")
+        authors, truncated = clean_authors(repaired["authors"])
+        repaired["authors"] = [a for i, a in enumerate(authors) if i not in bad_authors]
+        if truncated:
+            repaired["authors_truncated"] = True
     return repaired
 
 

@@ -17,8 +17,11 @@ Mapping to ``Paper``: journal > booktitle > howpublished > institution > school 
 publisher (else organization); ``date`` or year+month(+day) -> published; doi, or a doi.org
 url -> doi; eprint (+archiveprefix arXiv), or "arXiv:<id>" in journal/note/howpublished, or an
 arxiv.org url -> arxiv_id; keywords -> categories. Names: "Last, First", "First Last",
-"von Last, Jr, First", braced corporate names, ``and others`` (dropped), Vancouver-style
-"Last AB" (reordered to "AB Last"). Display form is always "First von Last Jr".
+"von Last, Jr, First", braced corporate names, Vancouver-style "Last AB" (reordered to
+"AB Last"). Display form is always "First von Last Jr". ``and others`` (or "et al.") is no
+author: it sets ``authors_truncated``. Personal-site decorations ("<b>Name</b>", "Song*, Jiaming",
+"Song, Qun* (equal contribution)", a trailing comma) are removed before a name is split at its
+commas, the rest by ``Paper`` (``author_cleaning``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from retrieval.author_cleaning import is_truncation_marker, strip_annotations
 from retrieval.records import split_arxiv_id
 from retrieval.sources.base import (
     MAX_FIELD_CHARS,
@@ -318,16 +322,27 @@ def _is_initials(token: str) -> bool:
     return bool(_INITIALS.match(token)) and token not in _ROMAN
 
 
-def parse_names(raw: str) -> list[str]:
-    """A BibTeX ``author``/``editor`` value -> display names (``and others`` dropped)."""
+def parse_author_list(raw: str) -> tuple[list[str], bool]:
+    """A BibTeX ``author``/``editor`` value -> (display names, whether the list was cut).
+
+    ``and others`` (BibTeX's own "et al.") ends a cut list; so do "et al." and "etc.".
+    """
     names: list[str] = []
+    truncated = False
     for piece in _split_top(" ".join(raw.split()), _AND):
-        if piece.strip().lower() in {"others", ""}:
+        piece = strip_annotations(piece)  # before the commas count: "Song, Qun (equal, first)"
+        if is_truncation_marker(piece):
+            truncated = True
             continue
-        name = parse_name(piece)
+        name = parse_name(piece) if piece else ""
         if name:
             names.append(name)
-    return names
+    return names, truncated
+
+
+def parse_names(raw: str) -> list[str]:
+    """A BibTeX ``author``/``editor`` value -> display names (``and others`` dropped)."""
+    return parse_author_list(raw)[0]
 
 
 # Entry -> Paper ----------------------------------------------------------------------------
@@ -423,9 +438,11 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
             venue = latex_to_text(raw)
             if venue:
                 break
+    names, truncated = parse_author_list(fields.get("author", ""))
     return {
         "title": title,
-        "authors": [{"name": name} for name in parse_names(fields.get("author", ""))],
+        "authors": [{"name": name} for name in names],
+        "authors_truncated": truncated,
         "abstract": latex_to_text(fields.get("abstract", "")),
         "published": _published(fields, entry.warnings),
         "venue": venue,

@@ -21,6 +21,7 @@ Choices, and why:
   (``smith2020deep``), ASCII-folded; repeats get ``a``, ``b``, ... suffixes in input order.
 * **Names** are written "Family, Given" with the last word as family name, which our reader
   turns back into the same display string; a name with a comma or a word "and" is braced whole.
+  A list the source cut (``Paper.authors_truncated``) ends in BibTeX's own `` and others``.
 """
 
 from __future__ import annotations
@@ -150,8 +151,9 @@ def _entry_type(paper: Paper) -> str:
 def _fields(paper: Paper, entry_type: str) -> list[tuple[str, str]]:
     """(name, value as written); braced values carry their braces, a month is a bare macro."""
     fields: list[tuple[str, str]] = [("title", "{{" + escape(paper.title) + "}}")]
-    if paper.authors:
-        fields.append(("author", _braced(" and ".join(_name(n) for n in paper.author_names))))
+    names = [_name(n) for n in paper.author_names] + (["others"] if paper.authors_truncated else [])
+    if names:
+        fields.append(("author", _braced(" and ".join(names))))
     if paper.published:
         parts = paper.published.split("-")
         fields.append(("year", _braced(parts[0])))

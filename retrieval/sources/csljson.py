@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from retrieval.author_cleaning import strip_annotations
 from retrieval.errors import ParseError
 from retrieval.records import normalize_arxiv_id
 from retrieval.sources.base import (
@@ -47,27 +48,33 @@ def _text(value: Any) -> str:
     return text.strip()
 
 
+def _name_part(value: Any) -> str:
+    """A name part as text, HTML removed first: ``<sup>1</sup>`` must not become "Smith1"."""
+    return _text(strip_annotations(value) if isinstance(value, str) else value)
+
+
 def _authors(value: Any) -> list[dict[str, str]]:
+    """CSL names; "et al." / "others" among them reach ``Paper``, which marks the list cut."""
     authors: list[dict[str, str]] = []
     for person in value if isinstance(value, list) else []:
         if not isinstance(person, dict):
             continue
-        name = _text(person.get("literal"))
+        name = _name_part(person.get("literal"))
         if not name:
             family = " ".join(
                 part
                 for part in (
-                    _text(person.get("non-dropping-particle")),
-                    _text(person.get("family")),
+                    _name_part(person.get("non-dropping-particle")),
+                    _name_part(person.get("family")),
                 )
                 if part
             )
             given = " ".join(
                 part
-                for part in (_text(person.get("given")), _text(person.get("dropping-particle")))
+                for part in (_name_part(person.get("given")), _name_part(person.get("dropping-particle")))
                 if part
             )
-            name = person_name(family, given, _text(person.get("suffix")))
+            name = person_name(family, given, _name_part(person.get("suffix")))
         if name:
             authors.append({"name": name})
     return authors

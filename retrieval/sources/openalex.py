@@ -12,7 +12,7 @@ Schema drift handled by the parsers:
   back as "Deleted Author" with no works; a merged id redirects to the surviving profile.
 
 List responses cut authorships at 100 (``is_authors_truncated``): such papers carry only the
-first 100 authors. ``settings.contact_email`` is sent as ``mailto=`` (the polite pool).
+first 100 authors and ``authors_truncated``. ``settings.contact_email`` is sent as ``mailto=`` (the polite pool).
 """
 
 from __future__ import annotations
@@ -232,6 +232,7 @@ def _work_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         "categories": _categories(obj),
         "open_access": open_access if isinstance(open_access, bool) else None,
         "citation_count": cited if isinstance(cited, int) and cited >= 0 else None,
+        "authors_truncated": obj.get("is_authors_truncated") is True,
     }
 
 

@@ -6,16 +6,17 @@ under ``KW``, and wraps long abstracts. Text before the first ``TY`` is ignored 
 often number their records); a record missing its ``ER`` ends at the next ``TY`` or at the end
 of the file, with a warning.
 
-Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix");
-PY/Y1/DA -> published (the most precise one); JF > JO > T2 > JA > J2 > BT -> venue; PB ->
-publisher; DO -> doi; UR (first http link) -> url; AB/N2 -> abstract; KW -> categories;
-TY -> type; ID -> source id.
+Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix";
+an "et al." author marks the list truncated); PY/Y1/DA -> published (the most precise one);
+JF > JO > T2 > JA > J2 > BT -> venue; PB -> publisher; DO -> doi; UR (first http link) -> url;
+AB/N2 -> abstract; KW -> categories; TY -> type; ID -> source id.
 """
 
 from __future__ import annotations
 
 import re
 
+from retrieval.author_cleaning import strip_annotations
 from retrieval.records import normalize_arxiv_id
 from retrieval.sources.base import (
     ItemRejected,
@@ -100,8 +101,12 @@ def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
 
 
 def _name(raw: str) -> str:
-    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix"."""
-    parts = [part.strip() for part in raw.split(",")]
+    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix".
+
+    Remarks and markup go before the commas are read ("Song, Qun* (equal, first)"); the rest
+    of the cleaning ("et al." is no one) is ``Paper``'s.
+    """
+    parts = [part.strip() for part in strip_annotations(raw).split(",")]
     if len(parts) == 1:
         return parts[0]
     return person_name(parts[0], parts[1], ", ".join(parts[2:]))

@@ -1,9 +1,10 @@
 """`paperbot export` (JSONL and BibTeX) re-imported into a fresh data dir loses nothing.
 
 The base index holds records from four formats (arXiv snapshot, BibTeX, RIS, CSL-JSON): DOIs,
-arXiv ids, hash ids, non-ASCII names and LaTeX-looking titles. Each export is ingested into an
+arXiv ids, hash ids, non-ASCII names, author lists cut with "and others" and LaTeX-looking
+titles. Each export is ingested into an
 empty installation through the CLI (its `main`, in this process), and the stored records are compared field by field: ids,
-titles, authors, dates, venues, DOIs, arXiv ids and abstracts for both formats; for JSONL the
+titles, authors (and whether the list was cut), dates, venues, DOIs, arXiv ids and abstracts for both formats; for JSONL the
 whole record, its earlier provenance included (the import appends its own entry).
 """
 
@@ -49,7 +50,10 @@ def test_export_then_import_keeps_every_record(base_index: Path, fresh_dir: Path
         for field in CORE_FIELDS:
             assert after.get(field) == before.get(field), (paper_id, field)
         assert _names(after) == _names(before), paper_id
+        # a list the source cut ("and others") stays marked: BibTeX writes "and others" again
+        assert after.get("authors_truncated", False) == before.get("authors_truncated", False), paper_id
         assert after.get("abstract") == before.get("abstract"), paper_id
+    assert any(record.get("authors_truncated") for record in original.values())
     if fmt == "bibtex":
         assert text.count("\n@") + text.startswith("@") == len(original)
     else:

@@ -67,7 +67,9 @@ def test_special_characters_are_escaped_and_read_back() -> None:
     assert r"50\% of \textbraceleft{}x\textbraceright{} \& \$y\$ \#1 a\_b" in text
     assert "-{}-" in text and "`{}`" in text and "'{}'" in text and "?{}`" in text
     assert "\u00e9 \u03b1" in text  # non-ASCII stays UTF-8
-    assert "{Barnes and Noble} and {Smith, Jr.} and {others}" in text
+    # "others" is no person: it marks the list cut, written back as BibTeX's own "and others"
+    assert paper.author_names == ["Barnes and Noble", "Smith, Jr."] and paper.authors_truncated
+    assert "{Barnes and Noble} and {Smith, Jr.} and others}" in text
     assert "month         = may" in text
     back = parse_bibtex(text).papers[0]
     assert back.model_dump(exclude={"provenance"}) == paper.model_dump(exclude={"provenance"})
