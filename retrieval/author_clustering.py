@@ -48,6 +48,7 @@ from retrieval.names import (
     affiliations_overlap,
     folded,
     id_sets_agree,
+    is_east_asian_name,
     name_match,
     names_compatible,
     parse_name,
@@ -416,7 +417,9 @@ class BlockGrouping:
 
 
 def _spelled(names: Iterable[str]) -> list[str]:
-    return [name for name in names if parse_name(name).has_full_given]
+    """The names that spell out a given name in Latin letters (an initial, or a name in an East
+    Asian script, is held by a cluster on evidence, not by spelling)."""
+    return [name for name in names if parse_name(name).has_full_given and not is_east_asian_name(name)]
 
 
 def _spelled_given_name(cluster: Cluster) -> tuple[str, int] | None:
@@ -426,10 +429,17 @@ def _spelled_given_name(cluster: Cluster) -> tuple[str, int] | None:
     letters = 0
     for name in cluster.names:
         parsed = parse_name(name)
-        if not parsed.has_full_given:
-            continue  # an initial the cluster already holds on evidence ("J. Priem")
+        if not parsed.has_full_given or is_east_asian_name(name):
+            continue  # an initial (or 韩放达) the cluster already holds on evidence ("J. Priem")
         firsts.add(parsed.given[0])
         letters = max(letters, len("".join(token for token in parsed.given if len(token) > 1)))
+    if not firsts:  # written only in characters: the same characters are the same name
+        written = {"".join(name.split()) for name in cluster.names if is_east_asian_name(name)}
+        if len(written) == 1 and len(cluster.names) == 1:
+            name = written.pop()
+            # a one-character given name (张伟) is the common kind
+            one_character = len([c for c in name if c.isalpha()]) <= 2
+            return "=" + name, COMMON_GIVEN_MAX_LETTERS + (0 if one_character else 1)
     return (firsts.pop(), letters) if len(firsts) == 1 else None
 
 

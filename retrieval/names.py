@@ -100,9 +100,42 @@ def _readings(name: str) -> tuple[PersonName, tuple[PersonName, ...]]:
     return readings[0], (*readings[1:], *([swapped] if swapped else []))
 
 
+def _is_east_asian_script(char: str) -> bool:
+    """Han ideographs, kana and Hangul: scripts whose names are written family name first."""
+    code = ord(char)
+    return (
+        0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0x20000 <= code <= 0x2FA1F  # Han
+        or 0x3040 <= code <= 0x30FF  # kana
+        or 0xAC00 <= code <= 0xD7AF or 0x1100 <= code <= 0x11FF  # Hangul
+    )
+
+
+@lru_cache(maxsize=65536)
+def is_east_asian_name(name: str) -> bool:
+    """True for a name written in Han, kana or Hangul only ("韩放达")."""
+    letters = [char for char in name if char.isalpha()]
+    return bool(letters) and all(_is_east_asian_script(char) for char in letters)
+
+
+def _east_asian(raw: str) -> PersonName | None:
+    """"韩放达" -> family "han", given "fangda"; "김민수" -> "gim", "minsu": the first syllable is
+    the family name (as these scripts write names), the rest one given name, so the name meets
+    its Latin form ("Fangda Han"). None for names that are not written in these scripts."""
+    if not is_east_asian_name(raw):
+        return None
+    letters = [char for char in raw if char.isalpha()]
+    syllables = [syllable for char in letters if (syllable := fold(char).replace(" ", ""))]
+    if len(syllables) < 2:
+        return PersonName(given=(), family="".join(syllables))
+    return PersonName(given=("".join(syllables[1:]),), family=syllables[0])
+
+
 def _parse(name: str) -> tuple[PersonName, ...]:
     """The readings of a written name, most likely first (the family-first one aside)."""
     raw = name.strip()
+    east_asian = _east_asian(raw)
+    if east_asian is not None:
+        return (east_asian,)
     if "," in raw:
         family_part, *rest = (part.strip() for part in raw.split(","))
         given = fold(" ".join(part for part in rest if fold(part) not in _SUFFIXES)).split()
@@ -178,10 +211,21 @@ def name_match(a: str, b: str) -> NameMatch:
 
     Cached: grouping an index compares the same few names of a family again and again.
     """
+    east_asian = is_east_asian_name(a), is_east_asian_name(b)
+    if all(east_asian):  # 张伟 and 章伟 read alike but are different names
+        return NameMatch.STRONG if "".join(a.split()) == "".join(b.split()) else NameMatch.NONE
     (left, left_others), (right, right_others) = _readings(a), _readings(b)
     if not left.family or not right.family:
-        # names that fold to nothing (non-Latin scripts): only the identical string matches
+        # names that fold to nothing: only the identical string matches
         return NameMatch.STRONG if a.strip().casefold() == b.strip().casefold() else NameMatch.NONE
+    found = _match_readings(left, left_others, right, right_others)
+    # 韩放达 / "Fangda Han": the romanisation is one of many homophones, so at most WEAK
+    return min(found, NameMatch.WEAK) if any(east_asian) else found
+
+
+def _match_readings(
+    left: PersonName, left_others: tuple[PersonName, ...], right: PersonName, right_others: tuple[PersonName, ...]
+) -> NameMatch:
     direct = _agreement(left, right)
     if direct is not NameMatch.NONE:
         return direct

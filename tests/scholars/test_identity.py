@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from datetime import date
 
-import numpy as np
-
 from retrieval.models import AmbiguousScholarResult, ScholarSummaryResult
 from retrieval.people import PeopleDirectory, Person
 from retrieval.records import Author, Paper
@@ -163,3 +161,21 @@ def test_nobody_is_their_own_coauthor():
     count, top, links = coauthor_facts(directory, guo)
     assert count == 1 and [(c.name, c.shared) for c in top] == [("Ann Lee", 4)]
     assert all(link.a != link.b for link in links)
+
+
+def test_a_name_in_east_asian_script_meets_its_latin_form():
+    papers = [
+        _paper("Food image retrieval", 2020, "Fangda Han", "Ann Lee"),
+        _paper("X 射线源焦点尺寸测量方法", 2016, "韩放达", "肖永顺"),
+        _paper("CT reconstruction", 2017, "Fangda Han", "Yongshun Xiao"),
+    ]
+    topics = {papers[0].id: [1.0, 0.0], papers[1].id: [0.3, 0.95], papers[2].id: [0.3, 0.95]}
+    people = PeopleDirectory(papers, vectors=vectors_from(topics)).compatible_with("Fangda Han")
+    assert [len(p.paper_ids) for p in people] == [3]  # the shared co-author (肖永顺 = Yongshun Xiao) says so
+    assert set(people[0].names) == {"Fangda Han", "韩放达"}
+
+
+def test_homophone_names_in_characters_are_different_people():
+    papers = [_paper("Paper one", 2020, "张伟"), _paper("Paper two", 2021, "章伟"), _paper("Paper three", 2022, "张伟")]
+    directory = PeopleDirectory(papers)
+    assert sorted(len(p.paper_ids) for p in directory.people) == [1, 2]
