@@ -49,7 +49,7 @@ if str(REPO) not in sys.path:  # runnable as a plain script
 
 from retrieval.collaborators import Expert, document_model_scores, single_best_scores  # noqa: E402
 from retrieval.config import Settings  # noqa: E402
-from retrieval.people import PeopleDirectory  # noqa: E402
+from retrieval.people import directory_for  # noqa: E402
 from retrieval.records import Author, Paper, fold  # noqa: E402
 
 FILES = ("cvpr24.json", "mlsys2023.json", "mlsys2024.json")
@@ -132,7 +132,7 @@ def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Setting
     index.upsert(indexed)
     indexing = time.perf_counter() - started
     progress(f"seed {seed}: indexed {len(indexed)} papers in {indexing:.0f} s")
-    people = PeopleDirectory(index.iter_papers())
+    people = directory_for(index)  # as the product groups them: with the stored vectors
     indexed_names = Counter(_key(n) for p in indexed for n in p.author_names)
     results = {name: Scores([], []) for name in METHODS}
     reachable: list[float] = []  # share of relevant authors with any paper among the hits
