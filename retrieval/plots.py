@@ -25,7 +25,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from retrieval.errors import StorageError
-from retrieval.models import ScholarSummaryResult
+from retrieval.models import Coauthor, ScholarSummaryResult
 from retrieval.records import fold
 
 MAX_NETWORK_PEOPLE = 12
@@ -59,10 +59,16 @@ def _width(shared: int, most: int, thin: float = 1.0, thick: float = 7.0) -> flo
     return thin + (thick - thin) * (shared - 1) / max(1, most - 1) if most > 1 else thin + 1.0
 
 
+def network_people(summary: ScholarSummaryResult) -> list[Coauthor]:
+    """The co-authors on the circle: the scholar is the centre, never one of them (no self-edge,
+    whatever the data says), and two co-authors of one name are two nodes (keyed by person id)."""
+    own = summary.person_id
+    return [c for c in summary.coauthors if not (own and c.person_id == own)][:MAX_NETWORK_PEOPLE]
+
+
 def render_network(summary: ScholarSummaryResult, path: Path) -> Path:
     """The co-author network PNG (see the module docstring)."""
-    # the scholar is the centre, never one of the circle (no self-edge, whatever the data says)
-    people = [c for c in summary.coauthors if not (c.person_id and c.person_id == summary.person_id)][:MAX_NETWORK_PEOPLE]
+    people = network_people(summary)
     most = max((c.shared for c in people), default=1)
     figure = Figure(figsize=(9.5, 8))
     ax = figure.add_subplot()

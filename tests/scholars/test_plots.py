@@ -59,3 +59,19 @@ def test_unwritable_directory_is_a_clear_error(summary, tmp_path: Path):
     with pytest.raises(StorageError) as caught:
         render_plots(summary, blocker / "plots")
     assert "--plot" in str(caught.value)
+
+
+def test_the_network_never_draws_the_scholar_as_their_own_coauthor(summary, tmp_path: Path):
+    from retrieval.models import Coauthor
+    from retrieval.plots import network_people, render_network
+
+    people = network_people(summary)
+    assert people and all(c.person_id and c.person_id != summary.person_id for c in people)
+    # a result that (wrongly) lists the scholar, and two different people of one name
+    doubled = summary.model_copy(update={"coauthors": [
+        Coauthor(name=summary.scholar.name, shared=9, person_id=summary.person_id),
+        Coauthor(name="Wei Zhang", shared=2, person_id="person:aaaaaaaaaaaa"),
+        Coauthor(name="Wei Zhang", shared=1, person_id="person:bbbbbbbbbbbb"),
+    ]})
+    assert [c.person_id for c in network_people(doubled)] == ["person:aaaaaaaaaaaa", "person:bbbbbbbbbbbb"]
+    assert render_network(doubled, tmp_path / "net.png").read_bytes().startswith(PNG_MAGIC)
