@@ -60,7 +60,8 @@ _NAME = re.compile(r"[A-Za-z_][\w\-:.+/]*")
 _NUMBER = re.compile(r"\d+")
 _NOT_ENTRIES = {"comment", "preamble", "string"}
 
-_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+# "A and  and B" (an empty name, seen in real files) is one separator, not a person "and B"
+_AND = re.compile(r"\s+and(?:\s+and)*\s+", re.IGNORECASE)
 _INITIALS = re.compile(r"^(?:(?:[A-Z]\.-?)+|[A-Z]{1,2})$")
 _ROMAN = {"II", "III", "IV", "VI", "VII", "VIII", "IX", "XI", "XII"}
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")

@@ -318,3 +318,10 @@ def test_absurdly_long_field_skips_the_entry() -> None:
 def test_text_without_entries_is_an_empty_outcome() -> None:
     outcome = parse_bibtex("just some prose, an email me@example.org, and 100% nothing else")
     assert (outcome.papers, outcome.skipped, outcome.format) == ([], [], "bibtex")
+
+
+def test_a_doubled_and_is_one_separator_not_a_person_named_and() -> None:
+    # seen in real publication lists: "Grover, Aditya and  and Ermon, Stefano"
+    assert parse_names("Grover, Aditya and  and Ermon, Stefano") == ["Aditya Grover", "Stefano Ermon"]
+    assert parse_names("Raj, Bhiksha and and Schiele, Bernt") == ["Bhiksha Raj", "Bernt Schiele"]
+    assert parse_names("Sandy Anderson and Andrew Andrews") == ["Sandy Anderson", "Andrew Andrews"]
