@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import textwrap
 
-from retrieval.models import AnswerResult, Citation, SearchResult
+from retrieval.listing import describe_filters
+from retrieval.models import AnswerResult, Citation, SearchFilters, SearchResult
 
 MODE_LABELS = {
     "extractive": "extractive (no LLM: each sentence is taken from the cited record's abstract)",
     "llm": "llm (written by the model; every claim checked against its cited record)",
 }
+LISTING_LABEL = "extractive (listing: every indexed record matching the filters, newest first)"
 
 
 def _sentence(text: str) -> str:
@@ -39,8 +41,20 @@ def wrap(text: str, width: int = 100) -> str:
     return "\n".join(textwrap.fill(par, width=width) if par.strip() else "" for par in text.split("\n"))
 
 
+def filters_line(result: AnswerResult) -> str | None:
+    """"Filters: by Zhao Zhang since 2025" when the answer was restricted, else None."""
+    if not result.filters:
+        return None
+    return "Filters: " + describe_filters(SearchFilters.model_validate(result.filters))
+
+
 def render_answer(result: AnswerResult) -> str:
-    lines = [f"Mode: {MODE_LABELS.get(result.mode, result.mode)}", "", wrap(result.answer)]
+    label = LISTING_LABEL if result.kind == "listing" else MODE_LABELS.get(result.mode, result.mode)
+    lines = [f"Mode: {label}"]
+    filters = filters_line(result)
+    if filters:
+        lines.append(filters)
+    lines += ["", wrap(result.answer)]
     if result.citations:
         lines += ["", "Sources:"]
         lines += [citation_line(c) for c in result.citations]

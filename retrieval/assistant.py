@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from retrieval.answer import AnswerEvent
     from retrieval.index import PaperIndex
+    from retrieval.question_shape import QuestionShape
     from retrieval.ingest import IngestReport, Progress
     from retrieval.sync import SyncEvent, SyncReport
 
@@ -43,6 +44,13 @@ def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
     parts = [result.notice, *notices]
     combined = " ".join(part for part in parts if part)
     return result.model_copy(update={"notice": combined or None})
+
+
+def _listing_abstention(question: str) -> AnswerResult:
+    """A listing with nothing to list; ``Assistant._finish`` adds the filter that emptied it."""
+    from retrieval.extractive import abstention
+
+    return abstention(question, "extractive")
 
 
 class IndexStats(BaseModel):
@@ -137,12 +145,49 @@ class Assistant:
         }
         return inputs, merged, notice
 
-    def _finish(self, result: AnswerResult, filters: SearchFilters, notice: str | None) -> AnswerResult:
-        """Add the question's notice and, for an abstention, the filter that emptied the result."""
+    def _shape(self, question: str, merged: SearchFilters, history: Sequence[tuple[str, str]]) -> "QuestionShape":
+        """Listing, topic or mixed (``retrieval.question_shape``).
+
+        In a thread, a question stating only years ("and since 2024?") leans on what came
+        before: it is answered as a topic within the years, not as a listing of the whole index.
+        """
+        from retrieval.question_shape import QuestionShape, question_shape
+
+        cleaned, _ = self.index.parse_question(question)
+        shape = question_shape(question, cleaned, merged)
+        if shape.kind == "listing" and history and not (merged.authors or merged.venue):
+            return QuestionShape("mixed", merged, cleaned)
+        return shape
+
+    def _listing(self, question: str, merged: SearchFilters, *, notice: str | None = None) -> AnswerResult | None:
+        """All records matching the filters as a cited listing; None when none matches."""
+        from retrieval.listing import LISTING_NOTICE, listing_answer
+
+        papers = self.index.matching_papers(merged)
+        if not papers:
+            return None
+        return listing_answer(question, papers, merged, notice=" ".join(p for p in (notice, LISTING_NOTICE) if p))
+
+    def _finish(self, result: AnswerResult, filters: SearchFilters, notice: str | None,
+                shape: "QuestionShape | None" = None) -> AnswerResult:
+        """Add the question's notice, kind and filters and, for an abstention, the filter that emptied the result."""
+        from retrieval.question_shape import applied_filters
+
         empty_reason = None
         if result.abstained:
             empty_reason = self.index.explain_empty(None if filters.is_empty() else filters)
+        if shape is not None:
+            result = result.model_copy(update={"kind": shape.kind, "filters": applied_filters(filters)})
         return _with_notice(result, notice, empty_reason)
+
+    def _by_shape(self, inputs: dict[str, object], merged: SearchFilters, shape: "QuestionShape",
+                  result: AnswerResult) -> AnswerResult:
+        """A mixed question whose topic answer abstained lists its filtered set instead, when there is one."""
+        from retrieval.listing import NO_TOPIC_NOTICE
+
+        if shape.kind != "mixed" or not result.abstained:
+            return result
+        return self._listing(str(inputs["question"]), merged, notice=NO_TOPIC_NOTICE) or result
 
     def ask(
         self,
@@ -152,10 +197,17 @@ class Assistant:
         filters: SearchFilters | None = None,
         history: Sequence[tuple[str, str]] = (),
     ) -> AnswerResult:
+        """A cited answer: a listing of the filtered records, a topic answer, or a topic within filters."""
         from retrieval.answer import answer_question
 
         inputs, merged, notice = self._answer_inputs(question, k, filters, history)
-        return self._finish(answer_question(**inputs), merged, notice)  # type: ignore[arg-type]
+        shape = self._shape(str(inputs["question"]), merged, history)
+        if shape.kind == "listing":
+            listed = self._listing(str(inputs["question"]), merged)
+            result = listed or _listing_abstention(str(inputs["question"]))
+        else:
+            result = self._by_shape(inputs, merged, shape, answer_question(**inputs))  # type: ignore[arg-type]
+        return self._finish(result, merged, notice, shape)
 
     def stream_ask(
         self,
@@ -165,16 +217,26 @@ class Assistant:
         filters: SearchFilters | None = None,
         history: Sequence[tuple[str, str]] = (),
     ) -> "Iterator[AnswerEvent]":
-        """Text deltas as the model writes, then ``Final`` with the validated result."""
+        """Text deltas as the model writes, then ``Final`` with the validated result.
+
+        A listing needs no model: it arrives as one ``Final``. A mixed question whose topic
+        answer abstains ends with a ``Final`` listing the filtered set (replacing any deltas).
+        """
         from retrieval.answer import Final, stream_answer
 
         inputs, merged, notice = self._answer_inputs(question, k, filters, history)
+        text = str(inputs["question"])
+        shape = self._shape(text, merged, history)
+        if shape.kind == "listing":
+            listed = self._listing(text, merged) or _listing_abstention(text)
+            return iter([Final(self._finish(listed, merged, notice, shape), query=text)])
         events = stream_answer(**inputs)  # type: ignore[arg-type]
 
         def finished() -> "Iterator[AnswerEvent]":
             for event in events:
                 if isinstance(event, Final):
-                    event = replace(event, result=self._finish(event.result, merged, notice))
+                    result = self._by_shape(inputs, merged, shape, event.result)
+                    event = replace(event, result=self._finish(result, merged, notice, shape))
                 yield event
 
         return finished()

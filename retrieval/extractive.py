@@ -10,7 +10,11 @@ The answer is a lead-in line followed by one list item per record (at most
 The key sentence is the abstract sentence most similar to the question: by default the one
 sharing the most stemmed content words with it (ties: the higher share of the sentence, then
 the earlier sentence); a ``SentenceScorer`` can replace that. When no sentence shares a word,
-the abstract's first sentence stands in; without an abstract the item carries the title only.
+the abstract's first sentence stands in. A record without an abstract (a title-only entry of a
+publication list) is shown by its title, venue and year, never as an empty item::
+
+    - Scalable checkpointing for exascale (SC '25, 2025) [3]
+
 Sentences are quoted from the record, lightly trimmed (a leading connective such as "However,"
 is removed, very long sentences are cut at a word), never paraphrased or joined with claims of
 our own. Record text is untrusted and passes through ``neutralise`` first.
@@ -52,7 +56,7 @@ def lexical_scorer(question: str, sentences: Sequence[str]) -> list[float]:
     return scores
 
 
-def _trim(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
+def trim_sentence(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
     text = _CONNECTIVE.sub("", sentence.strip())
     if len(text) > limit:
         text = text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
@@ -71,7 +75,7 @@ def key_sentence(question: str, paper: Paper, scorer: SentenceScorer | None = No
     scores = list((scorer or lexical_scorer)(question, sentences))
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     chosen = sentences[best] if scores[best] > 0 else sentences[0]
-    return _trim(chosen) or None
+    return trim_sentence(chosen) or None
 
 
 def abstention(question: str, mode: AnswerMode, *, answer: str = NO_EVIDENCE_ANSWER,
@@ -87,12 +91,21 @@ def _label_title(title: str) -> str:
     return text.rstrip(" .")
 
 
-def _item(n: int, paper: Paper, sentence: str | None) -> str:
+def item_label(paper: Paper, *, with_venue: bool = False) -> str:
+    """"Title (Venue, 2024)": the title as a label, then venue (when asked for) and year."""
     title = _label_title(paper.title)
     if len(title) > MAX_TITLE_CHARS:
         title = title[:MAX_TITLE_CHARS].rsplit(" ", 1)[0] + " …"
-    label = f"{title} ({paper.year})" if paper.year else title
-    return f"- {label}: {sentence} [{n}]" if sentence else f"- {label} [{n}]"
+    venue = _label_title(paper.venue) if with_venue and paper.venue else None
+    facts = ", ".join(part for part in (venue, str(paper.year) if paper.year else None) if part)
+    return f"{title} ({facts})" if facts else (title or "Untitled record")
+
+
+def _item(n: int, paper: Paper, sentence: str | None) -> str:
+    """One cited line; a title-only record carries its venue too, so the line says something."""
+    if sentence:
+        return f"- {item_label(paper)}: {sentence} [{n}]"
+    return f"- {item_label(paper, with_venue=True)} [{n}]"
 
 
 def extractive_answer(

@@ -616,6 +616,23 @@ class PaperIndex:
             venue_keys = frozenset(venue for venue in self._venue_keys() if needle in venue)
         return ResolvedFilters(filters.since, filters.until, author_keys, venue_keys)
 
+    def matching_papers(self, filters: SearchFilters) -> list[Paper]:
+        """Every indexed record matching ``filters`` (same name rules as search), newest first.
+
+        The evidence of a listing question ("papers by Zhao Zhang since 2025"): all records, not
+        the top-k by similarity. Empty filters match nothing here (a listing of the whole index
+        is never what a question asks for).
+        """
+        if filters.is_empty():
+            return []
+        resolved = self.resolve_filters(filters)
+        if resolved.matches_nothing():
+            return []
+        papers = self.store.list_matching(since=resolved.since, until=resolved.until,
+                                          author_keys=resolved.author_keys, venue_keys=resolved.venue_keys)
+        # the store orders by year; full dates (when known) order within a year
+        return sorted(papers, key=lambda paper: paper.published or "", reverse=True)
+
     def explain_empty(self, filters: SearchFilters | None) -> str | None:
         """Why nothing can match: an empty index, or the first filter that rules everything out.
 

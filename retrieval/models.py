@@ -93,6 +93,7 @@ class SearchResult(BaseModel):
 
 
 AnswerMode = Literal["extractive", "llm"]
+AnswerKind = Literal["listing", "topic", "mixed"]  # see retrieval.question_shape
 
 
 class AnswerResult(BaseModel):
@@ -103,6 +104,8 @@ class AnswerResult(BaseModel):
     mode: AnswerMode
     abstained: bool
     citations: list[Citation]
+    kind: AnswerKind = "topic"  # listing: every record matching the filters; mixed: a topic within them
+    filters: dict[str, int | str | list[str]] = Field(default_factory=dict)  # SearchFilters fields applied
     notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive answer"
 
 

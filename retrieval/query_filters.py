@@ -4,7 +4,8 @@ Three jobs, all pure (no I/O):
 
 * ``prepare_query``: reject an empty question, cap a huge one at ``MAX_QUERY_CHARS`` and say so.
 * ``extract_filters``: pull "since 2024", "in 2023", "from 2019 to 2021", "before 2010",
-  "by Zhao Zhang", "in Nature" out of a question. Years are parsed from the wording alone;
+  "lately", "by Zhao Zhang", "what has Zhao Zhang worked on", "Zhao Zhang's papers", "in Nature"
+  out of a question. Years are parsed from the wording alone;
   authors and venues only when the caller confirms that the name is indexed
   (``known_authors`` / ``known_venue``), so "methods by hand" never becomes an author filter.
   Options given explicitly (``--since``...) win over parsed ones: the caller merges.
@@ -27,6 +28,10 @@ from retrieval.models import SearchFilters
 from retrieval.records import clean_text, fold
 
 MAX_QUERY_CHARS = 2000
+# "lately", "recently", "recent work": the same window as a scholar summary's recent work
+# (``scholars.RECENT_MONTHS``; a test keeps the two equal). Filters are whole years, so the
+# window starts on January 1st of the year the 24 months reach back into.
+RECENT_MONTHS = 24
 
 
 # Query preparation -------------------------------------------------------------------------
@@ -132,8 +137,28 @@ _YEAR_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b(?:published\s+)?(?:in|during)\s+(?:the\s+year\s+)?{_YEAR}\b(?!\s*%|[-–]\w|{_COUNTED})", re.I), "in"),
 ]
 
+# "lately", "recently", "recent papers", "most recent work": no year given, the recent window.
+# "recent" alone qualifies only a listing noun, so "recent advances in X" stays a topic.
+_RECENT = re.compile(
+    r"\b(?:(?:as\s+of\s+)?lately|recently|(?:most\s+)?recent(?=\s+(?:work|works|papers?|publications?|articles?|research|output)\b))\b",
+    re.I,
+)
+
 _NAME_TOKEN = r"[^\W\d_][\w'’.\-]*"
-_AUTHOR_LEAD = re.compile(r"\b(?:(?:authored|written|published)\s+by|by|from)\s+", re.I)
+# A name follows these: "by X", "from X", "what did X publish", "what has X worked on",
+# "papers of X", "recent work of X". Every name is still confirmed by ``known_authors``.
+_AUTHOR_LEAD = re.compile(
+    r"\b(?:(?:authored|written|published)\s+by|by|from|"
+    r"what\s+(?:did|does|has|have|had)|"
+    r"(?:papers?|publications?|works?|articles?|research|output)\s+of)\s+",
+    re.I,
+)
+# "Zhao Zhang's papers", "Zhang's recent work": the name ends at the possessive.
+_POSSESSIVE = re.compile(
+    r"((?:[^\W\d_][\w.\-]*\s+){0,3}[^\W\d_][\w.\-]*)['’]s\s+"
+    r"(?=(?:(?:recent|latest|new|newest|own)\s+)?(?:papers?|work|works|publications?|articles?|research|output)\b)",
+    re.I,
+)
 _VENUE_LEAD = re.compile(r"\b(?:(?:published|appearing|appeared)\s+(?:in|at)|in|at)\s+", re.I)
 _TOKEN = re.compile(rf"{_NAME_TOKEN}|\d+")
 _JOINER = re.compile(r"\s*(?:,\s*(?:(?:and|or)\b)?|\band\b|\bor\b|&)\s*", re.I)
@@ -229,6 +254,36 @@ def _match_names(
     return names, spans
 
 
+def _match_possessive(text: str, known: Callable[[str], bool]) -> tuple[list[str], list[tuple[int, int]]]:
+    """Names written as possessives before a listing noun ("Zhao Zhang's papers"), confirmed by ``known``.
+
+    The words before "'s" are tried shortest-first from the right ("Zhang", "Zhao Zhang", ...),
+    keeping the longest confirmed capitalised run, so "show me Zhao Zhang's papers" yields
+    "Zhao Zhang" and not "me Zhao Zhang".
+    """
+    names: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for match in _POSSESSIVE.finditer(text):
+        words = list(re.finditer(r"\S+", match.group(1)))
+        accepted: tuple[int, str] | None = None
+        for first in range(len(words) - 1, -1, -1):
+            candidate = " ".join(w.group(0) for w in words[first:])
+            if not _capitalised(candidate):
+                break
+            if known(candidate):
+                accepted = (match.start(1) + words[first].start(), candidate)
+        if accepted is not None:
+            names.append(accepted[1])
+            spans.append((accepted[0], match.end()))
+    return names, spans
+
+
+def _recent_since(today: date) -> int:
+    """First year of the last ``RECENT_MONTHS`` months before ``today``."""
+    months = today.year * 12 + today.month - 1 - RECENT_MONTHS
+    return months // 12
+
+
 def _remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
     for start, end in sorted(spans, reverse=True):
         text = text[:start] + " " + text[end:]
@@ -243,15 +298,19 @@ def extract_filters(
     known_venue: Callable[[str], bool] | None = None,
     *,
     current_year: int | None = None,
+    today: date | None = None,
 ) -> tuple[str, SearchFilters]:
     """Split a question into the query text and the filters its wording states.
 
     ``known_authors(name)`` / ``known_venue(name)`` say whether an indexed author / venue
-    matches; without them no author / venue filter is parsed. ``current_year`` (default:
-    today's) anchors "in the last 3 years". When cleaning would leave nothing (the question was
-    only a filter, "papers since 2020"), the original question is returned as the query.
+    matches; without them no author / venue filter is parsed. ``today`` (default: the real
+    date) anchors "lately" (the last ``RECENT_MONTHS`` months, as whole years) and, unless
+    ``current_year`` is given, "in the last 3 years". "lately" is ignored when the question
+    states years itself. When cleaning would leave nothing (the question was only a filter),
+    the original question is returned as the query.
     """
-    year_now = current_year if current_year is not None else date.today().year
+    day = today if today is not None else date.today()
+    year_now = current_year if current_year is not None else day.year
     text = question
     since: int | None = None
     until: int | None = None
@@ -264,12 +323,19 @@ def extract_filters(
             since = low if since is None or (low is not None and low > since) else since
             until = high if until is None or (high is not None and high < until) else until
             spans.append(match.span())
-    text = _remove_spans(text, spans)
+    recent = [match.span() for match in _RECENT.finditer(text)
+              if not any(s < match.end() and match.start() < e for s, e in spans)]
+    if recent and since is None and until is None:
+        since = _recent_since(day)
+    text = _remove_spans(text, spans + recent)
 
     authors: list[str] = []
     if known_authors is not None:
         authors, author_spans = _match_names(text, _AUTHOR_LEAD, known_authors, 4, allow_chain=True)
         text = _remove_spans(text, author_spans)
+        possessive, possessive_spans = _match_possessive(text, known_authors)
+        authors += [name for name in possessive if name not in authors]
+        text = _remove_spans(text, possessive_spans)
     venue: str | None = None
     if known_venue is not None:
         def capitalised_venue(name: str) -> bool:

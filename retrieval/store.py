@@ -283,6 +283,32 @@ def _known(model: type, data: dict) -> dict:
     return {key: value for key, value in data.items() if key in model.model_fields}
 
 
+def _matching_clause(
+    since: int | None,
+    until: int | None,
+    author_keys: Iterable[str] | None,
+    venue_keys: Iterable[str] | None,
+) -> tuple[str, list[object]]:
+    """The SQL ``WHERE`` condition (and its parameters) of filter restrictions; None = unrestricted."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if since is not None:
+        clauses.append("year >= ?")
+        params.append(since)
+    if until is not None:
+        clauses.append("year <= ?")
+        params.append(until)
+    if author_keys is not None:
+        keys = list(author_keys)
+        clauses.append(f"id IN (SELECT paper_id FROM author_names WHERE author_key IN ({','.join('?' * len(keys))}))")
+        params.extend(keys)
+    if venue_keys is not None:
+        keys = list(venue_keys)
+        clauses.append(f"venue_key IN ({','.join('?' * len(keys))})")
+        params.extend(keys)
+    return " AND ".join(clauses) or "1", params
+
+
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -498,24 +524,24 @@ class RecordStore:
         venue_keys: Iterable[str] | None = None,
     ) -> int:
         """How many records pass these restrictions (None = unrestricted)."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if since is not None:
-            clauses.append("year >= ?")
-            params.append(since)
-        if until is not None:
-            clauses.append("year <= ?")
-            params.append(until)
-        if author_keys is not None:
-            keys = list(author_keys)
-            clauses.append(f"id IN (SELECT paper_id FROM author_names WHERE author_key IN ({','.join('?' * len(keys))}))")
-            params.extend(keys)
-        if venue_keys is not None:
-            keys = list(venue_keys)
-            clauses.append(f"venue_key IN ({','.join('?' * len(keys))})")
-            params.extend(keys)
-        where = " AND ".join(clauses) or "1"
+        where, params = _matching_clause(since, until, author_keys, venue_keys)
         return int(self._query(f"SELECT COUNT(*) FROM papers WHERE {where}", params)[0][0])
+
+    def list_matching(
+        self,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        author_keys: Iterable[str] | None = None,
+        venue_keys: Iterable[str] | None = None,
+    ) -> list[Paper]:
+        """Every record passing these restrictions (as ``count_matching``), newest year first.
+
+        A listing answer cites all of them, so this is not a ranked top-k.
+        """
+        where, params = _matching_clause(since, until, author_keys, venue_keys)
+        rows = self._query(f"SELECT record FROM papers WHERE {where} ORDER BY year DESC, id", params)
+        return [_decode(record) for (record,) in rows]
 
     # --- writes ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from bot.slack.formatting import (
     plain_text,
     sections,
 )
+from retrieval.listing import describe_filters
 from retrieval.models import (
     AmbiguousScholarResult,
     AnswerResult,
@@ -32,6 +33,7 @@ from retrieval.models import (
     CollaboratorsResult,
     ScholarCandidate,
     ScholarSummaryResult,
+    SearchFilters,
     SearchResult,
 )
 from retrieval.records import format_authors
@@ -91,10 +93,16 @@ def sources_blocks(citations: Sequence[Citation], *, title: str = "Sources") -> 
 
 
 def answer_blocks(result: AnswerResult, *, asked_by: str | None = None) -> list[Block]:
-    """The answer text, its notices, then the numbered sources."""
+    """The answer text, the filters it applied, its notices, then the numbered sources."""
     blocks: list[Block] = [asked_context(asked_by, result.question)] if asked_by else []
     blocks.extend(sections(markdown_to_mrkdwn(result.answer) or "_(empty answer)_"))
     notes: list[str] = []
+    if result.filters:
+        described = describe_filters(SearchFilters.model_validate(result.filters))
+        if result.kind == "listing" and not result.abstained:
+            notes.append(f":mag: Listing every indexed paper {escape(described)}")
+        else:
+            notes.append(f":mag: Filters applied: {escape(described)}")
     if result.notice:
         notes.append(f":information_source: {escape(result.notice)}")
     if not result.citations:

@@ -33,7 +33,8 @@ def test_ask_json_contract_cites_only_indexed_records(indexed):
     run = paperbot("ask", "Which papers use large language models to generate unit tests?", "--json", data_dir=indexed)
     assert run.code == 0, run.stderr
     payload = run.json()
-    assert set(payload) == {"question", "answer", "mode", "abstained", "citations"}
+    assert set(payload) == {"question", "answer", "mode", "abstained", "citations", "kind", "filters"}
+    assert payload["kind"] == "topic" and payload["filters"] == {}
     assert payload["mode"] == "extractive" and payload["abstained"] is False
     assert payload["citations"], payload
     assert [c["n"] for c in payload["citations"]] == list(range(1, len(payload["citations"]) + 1))
