@@ -1,7 +1,8 @@
-"""Calibrate the relevance threshold (``retrieval.index.RELEVANCE_THRESHOLD``) through the real index.
+"""Calibrate the relevance thresholds (``retrieval.evidence.CALIBRATED_MIN_RELEVANCE`` and, with
+``--title-only``, ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY``) through the real index.
 
     python bench/calibrate_threshold.py [--datasets DIR] [--fixtures DIR] [--encoder auto]
-                                        [--max-false-accept 0.05]
+                                        [--max-false-accept 0.05] [--title-only]
 
 The extractive answer abstains when the fused score of the top hit is below the threshold, so
 the threshold is calibrated on exactly that number, ``PaperIndex.search(query, k=1)[0].score``:
@@ -17,6 +18,11 @@ what calibration did not see: the SciFact test claims (kept share) and the off-t
 at odd positions (false accepts). The suggested constant is rounded *up* to two decimals so
 the false-accept bound still holds. Rerun this whenever the fusion changes the distribution
 of fused scores.
+
+``--title-only`` runs the same calibration with the abstracts removed: the corpus is the
+5,183 SciFact *titles* (what a publication list without abstracts looks like), the queries
+and the split are unchanged. Fused scores of title-only records are systematically lower
+(shorter text: lower cosines, fewer matched terms), so they get a cut of their own.
 
 The index (embedded Chroma + BM25) is built once under ``bench/out/calibrate-*`` from the
 shared embedding cache; query vectors are cached there too, so reruns take seconds.
@@ -54,7 +60,9 @@ from bench.common import (  # noqa: E402
 from retrieval.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
 from retrieval.embeddings import Encoder, load_encoder  # noqa: E402
 from retrieval.fusion import calibrate_threshold  # noqa: E402
-from retrieval.index import RELEVANCE_THRESHOLD, PaperIndex  # noqa: E402
+from retrieval.evidence import CALIBRATED_MIN_RELEVANCE, CALIBRATED_MIN_RELEVANCE_TITLE_ONLY  # noqa: E402
+from retrieval.index import PaperIndex  # noqa: E402
+from retrieval.records import Paper  # noqa: E402
 
 DEFAULT_FIXTURES = DEFAULT_DATASETS.parent / "fixtures"
 QUANT_PH = Path("arxiv") / "quant-ph_oai_dc_ListRecords_2000.xml.gz"
@@ -120,21 +128,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--encoder", default="auto", choices=("auto", "torch", "onnx", "onnx-int8"))
     parser.add_argument("--max-false-accept", type=float, default=0.05,
                         help="share of off-topic queries the threshold may let through (default 0.05)")
+    parser.add_argument("--title-only", action="store_true",
+                        help="calibrate on title-only records (SciFact titles without their abstracts)")
     args = parser.parse_args(argv)
     setup_logging()
     started = time.perf_counter()
 
     data = load_scifact(args.datasets)
     papers, _ = scifact_papers(data)
+    if args.title_only:
+        papers = [Paper(title=p.title, doi=p.doi) for p in papers]
     negatives = off_topic_queries(args.fixtures)
     cache = EmbeddingCache(default_cache_path(shared_cache_dir()))
     encoder = load_encoder(bench_settings(OUT_DIR, encoder=args.encoder))
     corpus_tag = hashlib.sha256("|".join(sorted(data.corpus)).encode()).hexdigest()[:8]
-    settings = bench_settings(OUT_DIR / f"calibrate-{corpus_tag}-{encoder.name.replace('/', '_')}", encoder=args.encoder)
+    variant = "-titles" if args.title_only else ""
+    settings = bench_settings(OUT_DIR / f"calibrate-{corpus_tag}{variant}-{encoder.name.replace('/', '_')}",
+                              encoder=args.encoder)
     index = PaperIndex.open(settings, CachedQueries(encoder, cache), embed=paper_embedder(cache))
     try:
         if index.count() != len(papers) or not index.check_consistency().ok:
-            print(f"  indexing {len(papers):,} SciFact abstracts ...", file=sys.stderr, flush=True)
+            print(f"  indexing {len(papers):,} SciFact {'titles' if args.title_only else 'abstracts'} ...", file=sys.stderr, flush=True)
             index.upsert(papers)
             index.repair()
         train = top_scores(index, [data.queries[q] for q in data.split("train")])
@@ -149,14 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     suggested = math.ceil(calibration.threshold * 100 - 1e-9) / 100
     samples = {"train": train, "test": test, "calibration": off_topic[::2], "held_out": off_topic[1::2],
                "all": off_topic}
+    current = ("current CALIBRATED_MIN_RELEVANCE_TITLE_ONLY", CALIBRATED_MIN_RELEVANCE_TITLE_ONLY) if args.title_only \
+        else ("current CALIBRATED_MIN_RELEVANCE", CALIBRATED_MIN_RELEVANCE)
     rows = []
-    for label, threshold in (("calibrated", calibration.threshold), ("suggested (rounded up)", suggested),
-                             ("current RELEVANCE_THRESHOLD", RELEVANCE_THRESHOLD)):
+    for label, threshold in (("calibrated", calibration.threshold), ("suggested (rounded up)", suggested), current):
         got = rates(threshold, **samples)
         rows.append([label, f"{threshold:.4f}", f"{got['train']:.1%}", f"{got['test']:.1%}",
                      f"{got['calibration']:.1%}", f"{got['held_out']:.1%}", f"{got['all']:.1%}"])
 
-    print(f"# Relevance threshold: fused score of the top hit, encoder {encoder.name}\n")
+    kind = "title-only records" if args.title_only else "records with abstracts"
+    print(f"# Relevance threshold ({kind}): fused score of the top hit, encoder {encoder.name}\n")
     print(f"Fusion: {fusion.describe()}.")
     print(f"Answerable: {len(train)} SciFact train claims (calibration), {len(test)} test claims (check); "
           f"off-topic: {len(off_topic)} queries, even positions calibrate, odd ones check; "

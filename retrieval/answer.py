@@ -4,7 +4,8 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
 
 1. With ``history``, the question is rewritten into a standalone query (``retrieval.followup``).
 2. ``retriever(query, k, filters)`` runs once; ``select_relevant`` keeps the hits that may serve
-   as evidence (score threshold or lexical support, see ``retrieval.evidence``). None left ->
+   as evidence (field-aware cut, relative to the best hit, query-concept coverage; the threshold
+   in force comes from ``retrieval.evidence.resolve_policy``). None left ->
    abstention ("No indexed paper addresses this."), without calling any model.
 3. No chat model configured -> the extractive answer (``retrieval.extractive``), with
    ``NO_LLM_NOTICE``.
@@ -38,7 +39,7 @@ from prompts import Prompt, load_prompt
 from retrieval.citations import ValidationReport, validate_answer, visible_text
 from retrieval.config import Settings
 from retrieval.errors import InputError
-from retrieval.evidence import EvidenceSet, build_evidence, resolve_min_relevance, select_relevant, strip_markup
+from retrieval.evidence import EvidenceSet, RelevancePolicy, build_evidence, resolve_policy, select_relevant, strip_markup
 from retrieval.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.followup import heuristic_query, standalone_question
 from retrieval.llm import LLM_FAILURES, NO_LLM_NOTICE, build_chat_model, describe_failure, model_attempts
@@ -141,13 +142,13 @@ def stream_answer(
     """Yield ``TextDelta``s while a model writes, then exactly one ``Final`` (see module doc).
 
     ``chat_model`` defaults to ``build_chat_model(settings)``; ``min_relevance`` to
-    ``settings.min_relevance``, else ``retrieval.evidence.DEFAULT_MIN_RELEVANCE``; ``scorer``
+    ``settings.min_relevance``, else the calibrated default (``retrieval.evidence.resolve_policy``); ``scorer``
     picks key sentences in extractive answers. Raises ``InputError`` for an empty or overlong
     question; retriever errors (``IndexUnavailableError``) pass through.
     """
     question = _checked_question(question, k)  # eager: bad input raises before iteration
     model = chat_model if chat_model is not None else build_chat_model(settings)
-    threshold = resolve_min_relevance(settings, min_relevance)
+    threshold = resolve_policy(settings, min_relevance)
     return _events(question, retriever, settings, k, filters, history, model, threshold, scorer)
 
 
@@ -159,7 +160,7 @@ def _events(
     filters: SearchFilters | None,
     history: Sequence[tuple[str, str]],
     model: BaseChatModel | None,
-    threshold: float,
+    threshold: RelevancePolicy,
     scorer: SentenceScorer | None,
 ) -> Iterator[AnswerEvent]:
     failure: Exception | None = None

@@ -141,7 +141,7 @@ class Assistant:
             "filters": None if merged.is_empty() else merged,
             "history": history,
             "chat_model": self.chat_model,
-            "min_relevance": self.relevance_threshold,
+            "min_relevance": None,  # the chain resolves it from settings (retrieval.evidence.resolve_policy)
         }
         return inputs, merged, notice
 
@@ -243,9 +243,10 @@ class Assistant:
 
     @property
     def relevance_threshold(self) -> float:
-        if self.settings.min_relevance is not None:
-            return self.settings.min_relevance
-        return self.index.relevance_threshold
+        """The threshold in force for records with an abstract (``retrieval.evidence.resolve_policy``)."""
+        from retrieval.evidence import resolve_min_relevance
+
+        return resolve_min_relevance(self.settings)
 
     def summarize(self, name: str, *, since: int | None = None) -> ScholarSummaryResult | AmbiguousScholarResult:
         from retrieval.roster import Roster

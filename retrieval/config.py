@@ -85,7 +85,8 @@ class Settings(BaseSettings):
     # --- retrieval -------------------------------------------------------------------------
     min_relevance: float | None = Field(
         default=None, validation_alias=_env("PAPERBOT_MIN_RELEVANCE"),
-        description="Override the calibrated relevance threshold below which paperbot abstains.",
+        description="Fused relevance score a record with an abstract needs to count as evidence (title-only "
+                    "records: the same times 0.54/0.51). Unset: the calibrated 0.51 (retrieval.evidence).",
     )
 
     # --- external sources ------------------------------------------------------------------

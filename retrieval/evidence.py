@@ -1,23 +1,50 @@
-"""What an answer may rest on: relevance gating, lexical support, and safe evidence blocks.
+"""What an answer may rest on: the evidence policy, lexical support, and safe evidence blocks.
 
-Relevance gate (both answer modes)
-----------------------------------
-A retrieved hit counts as evidence when **either**
+Evidence policy (both answer modes, every door: CLI, Slack, ``answer_question``, ``bench/``)
+-------------------------------------------------------------------------------------------
+The threshold in force is decided in one place, ``resolve_policy``: the caller's
+``min_relevance`` > ``PAPERBOT_MIN_RELEVANCE`` (``Settings.min_relevance``) > the calibrated
+default. ``select_relevant`` then keeps, in retriever order, the hits that may serve as
+evidence; none kept means abstain.
 
-* its retriever score is at least the threshold (``min_relevance``: the caller's value, else
-  ``settings.min_relevance``, else ``DEFAULT_MIN_RELEVANCE``), **or**
-* it has lexical support: its title + abstract contain at least ``LEXICAL_MIN_SUPPORT`` (3/4)
-  of the question's content terms (stemmed words minus stopwords and question framing such as
-  "which papers propose"), rounded up: 1 of 1, 2 of 2, 3 of 3 or 4, 4 of 5.
+1. **Field-aware cut.** A hit passes its cut when its score reaches the threshold for what its
+   record can contain: ``CALIBRATED_MIN_RELEVANCE`` (0.51) for records with an abstract,
+   ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY`` (0.54) for title-only records. Both come from
+   ``bench/calibrate_threshold.py`` (fused score of the top hit, SciFact train claims vs 1,000
+   off-topic arXiv queries, 5% false accepts), the second with ``--title-only`` (the same
+   claims and queries over the 5,183 SciFact titles without abstracts: 0.5352, rounded up;
+   keeps 86.0% of test claims, lets 3.0% of held-out off-topic queries through). A threshold
+   set by the caller or the environment moves both cuts in the same ratio. Hits without a
+   dense score (BM25-only retrievers: the benchmark stand-in, test fakes) are on another
+   scale; with no threshold set they use ``LEXICAL_ONLY_MIN_RELEVANCE`` (0.35, from
+   ``bench/answers.py --sweep``: the lowest value abstaining on every off-corpus question).
+   A hit also passes with lexical support: its title + abstract contain at least
+   ``LEXICAL_MIN_SUPPORT`` (3/4, rounded up) of the question's content terms.
+2. **Relative to the best hit.** Once some hit passes, the others within ``RELATIVE_FLOOR`` of the
+   best score of the same query count too (a relevant title-only record ranked just under an
+   abstract sits at 0.47-0.49 under a best hit of about 0.55-0.9), and a hit scoring below
+   ``RELATIVE_FLOOR`` x the best is never evidence, whatever its lexical support. The floor 0.5
+   sits under the 1st percentile (0.52; 5th: 0.57, median 0.85) of (judged-relevant record's
+   score / top score) among the top 8 hits of the 809 SciFact train claims over the
+   title-only calibration index: it drops almost no relevant record.
+3. **Query-concept coverage.** The question's key concepts are its phrases: runs of content
+   words between stopwords and punctuation, read from the neutralised question ("quantum error
+   correction", "surface codes", "carbon footprint", "moose"). A record covers a phrase when its
+   title + abstract hold 3/4 of the phrase's stemmed words (rounded up: all of a one- or
+   two-word phrase). Every kept record must cover at least one phrase, and the kept records
+   together must cover at least ``CONCEPT_MIN_SHARE`` (half, rounded up) of the question's
+   multi-word phrases, the specific ones; otherwise paperbot abstains. Half rather than all
+   because claims and pasted text carry incidental phrases ("poorer prognosis", injected
+   "say PWNED"); a question naming one specific concept must find it.
+   A record whose dense cosine reaches ``PARAPHRASE_COSINE`` (0.6) covers every phrase: a
+   paraphrase shares meaning, not words. Over the SciFact corpus the best cosine among the
+   top 8 is at least 0.6 for 0.1% of the 1,000 off-topic queries (99th percentile 0.46) and
+   for 58.8% of the train claims; 0.5 would keep 86.5% of the claims, but near-miss records
+   of the same field reach 0.5-0.55 ("N-dimensional codes for detecting errors" for a
+   surface-code question: 0.54), so the cut is 0.6.
 
-So paperbot abstains exactly when the best score is under the threshold *and* no hit shares
-enough content words with the question. The second condition keeps answerable questions
-answered while the hybrid retriever's score scale is still uncalibrated; the first keeps
-paraphrased matches (no shared words, high dense score). ``DEFAULT_MIN_RELEVANCE`` is the one
-place to calibrate (``python bench/answers.py --sweep`` prints answered/abstained rates per
-threshold). The support fraction is 3/4 rather than 1/2 because at 1/2 unanswerable SciFact
-questions were rescued by chance overlaps ("stock market volatility models" -> an HIV
-financing abstract mentioning "models" and "market").
+With a model configured the prompt also lets it reply ``NO_ANSWER`` (turned into an abstention
+by ``retrieval.citations``) when the records do not address the question's key concepts.
 
 Evidence blocks (LLM mode)
 --------------------------
@@ -44,9 +71,14 @@ from retrieval.config import Settings
 from retrieval.models import SearchHit
 from retrieval.records import Paper, fold
 
-# Calibration: the one place to tune. Scores come from the hybrid retriever, higher is better,
-# roughly 0..1. Hits scoring below this need lexical support to count as evidence.
-DEFAULT_MIN_RELEVANCE = 0.35
+# Calibration: the one place to tune (see the module docstring for where each number comes from).
+CALIBRATED_MIN_RELEVANCE = 0.51  # bench/calibrate_threshold.py: records with an abstract
+CALIBRATED_MIN_RELEVANCE_TITLE_ONLY = 0.54  # bench/calibrate_threshold.py --title-only
+LEXICAL_ONLY_MIN_RELEVANCE = 0.35  # hits without a dense score, bench/answers.py --sweep
+DEFAULT_MIN_RELEVANCE = CALIBRATED_MIN_RELEVANCE  # the public name of the default threshold
+RELATIVE_FLOOR = 0.5  # share of the query's best score a hit needs to count
+CONCEPT_MIN_SHARE = 0.5  # share of the question's multi-word phrases the evidence must cover
+PARAPHRASE_COSINE = 0.6  # dense cosine at which a record covers every phrase
 # Fraction of the question's content terms a record must contain to count without the score.
 LEXICAL_MIN_SUPPORT = 0.75
 # Abstract characters shown to the model: at most this per record, and at most the total
@@ -101,32 +133,105 @@ def content_terms(text: str) -> set[str]:
     return set(_stemmer().stemWords(words)) if words else set()
 
 
-def resolve_min_relevance(settings: Settings, override: float | None = None) -> float:
-    """The threshold in force: explicit argument > PAPERBOT_MIN_RELEVANCE > DEFAULT_MIN_RELEVANCE."""
+@dataclass(frozen=True)
+class RelevancePolicy:
+    """The threshold in force and where it came from ("argument", "PAPERBOT_MIN_RELEVANCE", "calibrated")."""
+
+    min_relevance: float = CALIBRATED_MIN_RELEVANCE
+    source: str = "calibrated"
+
+    def cut(self, hit: SearchHit) -> float:
+        """The score ``hit`` needs on its own (rule 1 of the module docstring)."""
+        if self.source == "calibrated" and hit.dense_score is None:
+            return LEXICAL_ONLY_MIN_RELEVANCE
+        if not (hit.paper.abstract or "").strip():
+            return self.min_relevance * CALIBRATED_MIN_RELEVANCE_TITLE_ONLY / CALIBRATED_MIN_RELEVANCE
+        return self.min_relevance
+
+
+def resolve_policy(settings: Settings | None, override: float | None = None) -> RelevancePolicy:
+    """The one place the threshold is decided: argument > PAPERBOT_MIN_RELEVANCE > calibrated."""
     if override is not None:
-        return override
-    if settings.min_relevance is not None:
-        return settings.min_relevance
-    return DEFAULT_MIN_RELEVANCE
+        return RelevancePolicy(override, "argument")
+    if settings is not None and settings.min_relevance is not None:
+        return RelevancePolicy(settings.min_relevance, "PAPERBOT_MIN_RELEVANCE")
+    return RelevancePolicy()
 
 
-def select_relevant(question: str, hits: Sequence[SearchHit], min_relevance: float) -> list[SearchHit]:
-    """Hits that may serve as evidence (see the module docstring), in retriever order.
+def resolve_min_relevance(settings: Settings | None, override: float | None = None) -> float:
+    """The threshold in force for records with an abstract (see ``resolve_policy``)."""
+    return resolve_policy(settings, override).min_relevance
 
-    Hits repeating an already kept paper id are skipped.
+
+def question_concepts(question: str) -> list[tuple[str, ...]]:
+    """The question's key concepts: runs of stemmed content words between stopwords/punctuation."""
+    phrases: list[tuple[str, ...]] = []
+    for chunk in re.split(r"[^\w\s-]|_", fold(neutralise(question))):
+        run: list[str] = []
+        for word in _WORD.findall(chunk):
+            if len(word) > 1 and not word.isdigit() and word not in _STOPWORDS:
+                run.append(word)
+            elif run:
+                phrases.append(tuple(_stemmer().stemWords(run)))
+                run = []
+        if run:
+            phrases.append(tuple(_stemmer().stemWords(run)))
+    unique = list(dict.fromkeys(phrases))
+    return unique
+
+
+def _plain(term: str) -> str:
+    return term[:-1] if len(term) > 3 and term.endswith("s") else term  # "llms" ~ "llm" (acronym plurals)
+
+
+def _covers(terms: set[str], phrase: tuple[str, ...]) -> bool:
+    words = {_plain(word) for word in phrase}
+    plain = {_plain(term) for term in terms}
+    return sum(1 for word in words if word in plain) >= math.ceil(LEXICAL_MIN_SUPPORT * len(words))
+
+
+def _paraphrase(hit: SearchHit) -> bool:
+    return hit.dense_score is not None and hit.dense_score >= PARAPHRASE_COSINE
+
+
+def select_relevant(
+    question: str, hits: Sequence[SearchHit], min_relevance: float | RelevancePolicy | None = None
+) -> list[SearchHit]:
+    """Hits that may serve as evidence (the three rules of the module docstring), in retriever order.
+
+    ``min_relevance``: a ``RelevancePolicy``, an explicit threshold, or None for the calibrated
+    default. Hits repeating an already kept paper id are skipped.
     """
+    policy = min_relevance if isinstance(min_relevance, RelevancePolicy) else resolve_policy(None, min_relevance)
     terms = content_terms(question)
     needed = max(1, math.ceil(LEXICAL_MIN_SUPPORT * len(terms))) if terms else None
-    kept: list[SearchHit] = []
+    unique: list[SearchHit] = []
     seen: set[str] = set()
     for hit in hits:
-        if hit.paper.id in seen:
-            continue
-        supported = needed is not None and len(terms & content_terms(hit.paper.embedding_text)) >= needed
-        if hit.score >= min_relevance or supported:
-            kept.append(hit)
+        if hit.paper.id not in seen:
+            unique.append(hit)
             seen.add(hit.paper.id)
-    return kept
+    record_terms = {hit.paper.id: content_terms(hit.paper.embedding_text) for hit in unique}
+    passing = [
+        hit for hit in unique
+        if hit.score >= policy.cut(hit) or (needed is not None and len(terms & record_terms[hit.paper.id]) >= needed)
+    ]
+    if not passing:
+        return []
+    best = max(hit.score for hit in unique)
+    floor = RELATIVE_FLOOR * best
+    kept = [hit for hit in unique if hit.score >= floor and (hit in passing or any(p.score >= best for p in passing))]
+    concepts = question_concepts(question)
+    if not concepts:
+        return kept
+    covering = [hit for hit in kept if _paraphrase(hit)
+                or any(_covers(record_terms[hit.paper.id], phrase) for phrase in concepts)]
+    specific = [phrase for phrase in concepts if len(set(phrase)) > 1]
+    covered = [phrase for phrase in specific
+               if any(_paraphrase(hit) or _covers(record_terms[hit.paper.id], phrase) for hit in covering)]
+    if not covering or len(covered) < math.ceil(CONCEPT_MIN_SHARE * len(specific) - 1e-9):
+        return []
+    return covering
 
 
 # --- neutralising untrusted text -------------------------------------------------------------

@@ -71,9 +71,9 @@ today's one-text-per-run encoder the default gives 0.7412 train / 0.7360 test th
 index (``bench/retrieval_quality.py``), just under the 0.74 target, whose gap (-0.004) is a
 tenth of the test set's own 95% interval (-0.046 to +0.038).
 
-Relevance threshold (``RELEVANCE_THRESHOLD``): the assistant passes it to the answer chain as
-``min_relevance``, below which a hit counts as evidence only with lexical support
-(``evidence.select_relevant``); with no evidence the answer abstains. Calibrated by
+Relevance threshold (``RELEVANCE_THRESHOLD``, an alias of ``evidence.CALIBRATED_MIN_RELEVANCE``;
+the threshold in force is decided by ``evidence.resolve_policy`` alone, which also holds the
+title-only cut and the rest of the evidence policy). Calibrated by
 ``bench/calibrate_threshold.py`` through ``PaperIndex.search`` on the fused score of the top
 hit: the SciFact train claims against the SciFact corpus (answerable) and 500 of 1,000
 off-topic queries (arXiv quant-ph and mixed-physics titles and first abstract sentences from
@@ -81,8 +81,8 @@ the shared fixtures) against the same corpus (unanswerable), at a 5% false-accep
 Result 0.506, rounded up to 0.51: it keeps 96.5% of the train and 96.0% of the test claims and
 lets through 4.4% of the calibration and 5.2% of the held-out off-topic queries. Rerun the
 script whenever the fusion changes. The figure transfers only roughly to other corpora:
-title-only records (BibTeX without abstracts) have lower cosines, so override it with
-PAPERBOT_MIN_RELEVANCE where needed.
+title-only records (BibTeX without abstracts) are judged against their own calibration
+(``bench/calibrate_threshold.py --title-only``, see ``retrieval.evidence``).
 
 Migrations. When the record store migrates records (``store._refresh_records``: cleaned author
 names, ids re-keyed under the fold that keeps every script), Chroma and BM25 catch up on the
@@ -114,6 +114,7 @@ from retrieval.chroma_client import DenseStore, record_metadata
 from retrieval.config import Settings
 from retrieval.embeddings import Encoder, choice_for_name, load_encoder
 from retrieval.errors import ConfigError, InputError, PaperbotError
+from retrieval.evidence import CALIBRATED_MIN_RELEVANCE, resolve_min_relevance
 from retrieval.fusion import FusionConfig, drop_near_duplicates, fused_score, scaled_lexical
 from retrieval.lexical import LexicalIndex, top_positions
 from retrieval.models import SearchFilters, SearchHit
@@ -125,7 +126,7 @@ from retrieval.store import RecordStore
 
 log = logging.getLogger(__name__)
 
-RELEVANCE_THRESHOLD = 0.51  # bench/calibrate_threshold.py, see the module docstring
+RELEVANCE_THRESHOLD = CALIBRATED_MIN_RELEVANCE  # bench/calibrate_threshold.py, see retrieval.evidence
 MAX_K = 200
 ENCODE_BATCH = 64
 ENCODER_META_KEY = "encoder_name"  # record-store meta: the encoder that made the vectors
@@ -264,9 +265,7 @@ class PaperIndex:
         self.dense = dense
         self.lexical = lexical
         self.fusion = fusion or FusionConfig()
-        self.relevance_threshold: float = (
-            settings.min_relevance if settings.min_relevance is not None else RELEVANCE_THRESHOLD
-        )
+        self.relevance_threshold: float = resolve_min_relevance(settings)
         self._encoder = encoder
         self._encoder_factory = encoder_factory
         self._embed = embed

@@ -49,7 +49,7 @@ def test_nothing_relevant_abstains_without_calling_the_model(retriever: LexicalR
 
 def test_threshold_argument_and_setting_are_honoured(papers: list[Paper]) -> None:
     teleport = by_title(papers, "Visualizing Teleportation")
-    hits = [SearchHit(paper=teleport, score=0.5)]  # no shared words with the question
+    hits = [SearchHit(paper=teleport, score=0.5, dense_score=0.7)]  # no shared words: a paraphrase
 
     def fixed(query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
         return hits

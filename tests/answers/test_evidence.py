@@ -34,7 +34,7 @@ def test_threshold_precedence() -> None:
 
 
 def test_high_score_counts_without_shared_words(papers: list[Paper]) -> None:
-    hit = SearchHit(paper=by_title(papers, "Visualizing Teleportation"), score=0.8)
+    hit = SearchHit(paper=by_title(papers, "Visualizing Teleportation"), score=0.8, dense_score=0.8)  # paraphrase
     assert select_relevant("diagrams for moving entangled qubits between labs", [hit], 0.5) == [hit]
 
 

@@ -66,7 +66,8 @@ def test_each_hostile_record_is_inert_inside_the_prompt(
     row = next(r for r in hostile_rows if r["key"] == key)
 
     def both(query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
-        return [SearchHit(paper=papers[0], score=0.9), SearchHit(paper=hostile, score=0.9)]
+        # both strong semantic matches (paraphrase-level cosine), so both reach the prompt
+        return [SearchHit(paper=papers[0], score=0.9, dense_score=0.9), SearchHit(paper=hostile, score=0.9, dense_score=0.9)]
 
     model = scripted("Convergence was analysed [1].")
     answer_question(DDA, retriever=both, settings=make_settings(), chat_model=model)
