@@ -1,0 +1,131 @@
+"""``bench/answers_scholars.py --json``, run as a user runs it (a subprocess), checked for structure.
+
+It reads the real publication lists of ``../shared/datasets/scholars-real`` (never copied into
+the tree: the abstracts are their authors'), so the benchmark tests are skipped, with the reason
+printed in pytest's summary, where that folder is absent. They assert the report's structure and
+that every gold reference of ``bench/data/scholars_questions.jsonl`` resolves to an index record;
+no goal is asserted yet. The set's own shape is checked without the data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
+SET = REPO / "bench" / "data" / "scholars_questions.jsonl"
+KINDS = ("topic", "listing", "mixed", "unanswerable")
+MINIMUM = {"topic": 20, "listing": 15, "mixed": 10, "unanswerable": 15}
+FILTER_KEYS = {"authors", "since", "until", "venue"}
+
+needs_data = pytest.mark.skipif(not (DATA / "owners.json").exists(),
+                                reason=f"scholars-real not found at {DATA}: the benchmark needs it")
+
+
+def questions() -> list[dict]:
+    return [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_the_set_has_every_kind_in_the_agreed_numbers() -> None:
+    rows = questions()
+    assert len(rows) >= 60
+    assert len({r["id"] for r in rows}) == len(rows)
+    for kind, least in MINIMUM.items():
+        assert sum(r["kind"] == kind for r in rows) >= least, kind
+    for r in rows:
+        assert set(r) == {"id", "kind", "question", "filters", "gold"}, r["id"]
+        assert r["kind"] in KINDS and r["question"].strip()
+        assert set(r["filters"]) <= FILTER_KEYS, r["id"]
+        assert all(set(ref) == {"owner", "key"} for ref in r["gold"]), r["id"]
+        if r["kind"] in ("topic", "mixed"):
+            assert r["gold"], r["id"]
+        if r["kind"] in ("listing", "mixed"):
+            assert r["filters"], r["id"]
+        if r["kind"] in ("listing", "unanswerable"):
+            assert r["gold"] == [], r["id"]  # listing gold is derived from the filter at run time
+        if r["kind"] in ("topic", "unanswerable"):
+            assert r["filters"] == {}, r["id"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    out = tmp_path_factory.mktemp("bench-out")
+    figures = out / "answers-scholars.json"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(
+        [sys.executable, "bench/answers_scholars.py", "--out", str(out), "--json", str(figures)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(figures.read_text(encoding="utf-8")), done.stdout
+
+
+@pytest.mark.slow
+@needs_data
+def test_every_gold_reference_resolves_to_a_record(run: tuple[dict, str]) -> None:
+    figures, output = run
+    resolution = figures["resolution"]
+    assert resolution["references"] == sum(len(r["gold"]) for r in questions()) > 0
+    assert resolution["resolved"] == resolution["references"]
+    assert figures["set_errors"] == [], figures["set_errors"]  # includes: every listing filter matches records
+    assert resolution["listing_gold"] > 0
+    assert "SET ERRORS" not in output
+
+
+@pytest.mark.slow
+@needs_data
+def test_the_report_has_every_kind_and_the_abstention_figures(run: tuple[dict, str]) -> None:
+    figures, output = run
+    rows = questions()
+    assert figures["questions"] == len(rows) == len(figures["per_question"])
+    assert figures["counts"] == {kind: n for kind in KINDS if (n := sum(r["kind"] == kind for r in rows))}
+    assert figures["ingest"]["records"] > 1_500
+    summary = figures["summary"]
+    for kind in KINDS:
+        d = summary["kinds"][kind]
+        assert d["questions"] == figures["counts"][kind]
+        for key in ("correct", "abstained", "shape"):
+            assert 0.0 <= d[key] <= 1.0, (kind, key)
+        assert set(d["wrong"]) <= {r["id"] for r in rows if r["kind"] == kind}
+    for kind in ("topic", "listing", "mixed"):
+        assert 0.0 <= summary["kinds"][kind]["gold_recall"] <= 1.0
+    abstention = summary["abstention"]
+    for key in ("recall", "false_abstention_rate"):
+        assert 0.0 <= abstention[key] <= 1.0
+    assert abstention["precision"] is None or 0.0 <= abstention["precision"] <= 1.0
+    assert abstention["abstentions"] == sum(r["abstained"] for r in figures["per_question"])
+    assert 0.0 <= summary["shape"] <= 1.0
+    for label in ("answered correctly", "gold recall", "precision (unanswerable / all abstentions)",
+                  "false abstentions", "shape classification", "goal", "wrong:"):
+        assert label in output, label
+
+
+@pytest.mark.slow
+@needs_data
+def test_per_question_rows_are_consistent(run: tuple[dict, str]) -> None:
+    for row in run[0]["per_question"]:
+        assert row["kind"] in KINDS
+        assert row["result_kind"] in ("topic", "listing", "mixed")
+        assert 0 <= row["gold_cited"] <= row["gold"] and row["gold_cited"] <= row["cited"]
+        if row["kind"] == "unanswerable":
+            assert row["gold"] == 0 and row["correct"] == row["abstained"]
+        else:
+            assert row["gold"] > 0
+        if row["kind"] == "listing":
+            assert row["outside"] <= row["cited"]
+
+
+@pytest.mark.slow
+@needs_data
+def test_the_set_quotes_no_title_of_the_files() -> None:
+    """Questions are paraphrases: no title listed in owners.json appears in the set."""
+    titles = [t.lower() for owner in json.loads((DATA / "owners.json").read_text(encoding="utf-8"))
+              for t in owner["titles"] if len(t) > 20]
+    text = SET.read_text(encoding="utf-8").lower()
+    assert [t for t in titles if t in text] == []
