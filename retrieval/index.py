@@ -245,6 +245,12 @@ class _Candidate:
     vector: np.ndarray | None
 
 
+def is_venue_acronym(name: str) -> bool:
+    """One word with three or more capital letters: "ICDE", "INFOCOM", "NeurIPS", "SIGMOD"."""
+    word = name.strip()
+    return " " not in word and word.isalnum() and sum(ch.isupper() for ch in word) >= 3
+
+
 class PaperIndex:
     """Facade over ``RecordStore`` + Chroma + BM25. Thread-safe for concurrent searches."""
 
@@ -594,9 +600,19 @@ class PaperIndex:
         return bool(self.author_keys_for(name))
 
     def knows_venue(self, name: str) -> bool:
-        """True when ``name`` is exactly an indexed venue (after folding): conservative on purpose."""
+        """True when ``name`` is exactly an indexed venue (after folding), or an acronym written
+        as one ("ICDE", "NeurIPS": one word with three or more capitals) that is a whole word of
+        an indexed venue ("2023 IEEE 39th International Conference on Data Engineering (ICDE)").
+        Conservative on purpose: "in Vision" never becomes a venue filter."""
         key = fold(name)
-        return bool(key) and key in self._venue_keys()
+        if not key:
+            return False
+        venues = self._venue_keys()
+        if key in venues:
+            return True
+        if not is_venue_acronym(name):
+            return False
+        return any(key in venue.split() for venue in venues)
 
     def parse_question(self, question: str) -> tuple[str, SearchFilters]:
         """``extract_filters`` with this index's authors and venues as the known names."""

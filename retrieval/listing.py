@@ -23,7 +23,7 @@ from retrieval.extractive import item_label, trim_sentence
 from retrieval.models import AnswerResult, Citation, SearchFilters
 from retrieval.records import Paper
 
-MAX_LISTED = 25
+MAX_LISTED = 100  # a listing is complete up to here (Slack paginates); longer ones say how to page on
 LISTING_SCORE = 1.0  # a listed record matches the filters exactly; there is no similarity to report
 LISTING_NOTICE = "Listing of the indexed records matching the filters: no model is needed, so it is extractive."
 NO_TOPIC_NOTICE = ("No indexed record addresses the topic specifically; "

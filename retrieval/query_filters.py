@@ -130,11 +130,14 @@ _YEAR_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b(?:in|during)\s+{_YEAR}\s*(?:-|–|to)\s*{_YEAR}\b", re.I), "range"),
     (re.compile(r"\b(?:in|over|during|within)\s+the\s+(?:last|past)\s+(\d{1,2}|"
                 + "|".join(_NUMBER_WORDS) + r")\s+years?\b", re.I), "last"),
-    (re.compile(rf"\b(?:since|starting\s+(?:in|from)|from|as\s+of)\s+{_YEAR}(?:\s+(?:on|onwards?))?\b", re.I), "since"),
+    (re.compile(rf"\bfrom\s+{_YEAR}\s+(?:on|onwards?)\b", re.I), "since"),
+    (re.compile(rf"\b(?:since|starting\s+(?:in|from)|as\s+of)\s+{_YEAR}(?:\s+(?:on|onwards?))?\b", re.I), "since"),
     (re.compile(rf"\bafter\s+{_YEAR}\b", re.I), "after"),
     (re.compile(rf"\b(?:before|prior\s+to)\s+{_YEAR}\b", re.I), "before"),
     (re.compile(rf"\b(?:until|till|through|up\s+to)\s+{_YEAR}\b", re.I), "until"),
     (re.compile(rf"\b(?:published\s+)?(?:in|during)\s+(?:the\s+year\s+)?{_YEAR}\b(?!\s*%|[-–]\w|{_COUNTED})", re.I), "in"),
+    # "papers from 2022" is that year ("from 2022 on" and "from 2019 to 2021" are read above)
+    (re.compile(rf"\bfrom\s+{_YEAR}\b(?!\s*%|[-–]\w|{_COUNTED})", re.I), "in"),
 ]
 
 # "lately", "recently", "recent papers", "most recent work": no year given, the recent window.

@@ -240,3 +240,25 @@ def test_mixed_question_over_an_empty_filter_abstains_with_the_reason(real_index
     result: AnswerResult = core.ask("papers by Zhao Zhang on checkpointing since 2030")
     assert result.abstained and result.kind == "mixed"
     assert "No indexed paper is from 2030 or later" in (result.notice or "")
+
+
+def test_a_venue_acronym_lists_the_records_of_the_venue_that_spells_it_out(tmp_path: Path):
+    from retrieval.index import PaperIndex, is_venue_acronym
+
+    icde = "2023 IEEE 39th International Conference on Data Engineering (ICDE)"
+    records = [
+        Paper(title="Learned indexes for spatial data", published="2023", venue=icde, authors=[{"name": "Ann Lee"}]),
+        Paper(title="Stream joins at scale", published="2023", venue=icde, authors=[{"name": "Bob Ray"}]),
+        Paper(title="Vision transformers for remote sensing", published="2023",
+              venue="Computer Vision and Pattern Recognition", authors=[{"name": "Cy Dee"}]),
+    ]
+    index = PaperIndex.open(make_settings(tmp_path), encoder=HashEncoder())  # type: ignore[arg-type]
+    try:
+        index.upsert(records)
+        result = Assistant(index.settings, index=index, chat_model=None).ask("papers published at ICDE")
+        assert result.kind == "listing" and result.filters == {"venue": "ICDE"}
+        assert {c.title for c in result.citations} == {"Learned indexes for spatial data", "Stream joins at scale"}
+        assert not index.knows_venue("Vision")  # a capitalised word is not an acronym: no venue filter
+    finally:
+        index.close()
+    assert is_venue_acronym("NeurIPS") and is_venue_acronym("INFOCOM") and not is_venue_acronym("Vision")

@@ -39,6 +39,9 @@ def known_venue(name: str) -> bool:
         ("dipole approximation before 2010", "dipole approximation", None, 2009),
         ("dipole approximation until 2010", "dipole approximation", None, 2010),
         ("modular forms from 2019 onwards", "modular forms", 2019, None),
+        ("modular forms from 2019 on", "modular forms", 2019, None),
+        ("papers on modular forms from 2019", "papers on modular forms", 2019, 2019),  # that year
+        ("data from 2000 patients", "data from 2000 patients", None, None),
         ("modular forms in 2019-2021", "modular forms", 2019, 2021),
         ("what was shown in the last 3 years about gluons", "what was shown about gluons", 2024, None),
         ("what was shown over the past two years about gluons", "what was shown about gluons", 2025, None),
