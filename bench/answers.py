@@ -56,7 +56,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from retrieval.answer import Final, Retriever, stream_answer  # noqa: E402
 from retrieval.citations import split_sentences  # noqa: E402
 from retrieval.config import Settings, load_settings  # noqa: E402
-from retrieval.evidence import resolve_min_relevance  # noqa: E402
+from retrieval.evidence import Rarity, resolve_min_relevance  # noqa: E402
 from retrieval.llm import build_chat_model  # noqa: E402
 from retrieval.models import AnswerResult, SearchFilters, SearchHit  # noqa: E402
 from retrieval.records import Paper, title_key  # noqa: E402
@@ -160,8 +160,9 @@ class Bm25StandIn:
         ]
 
 
-def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float]:
-    """The real ``PaperIndex`` over the same records (``--retriever index``) and its threshold.
+def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float, Rarity]:
+    """The real ``PaperIndex`` over the same records (``--retriever index``), its threshold and
+    its word rarity (the evidence policy's rule 4, as the doors pass it).
 
     A scratch index under ``bench/out/answers-*``, built once; vectors come from the embedding
     cache the retrieval benchmarks share, so only a cold cache encodes anything.
@@ -177,7 +178,7 @@ def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float]:
     def search(query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
         return index.search(query, k=k, filters=filters)
 
-    return search, index.relevance_threshold
+    return search, index.relevance_threshold, index.term_rarity
 
 
 @dataclass
@@ -270,11 +271,11 @@ def final_claims(answer: str) -> tuple[int, int]:
 
 
 def run_one(case: Case, retriever: TimedRetriever, settings: Settings, model: BaseChatModel | None,
-            threshold: float | None, k: int, tally: Tally) -> None:
+            threshold: float | None, k: int, tally: Tally, rarity: Rarity | None = None) -> None:
     retriever.seconds, retriever.hits = 0.0, []
     start = time.perf_counter()
     events = list(stream_answer(case.question, retriever=retriever, settings=settings, k=k,
-                                chat_model=model, min_relevance=threshold))
+                                chat_model=model, min_relevance=threshold, rarity=rarity))
     total = time.perf_counter() - start
     final = events[-1]
     assert isinstance(final, Final)
@@ -371,8 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     papers, cases = load_scifact(args.data, n_answerable)
     cases += [Case(q, frozenset()) for q in UNANSWERABLE[:n_unanswerable]]
     threshold: float | None = None
+    rarity: Rarity | None = None
     if args.retriever == "index":
-        inner, threshold = index_retriever(papers)
+        inner, threshold, rarity = index_retriever(papers)
     else:
         inner = Bm25StandIn(papers)
     if args.min_relevance is not None:
@@ -386,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         retriever = TimedRetriever(inner)
         run_settings = settings if name.startswith("llm-endpoint") else base_settings
         for case in cases:
-            run_one(case, retriever, run_settings, make_model(), threshold, args.k, tally)
+            run_one(case, retriever, run_settings, make_model(), threshold, args.k, tally, rarity)
         rows.append((name, tally))
     print()
     print_table(rows)

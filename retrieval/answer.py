@@ -39,7 +39,15 @@ from prompts import Prompt, load_prompt
 from retrieval.citations import ValidationReport, validate_answer, visible_text
 from retrieval.config import Settings
 from retrieval.errors import InputError
-from retrieval.evidence import EvidenceSet, RelevancePolicy, build_evidence, resolve_policy, select_relevant, strip_markup
+from retrieval.evidence import (
+    EvidenceSet,
+    Rarity,
+    RelevancePolicy,
+    build_evidence,
+    resolve_policy,
+    select_relevant,
+    strip_markup,
+)
 from retrieval.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.followup import heuristic_query, standalone_question
 from retrieval.llm import LLM_FAILURES, NO_LLM_NOTICE, build_chat_model, describe_failure, model_attempts
@@ -138,6 +146,7 @@ def stream_answer(
     chat_model: BaseChatModel | None = None,
     min_relevance: float | None = None,
     scorer: SentenceScorer | None = None,
+    rarity: Rarity | None = None,
 ) -> Iterator[AnswerEvent]:
     """Yield ``TextDelta``s while a model writes, then exactly one ``Final`` (see module doc).
 
@@ -149,7 +158,7 @@ def stream_answer(
     question = _checked_question(question, k)  # eager: bad input raises before iteration
     model = chat_model if chat_model is not None else build_chat_model(settings)
     threshold = resolve_policy(settings, min_relevance)
-    return _events(question, retriever, settings, k, filters, history, model, threshold, scorer)
+    return _events(question, retriever, settings, k, filters, history, model, threshold, scorer, rarity)
 
 
 def _events(
@@ -162,13 +171,14 @@ def _events(
     model: BaseChatModel | None,
     threshold: RelevancePolicy,
     scorer: SentenceScorer | None,
+    rarity: Rarity | None = None,
 ) -> Iterator[AnswerEvent]:
     failure: Exception | None = None
     try:
         query = standalone_question(question, history, model)
     except LLM_FAILURES as exc:
         failure, query = exc, heuristic_query(question, history)
-    relevant = select_relevant(query, retriever(query, k, filters), threshold)
+    relevant = select_relevant(query, retriever(query, k, filters), threshold, rarity)
 
     if model is None:
         yield Final(extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=scorer), query=query)
@@ -211,6 +221,7 @@ def answer_question(
     chat_model: BaseChatModel | None = None,
     min_relevance: float | None = None,
     scorer: SentenceScorer | None = None,
+    rarity: Rarity | None = None,
 ) -> AnswerResult:
     """The validated cited answer to ``question`` (``stream_answer`` without the deltas)."""
     for event in stream_answer(
@@ -223,6 +234,7 @@ def answer_question(
         chat_model=chat_model,
         min_relevance=min_relevance,
         scorer=scorer,
+        rarity=rarity,
     ):
         if isinstance(event, Final):
             return event.result

@@ -128,6 +128,15 @@ class Assistant:
         notices = " ".join(part for part in (notice, outcome.empty_reason if not hits else None) if part)
         return SearchResult(query=query, results=citations, notice=notices or None)
 
+    def _rarity(self, filters: SearchFilters) -> Callable[[str], float]:
+        """``PaperIndex.term_rarity``, with the words of the filters' names left out: "papers by
+        Aditya Grover on diffusion" must find diffusion in the records, not "Grover"."""
+        from retrieval.evidence import content_terms
+
+        named = content_terms(" ".join([*filters.authors, filters.venue or ""]))
+        rarity = self.index.term_rarity
+        return lambda term: 0.0 if term in named else rarity(term)
+
     def _answer_inputs(
         self, question: str, k: int, filters: SearchFilters | None, history: Sequence[tuple[str, str]]
     ) -> tuple[dict[str, object], SearchFilters, str | None]:
@@ -142,6 +151,7 @@ class Assistant:
             "history": history,
             "chat_model": self.chat_model,
             "min_relevance": None,  # the chain resolves it from settings (retrieval.evidence.resolve_policy)
+            "rarity": self._rarity(merged),
         }
         return inputs, merged, notice
 

@@ -5,7 +5,7 @@ Evidence policy (both answer modes, every door: CLI, Slack, ``answer_question``,
 The threshold in force is decided in one place, ``resolve_policy``: the caller's
 ``min_relevance`` > ``PAPERBOT_MIN_RELEVANCE`` (``Settings.min_relevance``) > the calibrated
 default. ``select_relevant`` then keeps, in retriever order, the hits that may serve as
-evidence; none kept means abstain.
+evidence (four rules); none kept means abstain.
 
 1. **Field-aware cut.** A hit passes its cut when its score reaches the threshold for what its
    record can contain: ``CALIBRATED_MIN_RELEVANCE`` (0.51) for records with an abstract,
@@ -43,6 +43,12 @@ evidence; none kept means abstain.
    of the same field reach 0.5-0.55 ("N-dimensional codes for detecting errors" for a
    surface-code question: 0.54), so the cut is 0.6.
 
+4. **The rarest word.** When the index says how rare each word is (``rarity``: its BM25 IDF;
+   the CLI and Slack pass ``PaperIndex.term_rarity``), the question's rarest content word must
+   be in some kept record (or a kept record must be a paraphrase, rule 3). The rarest word is
+   the one that names what is asked ("MRI", "teenage", "LTLf"); records sharing only the
+   question's common words ("compressed sensing", "social media") are about something else.
+
 With a model configured the prompt also lets it reply ``NO_ANSWER`` (turned into an abstention
 by ``retrieval.citations``) when the records do not address the question's key concepts.
 
@@ -62,6 +68,7 @@ import math
 import re
 import secrets
 from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -70,6 +77,9 @@ import Stemmer
 from retrieval.config import Settings
 from retrieval.models import SearchHit
 from retrieval.records import Paper, fold
+
+# stemmed word -> IDF in the index (``PaperIndex.term_rarity``; math.inf: no record has it)
+Rarity = Callable[[str], float]
 
 # Calibration: the one place to tune (see the module docstring for where each number comes from).
 CALIBRATED_MIN_RELEVANCE = 0.51  # bench/calibrate_threshold.py: records with an abstract
@@ -194,8 +204,21 @@ def _paraphrase(hit: SearchHit) -> bool:
     return hit.dense_score is not None and hit.dense_score >= PARAPHRASE_COSINE
 
 
+def rarest_term(question: str, rarity: Rarity) -> str | None:
+    """The question's content word the index holds in the fewest records (highest IDF), among
+    the words it holds at all: a word no record has may be a synonym ("typesetter" for
+    "compositor"), which rules 1-3 judge; ``rarity`` gives 0 for words it leaves out."""
+    terms = sorted({word for phrase in question_concepts(question) for word in phrase})
+    known = [(rarity(term), term) for term in terms]
+    known = [(value, term) for value, term in known if 0 < value < math.inf]
+    return max(known)[1] if known else None
+
+
 def select_relevant(
-    question: str, hits: Sequence[SearchHit], min_relevance: float | RelevancePolicy | None = None
+    question: str,
+    hits: Sequence[SearchHit],
+    min_relevance: float | RelevancePolicy | None = None,
+    rarity: Rarity | None = None,
 ) -> list[SearchHit]:
     """Hits that may serve as evidence (the three rules of the module docstring), in retriever order.
 
@@ -231,6 +254,12 @@ def select_relevant(
                if any(_paraphrase(hit) or _covers(record_terms[hit.paper.id], phrase) for hit in covering)]
     if not covering or len(covered) < math.ceil(CONCEPT_MIN_SHARE * len(specific) - 1e-9):
         return []
+    if rarity is not None:  # rule 4: the question's rarest word must be in the evidence
+        rare = rarest_term(question, rarity)
+        if rare is not None and not any(
+            _paraphrase(hit) or _covers(record_terms[hit.paper.id], (rare,)) for hit in covering
+        ):
+            return []
     return covering
 
 

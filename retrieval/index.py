@@ -599,6 +599,12 @@ class PaperIndex:
     def knows_author(self, name: str) -> bool:
         return bool(self.author_keys_for(name))
 
+    def term_rarity(self, term: str) -> float:
+        """How rare a stemmed word is in the index (its BM25 IDF; ``math.inf`` when no record
+        has it): the evidence policy requires the question's rarest known word in the evidence
+        (``retrieval.evidence``, rule 4)."""
+        return self.lexical.current().idf(term)
+
     def knows_venue(self, name: str) -> bool:
         """True when ``name`` is exactly an indexed venue (after folding), or an acronym written
         as one ("ICDE", "NeurIPS": one word with three or more capitals) that is a whole word of

@@ -26,6 +26,8 @@ never by cutting a ranked list afterwards.
 
 from __future__ import annotations
 
+import math
+
 import json
 import logging
 import os
@@ -202,6 +204,18 @@ class LexicalSnapshot:
                     chosen[postings[key]] = True
             allowed &= chosen
         return allowed.astype(np.float32)
+
+    def idf(self, token: str) -> float:
+        """``ln(1 + (N - df + 0.5) / (df + 0.5))`` of one tokenised term; ``math.inf`` for a
+        term no record holds."""
+        df = 0
+        if self.retriever is not None and token in self.retriever.vocab_dict:
+            indptr = self.retriever.scores["indptr"]
+            term = self.retriever.vocab_dict[token]
+            df = int(indptr[term + 1]) - int(indptr[term])
+        if df == 0:
+            return math.inf
+        return float(np.log1p((len(self.ids) - df + 0.5) / (df + 0.5)))
 
     def position(self, paper_id: str) -> int | None:
         """Index position of a record (for looking up its entry in ``score_all``)."""
