@@ -129,3 +129,15 @@ def test_the_set_quotes_no_title_of_the_files() -> None:
               for t in owner["titles"] if len(t) > 20]
     text = SET.read_text(encoding="utf-8").lower()
     assert [t for t in titles if t in text] == []
+
+
+@pytest.mark.slow
+@needs_data
+def test_the_goals_of_issue_13_hold(run: tuple[dict, str]) -> None:
+    """Listing complete, topic gold cited ≥ 0.9, unanswerable abstained ≥ 0.9, ≤ 5 % false abstentions."""
+    summary = run[0]["summary"]
+    kinds = summary["kinds"]
+    assert kinds["listing"]["correct"] == 1.0
+    assert kinds["topic"]["correct"] >= 0.9
+    assert kinds["unanswerable"]["correct"] >= 0.9
+    assert summary["abstention"]["false_abstention_rate"] <= 0.05
