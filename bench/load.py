@@ -235,7 +235,9 @@ def _is_final(message: dict[str, Any]) -> bool:
 
 
 def _is_error(message: dict[str, Any]) -> bool:
-    return ":warning:" in json.dumps(message.get("blocks") or [])
+    """An apology or an error notice; an abstention's "no indexed paper is cited" note is an answer."""
+    text = json.dumps(message.get("blocks") or [])
+    return text.count(":warning:") > text.count(":warning: No indexed paper is cited")
 
 
 _QUEUED_PREFIX = queued_text(1).split(" 1.")[0]  # ":hourglass: You're in position"

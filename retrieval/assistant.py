@@ -128,11 +128,15 @@ class Assistant:
         notices = " ".join(part for part in (notice, outcome.empty_reason if not hits else None) if part)
         return SearchResult(query=query, results=citations, notice=notices or None)
 
-    def _rarity(self, filters: SearchFilters) -> Callable[[str], float]:
+    def _rarity(self, filters: SearchFilters) -> Callable[[str], float] | None:
         """``PaperIndex.term_rarity``, with the words of the filters' names left out: "papers by
-        Aditya Grover on diffusion" must find diffusion in the records, not "Grover"."""
-        from retrieval.evidence import content_terms
+        Aditya Grover on diffusion" must find diffusion in the records, not "Grover". None for
+        an index too small for word frequencies to say which word is specific
+        (``evidence.RARITY_MIN_RECORDS``)."""
+        from retrieval.evidence import RARITY_MIN_RECORDS, content_terms
 
+        if self.index.count() < RARITY_MIN_RECORDS:
+            return None
         named = content_terms(" ".join([*filters.authors, filters.venue or ""]))
         rarity = self.index.term_rarity
         return lambda term: 0.0 if term in named else rarity(term)

@@ -48,6 +48,8 @@ evidence (four rules); none kept means abstain.
    be in some kept record (or a kept record must be a paraphrase, rule 3). The rarest word is
    the one that names what is asked ("MRI", "teenage", "LTLf"); records sharing only the
    question's common words ("compressed sensing", "social media") are about something else.
+   Only over an index of ``RARITY_MIN_RECORDS`` (500) records or more: over a few dozen records
+   of one field the rarest word is an accident of the sample ("deep" among 40 testing papers).
 
 With a model configured the prompt also lets it reply ``NO_ANSWER`` (turned into an abstention
 by ``retrieval.citations``) when the records do not address the question's key concepts.
@@ -89,6 +91,7 @@ DEFAULT_MIN_RELEVANCE = CALIBRATED_MIN_RELEVANCE  # the public name of the defau
 RELATIVE_FLOOR = 0.5  # share of the query's best score a hit needs to count
 CONCEPT_MIN_SHARE = 0.5  # share of the question's multi-word phrases the evidence must cover
 PARAPHRASE_COSINE = 0.6  # dense cosine at which a record covers every phrase
+RARITY_MIN_RECORDS = 500  # rule 4 needs an index this large for IDF to tell specific words apart
 # Fraction of the question's content terms a record must contain to count without the score.
 LEXICAL_MIN_SUPPORT = 0.75
 # Abstract characters shown to the model: at most this per record, and at most the total

@@ -85,11 +85,19 @@ def normalize_orcid(value: str | None) -> str | None:
 _SPACE = re.compile(r"\s+")
 
 
+# Terminal escape sequences (CSI "ESC [ 31m", OSC "ESC ] 0;title BEL"): their printable tail
+# ("[31m") would otherwise survive the control-character strip as words.
+_TERMINAL_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
 def clean_text(value: str | None) -> str:
-    """Collapse whitespace (hard-wrapped abstracts, tabs) and strip control characters."""
+    """Collapse whitespace (hard-wrapped abstracts, tabs) and strip terminal escape sequences
+    and control characters."""
     if not value:
         return ""
     if not value.isprintable():  # slow path only when there is something to strip
+        if "\x1b" in value:
+            value = _TERMINAL_ESCAPE.sub("", value)
         value = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
     return _SPACE.sub(" ", value).strip()
 

@@ -118,3 +118,10 @@ def test_arxiv_datacite_doi_becomes_the_arxiv_id():
     assert from_openalex.doi is None
     # a journal DOI on an arXiv paper is kept and wins
     assert Paper(title="T", doi="10.1103/x.1", arxiv_id="2304.05376").id == "doi:10.1103/x.1"
+
+
+def test_terminal_escape_sequences_leave_no_words_behind() -> None:
+    from retrieval.records import clean_text
+
+    assert clean_text("pebble game \x1b[2J\x1b]0;owned\x07 sparse \x1b[31mgraphs\x1b[0m") == "pebble game sparse graphs"
+    assert clean_text("plain [31m text stays") == "plain [31m text stays"  # no escape character: untouched
