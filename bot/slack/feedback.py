@@ -40,14 +40,23 @@ def more_papers_work(deps: SlackDeps, answer: StoredAnswer, offset: int) -> Work
 
     def work(reply: Reply) -> None:
         reply.begin()
-        result = deps.assistant.search(answer.question, k=MORE_PAGE, offset=offset)
         cited = set(answer.cited_ids)
-        fresh = [citation for citation in result.results if citation.id not in cited]
-        skipped = len(result.results) - len(fresh)
+        # ask for enough to fill a page past the cited records, wherever they rank
+        wanted = MORE_PAGE + len(cited)
+        result = deps.assistant.search(answer.question, k=wanted, offset=offset)
+        fresh: list = []
+        consumed = 0
+        for citation in result.results:
+            if len(fresh) == MORE_PAGE:
+                break
+            consumed += 1
+            if citation.id not in cited:
+                fresh.append(citation)
+        skipped = consumed - len(fresh)
         page = result.model_copy(update={"results": fresh})
         footer = []
-        if len(result.results) == MORE_PAGE:
-            footer.append(kit.more_papers_actions(answer.id, offset + MORE_PAGE))
+        if len(result.results) == wanted and len(fresh) == MORE_PAGE:
+            footer.append(kit.more_papers_actions(answer.id, offset + consumed))
         reply.finish(kit.more_papers_blocks(page, skipped=skipped), footer=footer,
                      fallback=f"More papers for: {answer.question}")
 
