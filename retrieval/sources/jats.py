@@ -41,7 +41,8 @@ def parse_xml(data: str | bytes) -> ET.Element:
     encoding = None
     if isinstance(data, str):
         # The text is already decoded: its encoding declaration (even "TF-8") must not count.
-        data, encoding = data.encode("utf-8"), "utf-8"
+        # A lone surrogate cannot be XML: it becomes U+FFFD and expat judges the rest.
+        data, encoding = data.encode("utf-8", "replace"), "utf-8"
     try:
         parser = ET.XMLParser(target=_NoDoctypeBuilder(), encoding=encoding)
         parser.feed(data)

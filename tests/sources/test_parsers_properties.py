@@ -12,6 +12,7 @@ import json
 import unicodedata
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -247,3 +248,10 @@ def test_to_bibtex_round_trips_arbitrary_papers(records: list[dict[str, object]]
     outcome = parse_bibtex(text)
     assert outcome.skipped == []
     assert [_view(p) for p in outcome.papers] == [_view(p) for p in papers]
+
+
+def test_a_lone_surrogate_in_xml_text_is_a_parse_error_not_a_crash() -> None:
+    # found by the property test above: str.encode("utf-8") refused it
+    with pytest.raises(ParseError) as caught:
+        parse_oai_dc("\ud800", name="records.xml")
+    assert "records.xml" in caught.value.user_message
