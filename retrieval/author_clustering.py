@@ -160,6 +160,12 @@ class Cluster:
     def shares_coauthor(self, other: "Cluster") -> bool:
         return bool(self.strong & other.strong or self.weak & other.weak)
 
+    def shares_context(self, other: "Cluster") -> bool:
+        """A co-author or an institution in common: evidence for one person."""
+        return self.shares_coauthor(other) or bool(
+            self.affils and other.affils and affiliations_overlap(self.affiliations, other.affiliations)
+        )
+
     @property
     def affiliations(self) -> list[str]:
         return sorted(self.affils)
@@ -383,7 +389,7 @@ class BlockGrouping:
         ):
             return None
         similarity = topics.similarity(a, b)
-        if a.shares_coauthor(b) or (a.affils and b.affils and affiliations_overlap(a.affiliations, b.affiliations)):
+        if a.shares_context(b):
             return 2.0 + (similarity or 0.0)
         disjoint = a.has_coauthors and b.has_coauthors
         far = similarity is not None and similarity < FAR_TOPIC

@@ -16,8 +16,7 @@ distant topic).
 
 Every person has a stable id, ``person:<12 hex>``: the smallest of its mentions' own ids (a hash
 of paper id and written name). When the index grows, an old id still finds the person who now
-holds that mention (``find_person_id``). A paper that lists the same name twice has one person
-in both slots.
+holds that mention (``find_person_id``).
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ from retrieval.author_clustering import (
     group_block,
 )
 from retrieval.names import (
-    affiliations_overlap,
     folded,
+    id_sets_agree,
     name_specificity,
     names_compatible,
     parse_name,
@@ -229,10 +228,7 @@ class PeopleDirectory:
                 )
             ]
             # the clusters that do not contradict the roster's ids, largest (or id-bearing) first
-            named = [
-                (f, c) for f, c in named
-                if not ((ids[0] and c.orcid and not ids[0] & c.orcid) or (ids[1] and c.openalex and not ids[1] & c.openalex))
-            ]
+            named = [(f, c) for f, c in named if id_sets_agree(ids[0], ids[1], c.orcid, c.openalex) is not False]
             if not named:
                 continue
             named.sort(key=lambda item: (not (ids[0] & item[1].orcid or ids[1] & item[1].openalex), -len(item[1].papers)))
@@ -247,15 +243,9 @@ class PeopleDirectory:
 
     def _fits(self, anchor: Cluster, other: Cluster) -> bool:
         """Whether a roster-named cluster fits the scholar's profile so far."""
-        if anchor.papers & other.papers:
+        if anchor.papers & other.papers or id_sets_agree(anchor.orcid, anchor.openalex, other.orcid, other.openalex) is False:
             return False
-        if anchor.orcid and other.orcid and not anchor.orcid & other.orcid:
-            return False
-        if anchor.openalex and other.openalex and not anchor.openalex & other.openalex:
-            return False
-        if anchor.shares_coauthor(other) or (
-            anchor.affils and other.affils and affiliations_overlap(anchor.affiliations, other.affiliations)
-        ):
+        if anchor.shares_context(other):
             return True
         similarity = self._topics.similarity(anchor, other)
         return not (anchor.has_coauthors and other.has_coauthors and similarity is not None and similarity < FAR_TOPIC)

@@ -43,7 +43,7 @@ import numpy as np
 from prompts import Prompt, load_prompt
 from retrieval.citations import validate_answer
 from retrieval.config import Settings
-from retrieval.errors import PaperbotError, UnknownScholarError
+from retrieval.errors import UnknownScholarError
 from retrieval.evidence import build_evidence, neutralise, strip_markup
 from retrieval.models import (
     AmbiguousScholarResult,
@@ -59,7 +59,15 @@ from retrieval.models import (
     ThemeYears,
 )
 from retrieval.names import parse_name
-from retrieval.people import Claim, PeopleDirectory, Person, claims_of, directory_for, same_written_name
+from retrieval.people import (
+    Claim,
+    PeopleDirectory,
+    Person,
+    claims_of,
+    directory_for,
+    same_written_name,
+    stored_vectors_of,
+)
 from retrieval.records import Paper, fold, normalize_openalex_id, normalize_orcid
 from retrieval.themes import (
     OTHER_LABEL,
@@ -507,14 +515,11 @@ def _summary_text(name: str, recent: RecentWork, themes: Sequence[ThemeGroup], t
 def stored_vectors(index: object, papers: Sequence[Paper]) -> dict[str, np.ndarray] | None:
     """The embeddings the index already holds for ``papers`` (nothing is encoded), or None
     when the index cannot give them all (then themes group by shared terms)."""
-    getter = getattr(index, "vectors", None) or getattr(getattr(index, "dense", None), "vectors", None)
-    if getter is None or not papers:
+    lookup = stored_vectors_of(index)
+    if lookup is None or not papers:
         return None
-    try:
-        found = getter([p.id for p in papers])
-    except PaperbotError:  # the vector store is down: lexical themes still work
-        return None
-    if not isinstance(found, Mapping) or any(p.id not in found for p in papers):
+    found = lookup([p.id for p in papers])  # {} when the vector store is down
+    if any(p.id not in found for p in papers):
         return None
     return {p.id: np.asarray(found[p.id], dtype=np.float64) for p in papers}
 
