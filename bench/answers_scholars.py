@@ -63,7 +63,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import REPO, load_note, markdown_table, out_dir, set_out_dir, setup_logging  # noqa: E402
+from bench.common import REPO, load_note, markdown_table, start_scratch_run  # noqa: E402
 from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index  # noqa: E402
 from retrieval.index import PaperIndex  # noqa: E402
 from retrieval.models import AnswerResult  # noqa: E402
@@ -360,13 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="per-question table")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")
     args = parser.parse_args(argv)
-    setup_logging()
-    if args.out is not None:
-        set_out_dir(args.out)
-    out_dir().mkdir(parents=True, exist_ok=True)
-
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    progress = start_scratch_run(args.out)
 
     from retrieval.assistant import Assistant
 

@@ -264,6 +264,19 @@ def set_out_dir(path: Path) -> None:
     _OUT[0].mkdir(parents=True, exist_ok=True)
 
 
+def start_scratch_run(out: Path | None) -> Callable[[str], None]:
+    """Quiet logging and the ``--out`` folder for a benchmark; returns its stderr progress printer."""
+    setup_logging()
+    if out is not None:
+        set_out_dir(out)
+    out_dir().mkdir(parents=True, exist_ok=True)
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return progress
+
+
 def shared_cache_dir() -> Path:
     """Where the ONNX exports and the embedding cache of all bench runs live (kept between runs)."""
     path = out_dir() / "cache"

@@ -98,9 +98,8 @@ from bench.common import (  # noqa: E402
     load_note,
     markdown_table,
     out_dir,
-    set_out_dir,
-    setup_logging,
     shared_cache_dir,
+    start_scratch_run,
 )
 from retrieval.config import Settings  # noqa: E402
 from retrieval.errors import PaperbotError, UnknownScholarError  # noqa: E402
@@ -614,13 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="per-owner table")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")
     args = parser.parse_args(argv)
-    setup_logging()
-    if args.out is not None:
-        set_out_dir(args.out)
-    out_dir().mkdir(parents=True, exist_ok=True)
-
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    progress = start_scratch_run(args.out)
 
     owners = load_owners(args.data)
     index, settings, ingest = open_index(owners, args.reuse_index, progress)
