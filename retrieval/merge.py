@@ -9,8 +9,9 @@ preprint gets the same canonical id whichever source described it first.
 ``merge_papers`` keeps every ``Provenance`` entry (``fields`` lists what that source supplied)
 and chooses each field by rule:
 
-- DOI, venue, publisher, type, title, url: the published version over a preprint, then by source
-  crossref > openalex > bibtex > other files > arxiv;
+- DOI, venue, publisher, type, title, url, pages, volume, issue, editors: the published version
+  over a preprint, then by source crossref > openalex > bibtex > other files > arxiv;
+- extra_fields (what a file carried beyond the columns): united, key by key by the same rule;
 - abstract: the longest clean one; authors: the list with more authors (then more ids and
   affiliations), enriched with ORCID/OpenAlex ids, affiliations and fuller names from the other
   list, author by author (by position and name, never across disagreeing ids);
@@ -37,10 +38,11 @@ from retrieval.records import Author, Paper, Provenance, normalize_arxiv_id, tit
 _SOURCE_RANK = {"crossref": 0, "openalex": 1, "bibtex": 2, "arxiv": 4}
 _OTHER_FILE_RANK = 3
 _UNKNOWN_RANK = 5
-_PRIORITY_FIELDS = ("doi", "venue", "publisher", "type", "title", "url")
+_PRIORITY_FIELDS = ("doi", "venue", "publisher", "type", "title", "url", "pages", "volume", "issue", "editors")
 _ATTRIBUTED_FIELDS = (
     "title", "authors", "abstract", "published", "venue", "publisher", "doi", "arxiv_id",
     "arxiv_version", "openalex_id", "url", "type", "categories", "open_access", "citation_count",
+    "pages", "volume", "issue", "editors", "extra_fields",
 )
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
 _PREPRINT_TYPES = {"preprint", "posted-content", "posted_content", "unpublished", "misc-preprint"}
@@ -183,7 +185,7 @@ def same_paper(a: Paper, b: Paper) -> bool:
 
 
 def _supplied_fields(paper: Paper) -> list[str]:
-    return [name for name in _ATTRIBUTED_FIELDS if getattr(paper, name) not in (None, "", [])]
+    return [name for name in _ATTRIBUTED_FIELDS if getattr(paper, name) not in (None, "", [], {})]
 
 
 def _attributed(paper: Paper) -> Paper:
@@ -204,9 +206,9 @@ def _field_rank(paper: Paper, field: str) -> int:
 def _choose(a: Paper, b: Paper, field: str, published_side: Paper | None) -> Any:
     """Value of a priority field: the published version's, else the better-ranked source's."""
     value_a, value_b = getattr(a, field), getattr(b, field)
-    if value_a in (None, ""):
+    if value_a in (None, "", []):
         return value_b
-    if value_b in (None, ""):
+    if value_b in (None, "", []):
         return value_a
     if published_side is not None:
         return getattr(published_side, field)
@@ -364,6 +366,14 @@ def _union(a: list[str], b: list[str]) -> list[str]:
     return list(a) + [item for item in b if item not in a]
 
 
+def _extra_fields(a: Paper, b: Paper) -> dict[str, str]:
+    """Both records' extra fields; where both have one, the better-ranked source's value."""
+    if not b.extra_fields or not a.extra_fields:
+        return dict(a.extra_fields or b.extra_fields)
+    first, second = (b, a) if _field_rank(b, "extra_fields") < _field_rank(a, "extra_fields") else (a, b)
+    return {**second.extra_fields, **first.extra_fields}
+
+
 def _open_access(a: bool | None, b: bool | None) -> bool | None:
     if a is None and b is None:
         return None
@@ -397,6 +407,7 @@ def merge_papers(a: Paper, b: Paper) -> Paper:
         categories=_union(a.categories, b.categories),
         open_access=_open_access(a.open_access, b.open_access),
         citation_count=max(citations) if citations else None,
+        extra_fields=_extra_fields(a, b),
         provenance=merge_provenance(a.provenance, b.provenance),
     )
     return Paper.model_validate(data)

@@ -269,6 +269,28 @@ def clean_authors(authors: Sequence[Any]) -> tuple[list[Any], bool]:
     return kept, truncated
 
 
+# Fields added after records were first stored: left out of ``content_hash`` while empty.
+_LATER_FIELDS = ("authors_truncated", "pages", "volume", "issue", "editors", "extra_fields")
+_FIELD_NAME = re.compile(r"[a-z_][a-z0-9_\-:.+/]*")
+_PAGE_RANGE = re.compile(r"\s*(?:-{2,}|[\u2010-\u2015\u2212])\s*|(?<=\d)\s*-\s*(?=\d)")
+
+
+def normalize_pages(value: str | None) -> str | None:
+    """Pages as a reader writes them: "123–145" for ``123--145``, ``123-145`` or ``123 – 145``
+    (any dash run, or one hyphen between digits, becomes an en dash); None when empty."""
+    text = clean_text(value)
+    return _PAGE_RANGE.sub("\u2013", text) or None
+
+
+def clean_field_value(value: str) -> str:
+    """A value kept as written: control characters and terminal escapes removed, line breaks
+    and indentation kept, surrounding whitespace stripped."""
+    if not value.isprintable():
+        value = _TERMINAL_ESCAPE.sub("", value) if "\x1b" in value else value
+        value = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    return value.strip()
+
+
 ARXIV_DOI_PREFIX = "10.48550/arxiv."
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 
@@ -307,6 +329,13 @@ class Paper(BaseModel):
     openalex_id: OpenAlexId = None
     url: str | None = None
     type: str | None = None  # article, inproceedings, preprint, book, ...
+    pages: str | None = None  # "123–145" (a range joined by an en dash), "e1002", "12"
+    volume: str | None = None
+    issue: str | None = None  # BibTeX's ``number``
+    editors: CleanList = Field(default_factory=list)  # display names, as ``authors`` are written
+    # Fields the source carried that have no column here, for export: BibTeX field name ->
+    # value as written (LaTeX source for BibTeX, plain text for other formats).
+    extra_fields: dict[str, str] = Field(default_factory=dict)
     categories: CleanList = Field(default_factory=list)
     open_access: bool | None = None
     citation_count: int | None = Field(default=None, ge=0)
@@ -362,6 +391,34 @@ class Paper(BaseModel):
     def _optional_text(cls, value: str | None) -> str | None:
         text = clean_text(value)
         return text or None
+
+    @field_validator("volume", "issue", mode="before")
+    @classmethod
+    def _short_text(cls, value: str | int | None) -> str | None:
+        text = clean_text(str(value)) if value is not None else ""
+        return text or None
+
+    @field_validator("pages", mode="before")
+    @classmethod
+    def _pages(cls, value: str | int | None) -> str | None:
+        return normalize_pages(str(value)) if value is not None else None
+
+    @field_validator("extra_fields", mode="before")
+    @classmethod
+    def _extra_fields(cls, value: Any) -> dict[str, str]:
+        """Field names lowercased and BibTeX-shaped; values kept as written (line breaks too),
+        minus control characters; empty values and other shapes dropped."""
+        if not isinstance(value, dict):
+            return {}
+        kept: dict[str, str] = {}
+        for name, text in value.items():
+            if not isinstance(name, str) or not isinstance(text, str):
+                continue
+            key = name.strip().lower()
+            body = clean_field_value(text)
+            if _FIELD_NAME.fullmatch(key) and body and key not in kept:
+                kept[key] = body
+        return kept
 
     @field_validator("url")
     @classmethod
@@ -441,9 +498,9 @@ class Paper(BaseModel):
     @property
     def content_hash(self) -> str:
         """Hash of the whole record except provenance timestamps: decides updated vs unchanged."""
-        # an untruncated list hashes as before the flag existed: stored hashes stay valid
-        payload = self.model_dump_json(exclude={"provenance"} if self.authors_truncated
-                                       else {"provenance", "authors_truncated"})
+        # a field at its default hashes as before the field existed: stored hashes stay valid
+        exclude = {"provenance"} | {name for name in _LATER_FIELDS if not getattr(self, name)}
+        payload = self.model_dump_json(exclude=exclude)
         sources = sorted({(p.source, p.source_id or "") for p in self.provenance})
         return hashlib.sha256((payload + repr(sources)).encode("utf-8")).hexdigest()
 
