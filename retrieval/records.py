@@ -28,7 +28,7 @@ from retrieval.author_cleaning import clean_author
 
 # Identifier normalisation ------------------------------------------------------------------
 
-_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_DOI_PREFIX = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 _DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
 _ARXIV_PREFIX = re.compile(r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)", re.IGNORECASE)
 _ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
@@ -272,7 +272,7 @@ def clean_authors(authors: Sequence[Any]) -> tuple[list[Any], bool]:
 # Fields added after records were first stored: left out of ``content_hash`` while empty.
 _LATER_FIELDS = ("authors_truncated", "pages", "volume", "issue", "editors", "extra_fields")
 _FIELD_NAME = re.compile(r"[a-z_][a-z0-9_\-:.+/]*")
-_PAGE_RANGE = re.compile(r"\s*(?:-{2,}|[\u2010-\u2015\u2212])\s*|(?<=\d)\s*-\s*(?=\d)")
+_PAGE_RANGE = re.compile(r"\s*(?:[-\u2010-\u2015\u2212]{2,}|[\u2010-\u2015\u2212])\s*|(?<=\d)\s*-\s*(?=\d)")
 
 
 def normalize_pages(value: str | None) -> str | None:
@@ -291,6 +291,8 @@ def clean_field_value(value: str) -> str:
     return value.strip()
 
 
+#: Sources whose ``source_id`` is a citation key the user chose.
+CITATION_KEY_SOURCES = ("bibtex", "csl-json", "ris")
 ARXIV_DOI_PREFIX = "10.48550/arxiv."
 _DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 
@@ -514,6 +516,16 @@ class Paper(BaseModel):
         if authors == self.authors and (self.authors_truncated or not truncated):
             return self
         return self.model_copy(update={"authors": authors, "authors_truncated": self.authors_truncated or truncated})
+
+    @property
+    def citation_keys(self) -> list[str]:
+        """The citation keys the record came with, first seen first (BibTeX keys, CSL-JSON and
+        RIS ids): what a LaTeX user cites it by."""
+        keys: list[str] = []
+        for item in self.provenance:
+            if item.source in CITATION_KEY_SOURCES and item.source_id and item.source_id not in keys:
+                keys.append(item.source_id)
+        return keys
 
     @property
     def sources(self) -> list[str]:

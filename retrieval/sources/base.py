@@ -99,7 +99,7 @@ def person_name(family: str | None, given: str | None = None, suffix: str | None
 
 def supplied_fields(paper: Paper) -> list[str]:
     """Names of the Paper fields that hold a value (what the item supplied)."""
-    return [name for name in _SUPPLIABLE if getattr(paper, name) not in (None, "", [])]
+    return [name for name in _SUPPLIABLE if getattr(paper, name) not in (None, "", [], {})]
 
 
 def _without_invalid(data: dict[str, Any], exc: ValidationError) -> dict[str, Any] | None:

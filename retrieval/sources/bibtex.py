@@ -30,8 +30,11 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from retrieval.author_cleaning import is_truncation_marker, strip_annotations
-from retrieval.records import split_arxiv_id
+from retrieval.merge import merge_provenance
+from retrieval.records import Provenance, split_arxiv_id
 from retrieval.sources.base import (
     MAX_FIELD_CHARS,
     ItemRejected,
@@ -39,10 +42,13 @@ from retrieval.sources.base import (
     SkippedItem,
     build_item,
 )
+from retrieval.sources.jsonl import load_json
 from retrieval.sources.latex import latex_to_text, latex_to_verbatim
 
 FORMAT = "bibtex"
 
+#: Where a venue is read from, in this order (the export writes it back where it reads first).
+VENUE_FIELDS = ("journal", "booktitle", "howpublished", "institution", "school")
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
@@ -56,6 +62,8 @@ _BRACE_OR_ENTRY = re.compile(r"[{}]|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]")
 _QUOTE_BRACE_OR_ENTRY = re.compile(r'[{}"]|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]')
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|%[^\n]*)*")
 _KEY = re.compile(r"[^\s,{}()\"#%=]*")
+# "@article{ZHAO Changying:108," (a real file): a key with inner spaces, read up to its comma
+_SPACED_KEY = re.compile(r"[^\s,{}()\"#%=]+(?:[ \t]+[^\s,{}()\"#%=]+)+(?=[ \t]*,)")
 _NAME = re.compile(r"[A-Za-z_][\w\-:.+/]*")
 _NUMBER = re.compile(r"\d+")
 _NOT_ENTRIES = {"comment", "preamble", "string"}
@@ -66,9 +74,18 @@ _INITIALS = re.compile(r"^(?:(?:[A-Z]\.-?)+|[A-Z]{1,2})$")
 _ROMAN = {"II", "III", "IV", "VI", "VII", "VIII", "IX", "XI", "XII"}
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
-_ARXIV_IN_TEXT = re.compile(r"arXiv:\s*([a-z\-.]+/\d{7}|\d{4}\.\d{4,5})(v\d+)?", re.IGNORECASE)
+# "arXiv:2303.08774v2", "arXiv preprint arXiv:2303.08774", "arXiv 2303.08774", "arXiv:hep-th/9901001"
+_ARXIV_IN_TEXT = re.compile(
+    r"\barxiv(?:\s+preprint)?(?:\s*:\s*|\s+)(?:arxiv\s*:\s*)?([a-z\-.]+/\d{7}|\d{4}\.\d{4,5})(v\d+)?\b",
+    re.IGNORECASE,
+)
+# DBLP's CoRR entries: journal = {CoRR}, volume = {abs/1606.06565}
+_CORR_VOLUME = re.compile(r"^\s*abs/(\d{4}\.\d{4,5}|[a-z\-.]+/\d{7})(v\d+)?\s*$", re.IGNORECASE)
 _URL_IN_TEXT = re.compile(r"\\url\s*\{([^{}]+)\}|(https?://[^\s{}]+)")
-_DOI_SHAPE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?10\.\d{4,9}/\S+$", re.I)
+# A DOI in a link (doi.org/10..., a publisher's /doi/abs/10...) or labelled in text ("doi: 10...")
+_DOI_IN_URL = re.compile(r"(?:doi\.org/|/doi/(?:abs/|full/|pdf/|epdf/|book/)?)(10\.\d{4,9}/[^\s?#{}\"]+)", re.I)
+_DOI_IN_TEXT = re.compile(r"\bdoi\s*[:=]?\s*(10\.\d{4,9}/[^\s{}\",;]+)", re.IGNORECASE)
+_DOI_SHAPE = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi:\s*)?10\.\d{4,9}/\S+$", re.I)
 _DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/", re.IGNORECASE)
 
 
@@ -260,8 +277,11 @@ class _Reader:
                 self.macros[name] = value
             return end
         pos = self.skip_space(pos)
-        key_match = _KEY.match(self.text, pos)
+        key_match = _SPACED_KEY.match(self.text, pos) or _KEY.match(self.text, pos)
         entry.key = key_match.group() if key_match else ""
+        if " " in entry.key or "\t" in entry.key:
+            entry.warnings.append("the entry key contains spaces, which LaTeX cannot cite; "
+                                  "an export gives this entry a generated key")
         pos = self.skip_space(key_match.end() if key_match else pos)
         if self.text.startswith(closer, pos):
             return pos + 1
@@ -357,27 +377,37 @@ def _month(raw: str) -> int | None:
     return MONTHS.index(text[:3]) + 1 if text[:3] in MONTHS else None
 
 
-def _published(fields: dict[str, str], warnings: list[str]) -> str | None:
+def _published(fields: dict[str, str], warnings: list[str], used: set[str]) -> str | None:
+    """The date, from ``date`` or year (+ month (+ day)); ``used`` gains the fields it read,
+    which the export writes back (a month such as "Summer" is not read: it stays as written)."""
     raw_date = latex_to_text(fields.get("date", ""))
     if match := _ISO_DATE.match(raw_date):
+        used.update({"date", "year"} | ({"month"} if match.group(2) else set()) | ({"day"} if match.group(3) else set()))
         return "-".join(part for part in match.groups() if part)
     raw_year = fields.get("year", "").strip()
     if not raw_year:
         return None
     year = _YEAR.search(raw_year)
-    if not year:
-        warnings.append(f"field 'year' ({latex_to_text(raw_year)!r}) is not a year; dropped")
-        return None
+    if not year or year.group(1) != latex_to_text(raw_year).strip():
+        if not year:
+            warnings.append(f"field 'year' ({latex_to_text(raw_year)!r}) is not a year; kept as written, "
+                            "not used as the date")
+            return None
+        # "2020 (in press)": the year counts, the field is kept as the user wrote it
+        return year.group(1)
+    used.add("year")
     month = _month(fields.get("month", ""))
     if month is None:
         return year.group(1)
+    used.add("month")
     day = fields.get("day", "").strip()
     if day.isdigit() and 1 <= int(day) <= 31:
+        used.add("day")
         return f"{year.group(1)}-{month:02d}-{int(day):02d}"
     return f"{year.group(1)}-{month:02d}"
 
 
-def _url_only(text: str) -> str | None:
+def url_only(text: str) -> str | None:
     """The URL when a value is nothing but a (``\\url``-wrapped) URL."""
     for candidate in (latex_to_verbatim(text), latex_to_text(text)):
         if re.fullmatch(r"https?://\S+", candidate):
@@ -385,45 +415,103 @@ def _url_only(text: str) -> str | None:
     return None
 
 
-def _identifiers(fields: dict[str, str], warnings: list[str]) -> dict[str, str | None]:
-    url = latex_to_verbatim(fields.get("url", "")) or None
-    if url is None:
-        for name in ("howpublished", "note"):
-            found = _URL_IN_TEXT.search(fields.get(name, ""))
-            if found:
-                url = latex_to_verbatim(found.group(1) or found.group(2))
-                break
-    doi = latex_to_verbatim(fields.get("doi", "")) or None
+# Fields that hold a link to the paper on personal sites (al-folio: html, pdf, website), in the
+# order a reader's link is taken from them; a relative "paper.pdf" is no link.
+_LINK_FIELDS = ("url", "html", "website", "pdf")
+_TEXT_FIELDS = ("note", "howpublished")
+# Fields where an arXiv id is written in prose ("arXiv preprint arXiv:2303.08774").
+_ARXIV_TEXT_FIELDS = ("journal", "note", "howpublished", "booktitle", "eid", "pubstate")
+
+
+def link_value(raw: str) -> str | None:
+    """A link field's URL ("www.x.org" is read as "http://www.x.org"), or None."""
+    value = latex_to_verbatim(raw).strip()
+    if re.fullmatch(r"www\.[\w-]+\.\S+", value, re.IGNORECASE):
+        value = "http://" + value
+    return value if re.fullmatch(r"https?://\S+", value) else None
+
+
+def _links(fields: dict[str, str]) -> tuple[str | None, list[str]]:
+    """(the reader's URL, every absolute URL the entry carries, in field order)."""
+    found: list[str] = []
+    for name in _LINK_FIELDS:
+        if value := link_value(fields.get(name, "")):
+            found.append(value)
+    for name in _TEXT_FIELDS:
+        for match in _URL_IN_TEXT.finditer(fields.get(name, "")):
+            found.append(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)"))
+    return (found[0] if found else None), found
+
+
+def _doi(fields: dict[str, str], links: list[str], warnings: list[str]) -> str | None:
+    doi = latex_to_verbatim(fields.get("doi", "")).strip() or None
     if doi and not _DOI_SHAPE.match(doi):
-        warnings.append(f"field 'doi' ({doi!r}) is not a DOI; dropped")
+        warnings.append(f"field 'doi' ({doi!r}) is not a DOI; kept as written but not used as the DOI")
         doi = None
-    if doi is None and url and _DOI_URL.match(url):
-        doi = url
-    arxiv: tuple[str, str | None] | None = None
+    if doi:
+        return doi
+    for link in links:
+        if found := _DOI_IN_URL.search(link):
+            return found.group(1).rstrip(".")
+    for name in _TEXT_FIELDS:
+        if found := _DOI_IN_TEXT.search(latex_to_verbatim(fields.get(name, ""))):
+            return found.group(1).rstrip(".")
+    return None
+
+
+def _arxiv(fields: dict[str, str], links: list[str]) -> tuple[str, str | None] | None:
+    """eprint (+ archiveprefix arXiv) > an ``arxiv`` field > "arXiv:<id>" in prose fields >
+    DBLP's CoRR volume "abs/<id>" > an arxiv.org link."""
     eprint = latex_to_verbatim(fields.get("eprint", ""))
     prefix = latex_to_text(fields.get("archiveprefix") or fields.get("eprinttype") or "").lower()
-    if eprint and prefix in {"", "arxiv"}:
-        arxiv = split_arxiv_id(eprint)
-    if arxiv is None:
-        for name in ("journal", "note", "howpublished", "booktitle"):
-            found = _ARXIV_IN_TEXT.search(fields.get(name, ""))
-            if found:
-                arxiv = (found.group(1), found.group(2))
-                break
-    if arxiv is None and url and "arxiv.org/" in url:
-        arxiv = split_arxiv_id(url)
+    if eprint and prefix in {"", "arxiv"} and (found := split_arxiv_id(eprint.strip())):
+        return found
+    if found := split_arxiv_id(latex_to_verbatim(fields.get("arxiv", "")).strip()):
+        return found
+    for name in _ARXIV_TEXT_FIELDS:
+        if match := _ARXIV_IN_TEXT.search(latex_to_text(fields.get(name, ""))):
+            return match.group(1), match.group(2)
+    if "corr" in latex_to_text(fields.get("journal", "")).lower().split():
+        if match := _CORR_VOLUME.match(latex_to_text(fields.get("volume", ""))):
+            return match.group(1), match.group(2)
+    for link in links:
+        if "arxiv.org/" in link and (found := split_arxiv_id(re.sub(r"[?#].*$", "", link))):
+            return found
+    return None
+
+
+def _identifiers(fields: dict[str, str], warnings: list[str]) -> dict[str, str | None]:
+    url, links = _links(fields)
+    arxiv = _arxiv(fields, links)
     return {
         "url": url,
-        "doi": doi,
+        "doi": _doi(fields, links, warnings),
         "arxiv_id": arxiv[0] if arxiv else None,
         "arxiv_version": arxiv[1] if arxiv else None,
     }
 
 
-def _keywords(fields: dict[str, str]) -> list[str]:
-    text = latex_to_text(fields.get("keywords") or fields.get("keyword") or "")
+def _keywords(fields: dict[str, str], used: set[str]) -> list[str]:
+    name = "keywords" if fields.get("keywords", "").strip() else "keyword"
+    text = latex_to_text(fields.get(name, ""))
     separator = ";" if ";" in text else ","
-    return [word.strip() for word in text.split(separator) if word.strip()]
+    words = [word.strip() for word in text.split(separator) if word.strip()]
+    if words:
+        used.add(name)
+    return words
+
+
+#: The custom field an export carries the record's provenance in (JSON; see ``bibtex_writer``).
+PROVENANCE_FIELD = "paperbot-provenance"
+MAX_PROVENANCE_ENTRIES = 50
+# Fields the reader turns into ``Paper`` columns and the export writes back from them.
+_ALWAYS_USED = {"title", "author", "abstract", "editor", "pages", "volume", "number", "crossref", PROVENANCE_FIELD}
+
+
+def _extra_fields(fields: dict[str, str], used: set[str]) -> dict[str, str]:
+    """The fields no column took, as written (LaTeX source), for the export to write back."""
+    return {name: value.strip() for name, value in fields.items()
+            if name not in used and name not in _ALWAYS_USED and value.strip()}
 
 
 def entry_to_fields(entry: BibEntry) -> dict[str, object]:
@@ -432,25 +520,50 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
     title = latex_to_text(fields.get("title", ""))
     if not title:
         raise ItemRejected("no title")
+    used: set[str] = set()
     venue = None
-    for name in ("journal", "booktitle", "howpublished", "institution", "school"):
+    for name in VENUE_FIELDS:
         raw = fields.get(name, "")
-        if raw.strip() and not (name == "howpublished" and _url_only(raw)):
+        if raw.strip() and not (name == "howpublished" and url_only(raw)):
             venue = latex_to_text(raw)
             if venue:
+                used.add(name)
                 break
+    publisher = latex_to_text(fields.get("publisher", ""))
+    if publisher:
+        used.add("publisher")
+    else:  # the organization stands in for a publisher; it is still written back as itself
+        publisher = latex_to_text(fields.get("organization", ""))
+    identifiers = _identifiers(fields, entry.warnings)
+    if identifiers["url"] and identifiers["url"] == link_value(fields.get("url", "")):
+        used.add("url")
+    if identifiers["doi"] and identifiers["doi"] == latex_to_verbatim(fields.get("doi", "")).strip():
+        used.add("doi")
+    if identifiers["arxiv_id"]:  # written back as eprint + archiveprefix = {arXiv}
+        if split_arxiv_id(latex_to_verbatim(fields.get("eprint", "")).strip()):
+            used.add("eprint")
+        used.update(name for name in ("archiveprefix", "eprinttype")
+                    if latex_to_text(fields.get(name, "")).strip().lower() == "arxiv")
     names, truncated = parse_author_list(fields.get("author", ""))
+    editors, _ = parse_author_list(fields.get("editor", ""))
+    published = _published(fields, entry.warnings, used)
+    categories = _keywords(fields, used)
     return {
         "title": title,
         "authors": [{"name": name} for name in names],
         "authors_truncated": truncated,
         "abstract": latex_to_text(fields.get("abstract", "")),
-        "published": _published(fields, entry.warnings),
+        "published": published,
         "venue": venue,
-        "publisher": latex_to_text(fields.get("publisher") or fields.get("organization") or ""),
+        "publisher": publisher,
         "type": entry.type,
-        "categories": _keywords(fields),
-        **_identifiers(fields, entry.warnings),
+        "categories": categories,
+        "pages": latex_to_text(fields.get("pages", "")),
+        "volume": latex_to_text(fields.get("volume", "")),
+        "issue": latex_to_text(fields.get("number", "")),
+        "editors": editors,
+        "extra_fields": _extra_fields(fields, used),
+        **identifiers,
     }
 
 
@@ -468,8 +581,31 @@ def _resolve_crossrefs(entries: list[BibEntry]) -> None:
                 entry.fields.setdefault(name, value)
 
 
+def restored_provenance(raw: str, warnings: list[str]) -> list[Provenance]:
+    """The provenance an export wrote (``PROVENANCE_FIELD``: a JSON list), or [] with a warning
+    when it is not that; at most ``MAX_PROVENANCE_ENTRIES`` entries are kept."""
+    try:
+        data = load_json(raw)
+    except ValueError:
+        data = None
+    if not isinstance(data, list):
+        warnings.append(f"field {PROVENANCE_FIELD!r} is not a JSON list of sources; ignored")
+        return []
+    entries: list[Provenance] = []
+    for item in data[:MAX_PROVENANCE_ENTRIES]:
+        try:
+            entries.append(Provenance.model_validate(item))
+        except ValidationError:
+            warnings.append(f"an entry of field {PROVENANCE_FIELD!r} is not a source record; ignored")
+    return entries
+
+
 def parse_bibtex(text: str) -> ParseOutcome:
-    """Every entry of a BibTeX document as a Paper; broken entries are reported, not fatal."""
+    """Every entry of a BibTeX document as a Paper; broken entries are reported, not fatal.
+
+    An entry exported by paperbot carries its record's provenance (``PROVENANCE_FIELD``): it is
+    restored, so the record keeps every source it was merged from.
+    """
     outcome = ParseOutcome(format=FORMAT)
     reader = _Reader(text)
     entries = reader.entries(outcome)
@@ -477,6 +613,10 @@ def parse_bibtex(text: str) -> ParseOutcome:
     for entry in entries:
         paper = build_item(entry_to_fields, entry, source=FORMAT, source_id=entry.key, item=entry.label,
                            outcome=outcome)
-        if paper is not None:
-            outcome.warnings.extend(SkippedItem(entry.label, note) for note in entry.warnings)
+        if paper is None:
+            continue
+        if PROVENANCE_FIELD in entry.fields:
+            restored = restored_provenance(entry.fields[PROVENANCE_FIELD], entry.warnings)
+            paper.provenance = merge_provenance(restored, paper.provenance)
+        outcome.warnings.extend(SkippedItem(entry.label, note) for note in entry.warnings)
     return outcome

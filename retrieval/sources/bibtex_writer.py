@@ -17,8 +17,17 @@ Choices, and why:
   anyway, is percent-encoded.
 * **Titles are protected** with an inner pair of braces, ``title = {{...}}``, so styles do not
   lowercase acronyms.
-* **Keys** are deterministic: first author's family name + year + first significant title word
-  (``smith2020deep``), ASCII-folded; repeats get ``a``, ``b``, ... suffixes in input order.
+* **Keys**: the user's own citation key when the record came with one (``Paper.citation_keys``:
+  BibTeX, CSL-JSON or RIS), so their LaTeX documents keep working; otherwise first author's
+  family name + year + first significant title word (``smith2020deep``), ASCII-folded. Keys
+  that collide (case-insensitively, as biber compares them) are settled by record id, not by
+  export order: the user key is kept by the first record, the others get ``a``, ``b``, ...
+  suffixes, so a key never changes because other records were added.
+* **Every stored field is written back**: pages (``--``), volume, number, editor, and the fields
+  the source carried that have no column (``Paper.extra_fields``, as written). The venue goes to
+  the field its entry type reads (``journal``, ``booktitle``, ...), unless an extra field would
+  be read first; the record's provenance goes to a custom ``paperbot-provenance`` field (JSON),
+  which the reader restores, so ``export`` then ``ingest`` gives the same records.
 * **Names** are written "Family, Given" with the last word as family name, which our reader
   turns back into the same display string; a name with a comma or a word "and" is braced whole.
   A list the source cut (``Paper.authors_truncated``) ends in BibTeX's own `` and others``.
@@ -26,11 +35,14 @@ Choices, and why:
 
 from __future__ import annotations
 
+import json
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable
 
-from retrieval.records import Paper, fold
+from retrieval.records import Paper, Provenance, fold
+from retrieval.sources.bibtex import PROVENANCE_FIELD, VENUE_FIELDS, url_only as _url_only
+from retrieval.sources.latex import latex_to_text
 
 _ESCAPES = {
     "\\": r"\textbackslash{}",
@@ -52,6 +64,11 @@ _KNOWN_TYPES = {
     "article", "book", "booklet", "conference", "inbook", "incollection", "inproceedings",
     "manual", "mastersthesis", "misc", "phdthesis", "proceedings", "techreport", "unpublished",
     "online", "software", "report", "thesis", "dataset",
+    # biblatex's other standard types
+    "artwork", "audio", "bibnote", "bookinbook", "collection", "commentary", "image", "inreference",
+    "jurisdiction", "legal", "legislation", "letter", "movie", "music", "mvbook", "mvcollection",
+    "mvproceedings", "mvreference", "patent", "performance", "periodical", "reference", "review",
+    "standard", "suppbook", "suppcollection", "suppperiodical", "video",
 }  # fmt: skip
 _MAPPED_TYPES = {
     "journal-article": "article", "article-journal": "article", "paper-conference": "inproceedings",
@@ -117,24 +134,40 @@ def _suffix(n: int) -> str:
     return letters
 
 
+# What LaTeX can \cite and BibTeX/biber read as a key.
+_VALID_KEY = re.compile(r"[^\s,{}()\"#%'=~\\]{1,200}")
+
+
+def user_key(paper: Paper) -> str | None:
+    """The first citation key the record came with that LaTeX can cite, or None."""
+    return next((key for key in paper.citation_keys if _VALID_KEY.fullmatch(key)), None)
+
+
 def citation_keys(papers: list[Paper]) -> list[str]:
-    """One unique key per paper, stable for the same input order."""
-    bases = [_base_key(paper) for paper in papers]
-    counts = Counter(bases)
-    used: set[str] = {base for base in bases if counts[base] == 1}
-    seen: Counter[str] = Counter()
-    keys: list[str] = []
-    for base in bases:
-        if counts[base] == 1:
-            keys.append(base)
-            continue
-        while True:
-            candidate = base + _suffix(seen[base])
-            seen[base] += 1
-            if candidate not in used:
-                break
-        used.add(candidate)
-        keys.append(candidate)
+    """One unique key per paper (see the module docstring): the same records always get the
+    same keys, whatever their order and whatever else is exported beside them."""
+    wanted = [(user_key(paper), _base_key(paper)) for paper in papers]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, (own, base) in enumerate(wanted):
+        groups[(own or base).lower()].append(i)
+    taken = set(groups)
+    keys: list[str] = [""] * len(papers)
+    for members in groups.values():
+        members.sort(key=lambda i: (wanted[i][0] is None, papers[i].id, i))
+        first = members[0]
+        own, base = wanted[first]
+        rest = members[1:]
+        if own is not None or not rest:
+            keys[first] = own or base
+        else:
+            rest = members  # generated keys that collide all get a suffix: smith2020deepa, ...b
+        counter = 0
+        for i in rest:
+            stem = wanted[i][0] or wanted[i][1]
+            while (candidate := stem + _suffix(counter)).lower() in taken:
+                counter += 1
+            taken.add(candidate.lower())
+            keys[i] = candidate
     return keys
 
 
@@ -144,27 +177,99 @@ def escape_verbatim(text: str) -> str:
 
 
 def _entry_type(paper: Paper) -> str:
+    """A BibTeX/biblatex type; a custom one ("@articlebold" for a website's styling) is kept when
+    it came from the user's BibTeX, another vocabulary's ("journal-article") is mapped."""
     kind = (paper.type or "").lower()
-    return kind if kind in _KNOWN_TYPES else _MAPPED_TYPES.get(kind, "misc")
+    if kind in _KNOWN_TYPES:
+        return kind
+    if kind in _MAPPED_TYPES:
+        return _MAPPED_TYPES[kind]
+    from_bibtex = any(p.source == "bibtex" and "type" in p.fields for p in paper.provenance)
+    return kind if from_bibtex and _BIBTEX_TYPE.fullmatch(kind) else "misc"
+
+
+_BIBTEX_TYPE = re.compile(r"[a-z][a-z0-9]{0,40}")
+
+
+def _venue_field(paper: Paper, entry_type: str) -> str:
+    """Where the venue is written: the entry type's own field, unless an extra field holds that
+    name or would be read as the venue first (``VENUE_FIELDS`` order); then the nearest free
+    field the reader takes before any extra one."""
+    extra = paper.extra_fields
+    readable = [VENUE_FIELDS.index(name) for name in VENUE_FIELDS if name in extra
+                and not (name == "howpublished" and _url_only(extra[name]))]
+    limit = min(readable, default=len(VENUE_FIELDS))
+    natural = _VENUE_FIELD.get(entry_type, "howpublished")
+    candidates = [natural, *reversed(VENUE_FIELDS)]
+    for name in candidates:
+        if name not in extra and VENUE_FIELDS.index(name) < limit:
+            return name
+    return VENUE_FIELDS[0]  # unreachable: the reader took the venue before every extra field
+
+
+def _pages(pages: str) -> str:
+    return escape(pages.replace("\u2013", "--")).replace("-{}-", "--")
+
+
+def _extra_value(value: str) -> str:
+    """An extra field, written as the source wrote it when that is safe BibTeX (balanced braces,
+    no line that would start a new entry), else escaped as plain text."""
+    depth = 0
+    for char in value:
+        depth += (char == "{") - (char == "}")
+        if depth < 0:
+            break
+    if depth != 0:
+        return _braced(escape(value))
+    return _braced(_ENTRY_START_LINE.sub(" ", value))
+
+
+_ENTRY_START_LINE = re.compile(r"\n(?=[ \t]*@)")
+
+
+def provenance_value(entries: list[Provenance]) -> str:
+    """The provenance as one JSON line that BibTeX carries untouched (no braces, no ``%``)."""
+    data = [entry.model_dump(exclude_none=True) for entry in entries]
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    # JSON's own braces are balanced; those inside strings (and "%") become \u escapes
+    return _braced(_JSON_STRING.sub(_escape_json_string, text))
+
+
+_JSON_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+
+
+def _escape_json_string(match: re.Match[str]) -> str:
+    return match.group().replace("{", "\\u007b").replace("}", "\\u007d").replace("%", "\\u0025")
 
 
 def _fields(paper: Paper, entry_type: str) -> list[tuple[str, str]]:
     """(name, value as written); braced values carry their braces, a month is a bare macro."""
+    extra = paper.extra_fields
     fields: list[tuple[str, str]] = [("title", "{{" + escape(paper.title) + "}}")]
     names = [_name(n) for n in paper.author_names] + (["others"] if paper.authors_truncated else [])
     if names:
         fields.append(("author", _braced(" and ".join(names))))
+    if paper.editors:
+        fields.append(("editor", _braced(" and ".join(_name(n) for n in paper.editors))))
     if paper.published:
         parts = paper.published.split("-")
-        fields.append(("year", _braced(parts[0])))
+        if "year" not in extra:  # a year the reader did not take as a date ("2020 (in press)")
+            fields.append(("year", _braced(parts[0])))
         if len(parts) > 1:
             fields.append(("month", _MONTH_MACROS[int(parts[1]) - 1]))
         if len(parts) > 2:
             fields.append(("date", _braced(paper.published)))
     if paper.venue:
-        fields.append((_VENUE_FIELD.get(entry_type, "howpublished"), _braced(escape(paper.venue))))
-    if paper.publisher:
+        fields.append((_venue_field(paper, entry_type), _braced(escape(paper.venue))))
+    organization = extra.get("organization")
+    if paper.publisher and not (organization and latex_to_text(organization) == paper.publisher):
         fields.append(("publisher", _braced(escape(paper.publisher))))
+    if paper.volume:
+        fields.append(("volume", _braced(escape(paper.volume))))
+    if paper.issue:
+        fields.append(("number", _braced(escape(paper.issue))))
+    if paper.pages:
+        fields.append(("pages", _braced(_pages(paper.pages))))
     if paper.doi:
         fields.append(("doi", _braced(escape_verbatim(paper.doi))))
     if paper.arxiv_id:
@@ -178,6 +283,11 @@ def _fields(paper: Paper, entry_type: str) -> list[tuple[str, str]]:
         fields.append(("keywords", _braced(escape(separator.join(paper.categories)))))
     if paper.abstract:
         fields.append(("abstract", _braced(escape(paper.abstract))))
+    written = {name for name, _ in fields}
+    fields.extend((name, _extra_value(value)) for name, value in extra.items()
+                  if name not in written and name != PROVENANCE_FIELD)
+    if paper.provenance:
+        fields.append((PROVENANCE_FIELD, provenance_value(paper.provenance)))
     return fields
 
 

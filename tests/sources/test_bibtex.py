@@ -45,8 +45,8 @@ def test_petsc_file_yields_every_titled_entry() -> None:
     assert {s.reason for s in outcome.skipped} == {"no title"}
     assert outcome.skipped[0].item == "entry 'semver-webpage' (line 19)"
     assert [w.reason for w in outcome.warnings] == [
-        "field 'year' ('to appear') is not a year; dropped",
-        "field 'year' ('in preparation') is not a year; dropped",
+        "field 'year' ('to appear') is not a year; kept as written, not used as the date",
+        "field 'year' ('in preparation') is not a year; kept as written, not used as the date",
     ]
 
 
@@ -78,7 +78,9 @@ def test_known_article_maps_every_field() -> None:
     provenance = paper.provenance[0]
     assert provenance.source == "bibtex"
     assert provenance.source_id == "veldhuizen1984d"
-    assert provenance.fields == ["title", "authors", "published", "venue", "publisher", "type"]
+    assert (paper.volume, paper.issue, paper.pages) == ("32", "3", "229–237")
+    assert provenance.fields == [
+        "title", "authors", "published", "venue", "publisher", "type", "pages", "volume", "issue"]
     assert provenance.retrieved == date.today().isoformat()
 
 
@@ -242,7 +244,7 @@ def test_repeated_field_and_undefined_macro_are_warnings() -> None:
 def test_invalid_doi_is_dropped_with_a_warning() -> None:
     outcome = parse_bibtex("@article{a, title={T}, doi={see publisher}}")
     assert outcome.papers[0].doi is None
-    assert outcome.warnings[0].reason == "field 'doi' ('seepublisher') is not a DOI; dropped"
+    assert outcome.warnings[0].reason == "field 'doi' ('seepublisher') is not a DOI; kept as written but not used as the DOI"
 
 
 def test_year_out_of_range_is_dropped_not_the_paper() -> None:
