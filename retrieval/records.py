@@ -336,7 +336,7 @@ class Paper(BaseModel):
     issue: str | None = None  # BibTeX's ``number``
     editors: CleanList = Field(default_factory=list)  # display names, as ``authors`` are written
     # Fields the source carried that have no column here, for export: BibTeX field name ->
-    # value as written (LaTeX source for BibTeX, plain text for other formats).
+    # value in BibTeX form (a BibTeX file's as written; other sources' text escaped on parse).
     extra_fields: dict[str, str] = Field(default_factory=dict)
     categories: CleanList = Field(default_factory=list)
     open_access: bool | None = None

@@ -5,7 +5,9 @@ on with the next one. Only a document that is unusable as a whole (unreadable fi
 XML, a JSON document that does not parse) raises ``ParseError``.
 
 ``build_paper`` is the single place where a parser's field dict becomes a validated ``Paper``
-with its provenance. A missing or empty title skips the item. An optional field that the
+with its provenance. It also puts ``extra_fields`` into the one form the record keeps them in,
+BibTeX source: the BibTeX reader keeps values as written, other parsers' plain text is escaped
+(an ISSN or a RIS note "50% of cases" exports as valid LaTeX). A missing or empty title skips the item. An optional field that the
 ``Paper`` validators reject (say ``year = {in press}``) is dropped, the paper is kept and the
 drop is reported in ``ParseOutcome.warnings``: the user learns about it and loses nothing
 else.
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from retrieval.records import Paper, Provenance, clean_authors, clean_text
+from retrieval.sources.latex import text_to_latex
 
 #: A single field longer than this skips its item ("absurd size"): no real title, abstract or
 #: author list comes close, and it keeps one runaway value from swamping the index.
@@ -33,6 +36,8 @@ MAX_FILE_BYTES = 200 * 1024 * 1024
 _SUPPLIABLE = tuple(name for name in Paper.model_fields if name not in {"provenance", "authors_truncated"})
 
 RawItem = TypeVar("RawItem")
+#: The one source whose ``extra_fields`` are LaTeX already; other parsers give plain text.
+BIBTEX_SOURCE = "bibtex"
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,10 @@ def build_paper(
 
     Returns the paper (also appended to ``outcome.papers``) or None when skipped.
     """
-    data = {key: value for key, value in data.items() if value not in (None, "", [])}
+    data = {key: value for key, value in data.items() if value not in (None, "", [], {})}
+    if source != BIBTEX_SOURCE and isinstance(data.get("extra_fields"), dict):
+        data["extra_fields"] = {name: text_to_latex(clean_text(value)) for name, value in data["extra_fields"].items()
+                                if isinstance(value, str)}
     if not clean_text(data.get("title") if isinstance(data.get("title"), str) else None):
         outcome.skipped.append(SkippedItem(item, "no title"))
         return None

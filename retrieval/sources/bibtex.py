@@ -503,9 +503,41 @@ def _keywords(fields: dict[str, str], used: set[str]) -> list[str]:
 
 #: The custom field an export carries the record's provenance in (JSON; see ``bibtex_writer``).
 PROVENANCE_FIELD = "paperbot-provenance"
+#: The custom field an export carries what BibTeX has no field for in (JSON): the record's own
+#: type when BibTeX's differs ("article-journal"), open access, citation count, OpenAlex id, and
+#: the authors' ORCIDs, OpenAlex ids and affiliations (by position).
+RECORD_FIELD = "paperbot-record"
+_RECORD_AUTHOR_KEYS = ("orcid", "openalex_id", "affiliations")
 MAX_PROVENANCE_ENTRIES = 50
 # Fields the reader turns into ``Paper`` columns and the export writes back from them.
-_ALWAYS_USED = {"title", "author", "abstract", "editor", "pages", "volume", "number", "crossref", PROVENANCE_FIELD}
+_ALWAYS_USED = {"title", "author", "abstract", "editor", "pages", "volume", "number", "crossref", PROVENANCE_FIELD,
+                RECORD_FIELD}
+
+
+def _restore_record(raw: str, data: dict[str, object], warnings: list[str]) -> None:
+    """Apply an export's ``RECORD_FIELD`` to the fields read so far (``Paper`` validates them)."""
+    try:
+        record = load_json(raw)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        warnings.append(f"field {RECORD_FIELD!r} is not a JSON object; ignored")
+        return
+    for name in ("type", "open_access", "citation_count", "openalex_id"):
+        if name in record:
+            data[name] = record[name]
+    authors = record.get("authors")
+    if isinstance(authors, list) and isinstance(data.get("authors"), list):
+        people = data["authors"]
+        if len(authors) != len(people):  # type: ignore[arg-type]
+            warnings.append(f"field {RECORD_FIELD!r} describes {len(authors)} authors, the entry has "
+                            f"{len(people)}; their ids are ignored")  # type: ignore[arg-type]
+            return
+        data["authors"] = [
+            {**person, **{key: value for key, value in extra.items() if key in _RECORD_AUTHOR_KEYS}}
+            if isinstance(extra, dict) else person
+            for person, extra in zip(people, authors)  # type: ignore[arg-type]
+        ]
 
 
 def _extra_fields(fields: dict[str, str], used: set[str]) -> dict[str, str]:
@@ -548,7 +580,7 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
     editors, _ = parse_author_list(fields.get("editor", ""))
     published = _published(fields, entry.warnings, used)
     categories = _keywords(fields, used)
-    return {
+    data: dict[str, object] = {
         "title": title,
         "authors": [{"name": name} for name in names],
         "authors_truncated": truncated,
@@ -565,6 +597,9 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
         "extra_fields": _extra_fields(fields, used),
         **identifiers,
     }
+    if RECORD_FIELD in fields:
+        _restore_record(fields[RECORD_FIELD], data, entry.warnings)
+    return data
 
 
 def _resolve_crossrefs(entries: list[BibEntry]) -> None:
@@ -604,7 +639,9 @@ def parse_bibtex(text: str) -> ParseOutcome:
     """Every entry of a BibTeX document as a Paper; broken entries are reported, not fatal.
 
     An entry exported by paperbot carries its record's provenance (``PROVENANCE_FIELD``): it is
-    restored, so the record keeps every source it was merged from.
+    restored, so the record keeps every source it was merged from; the file's own entry is added
+    only when the entry's key is new there (a generated key), so re-importing an export and
+    exporting again gives the same text.
     """
     outcome = ParseOutcome(format=FORMAT)
     reader = _Reader(text)
@@ -617,6 +654,9 @@ def parse_bibtex(text: str) -> ParseOutcome:
             continue
         if PROVENANCE_FIELD in entry.fields:
             restored = restored_provenance(entry.fields[PROVENANCE_FIELD], entry.warnings)
-            paper.provenance = merge_provenance(restored, paper.provenance)
+            if any((item.source, item.source_id) == (FORMAT, entry.key) for item in restored):
+                paper.provenance = restored  # this very entry, re-imported: nothing new to record
+            else:
+                paper.provenance = merge_provenance(restored, paper.provenance)
         outcome.warnings.extend(SkippedItem(entry.label, note) for note in entry.warnings)
     return outcome

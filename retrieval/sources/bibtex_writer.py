@@ -41,24 +41,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from retrieval.records import Paper, Provenance, fold
-from retrieval.sources.bibtex import PROVENANCE_FIELD, VENUE_FIELDS, url_only as _url_only
+from retrieval.sources.bibtex import PROVENANCE_FIELD, RECORD_FIELD, VENUE_FIELDS, url_only as _url_only
 from retrieval.sources.latex import latex_to_text
+from retrieval.sources.latex import text_to_latex as escape
 
-_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "{": r"\textbraceleft{}",
-    "}": r"\textbraceright{}",
-    "%": r"\%",
-    "&": r"\&",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-_SPECIAL = re.compile(r"[\\{}%&$#_~^]")
-# Character pairs TeX would fuse into another character; a "{}" between them keeps them apart.
-_LIGATURE = re.compile(r"(?<=-)(?=-)|(?<=`)(?=`)|(?<=')(?=')|(?<=[?!])(?=`)")
 # Entry types BibTeX and biblatex know are kept; other vocabularies (CSL, Crossref) are mapped.
 _KNOWN_TYPES = {
     "article", "book", "booklet", "conference", "inbook", "incollection", "inproceedings",
@@ -89,12 +75,6 @@ _VENUE_FIELD = {
 }
 _MONTH_MACROS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "to", "for", "and", "from"}
-
-
-def escape(text: str) -> str:
-    """Plain Unicode text -> a BibTeX/LaTeX value that decodes back to the same text."""
-    text = _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
-    return _LIGATURE.sub("{}", text)
 
 
 def _braced(value: str) -> str:
@@ -229,7 +209,25 @@ _ENTRY_START_LINE = re.compile(r"\n(?=[ \t]*@)")
 
 def provenance_value(entries: list[Provenance]) -> str:
     """The provenance as one JSON line that BibTeX carries untouched (no braces, no ``%``)."""
-    data = [entry.model_dump(exclude_none=True) for entry in entries]
+    return _json_value([entry.model_dump(exclude_none=True) for entry in entries])
+
+
+def record_value(paper: Paper, entry_type: str) -> str | None:
+    """What BibTeX has no field for, as one JSON line (``RECORD_FIELD``), or None if nothing."""
+    data: dict[str, object] = {}
+    if paper.type and paper.type != entry_type:
+        data["type"] = paper.type
+    for name in ("open_access", "citation_count", "openalex_id"):
+        if getattr(paper, name) is not None:
+            data[name] = getattr(paper, name)
+    authors = [author.model_dump(include={"orcid", "openalex_id", "affiliations"}, exclude_defaults=True)
+               for author in paper.authors]
+    if any(authors):
+        data["authors"] = authors
+    return _json_value(data) if data else None
+
+
+def _json_value(data: object) -> str:
     text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
     # JSON's own braces are balanced; those inside strings (and "%") become \u escapes
     return _braced(_JSON_STRING.sub(_escape_json_string, text))
@@ -285,7 +283,9 @@ def _fields(paper: Paper, entry_type: str) -> list[tuple[str, str]]:
         fields.append(("abstract", _braced(escape(paper.abstract))))
     written = {name for name, _ in fields}
     fields.extend((name, _extra_value(value)) for name, value in extra.items()
-                  if name not in written and name != PROVENANCE_FIELD)
+                  if name not in written and name not in (PROVENANCE_FIELD, RECORD_FIELD))
+    if (record := record_value(paper, entry_type)) is not None:
+        fields.append((RECORD_FIELD, record))
     if paper.provenance:
         fields.append((PROVENANCE_FIELD, provenance_value(paper.provenance)))
     return fields

@@ -222,3 +222,29 @@ def latex_to_verbatim(value: str | None) -> str:
         text = pattern.sub(replacement, text)
     text = text.replace("{", "").replace("}", "")
     return _SPACES.sub("", text)
+
+
+# Text -> LaTeX ----------------------------------------------------------------------------
+
+_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "{": r"\textbraceleft{}",
+    "}": r"\textbraceright{}",
+    "%": r"\%",
+    "&": r"\&",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+_SPECIAL = re.compile(r"[\\{}%&$#_~^]")
+# Character pairs TeX would fuse into another character; a "{}" between them keeps them apart.
+_LIGATURE = re.compile(r"(?<=-)(?=-)|(?<=`)(?=`)|(?<=')(?=')|(?<=[?!])(?=`)")
+
+
+def text_to_latex(text: str) -> str:
+    """Plain Unicode text -> a BibTeX/LaTeX value that ``latex_to_text`` decodes back to the same
+    text (the choices are explained in ``bibtex_writer``)."""
+    text = _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
+    return _LIGATURE.sub("{}", text)
