@@ -312,10 +312,16 @@ class Assistant:
 
         return to_bibtex(papers)
 
-    def ingest_files(self, paths: Sequence[Path], *, progress: "Progress | None" = None) -> "IngestReport":
-        from retrieval.ingest import ingest_files
+    def ingest_files(
+        self, paths: Sequence[Path], *, progress: "Progress | None" = None, fmt: str | None = None
+    ) -> "IngestReport":
+        """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest``."""
+        from retrieval.ingest import ingest_papers, read_files
 
-        return ingest_files(self.index, paths, progress=progress)
+        papers, report = read_files(paths, fmt=fmt)
+        if papers:  # nothing read: the index (and its vector store) is not even opened
+            report.extend(ingest_papers(self.index, papers, progress=progress))
+        return report
 
     def stats(self) -> IndexStats:
         from retrieval.roster import Roster

@@ -1,8 +1,9 @@
 """One record per paper: recognise the same paper across sources and merge it field by field.
 
-``same_paper`` decides identity: a shared DOI, arXiv id or OpenAlex id, or the same normalised
-title + year (+-1 between a preprint and its published version) + a compatible first author.
-Two *different* DOIs always mean two papers. The arXiv DOI ``10.48550/arXiv.X`` is another
+``same_paper`` decides identity: a shared DOI, arXiv id or OpenAlex id (unless the titles have
+almost no word in common: ``titles_conflict``), or the same normalised title + year (+-1 between
+a preprint and its published version) + a compatible first author. Two *different* DOIs always
+mean two papers. The arXiv DOI ``10.48550/arXiv.X`` is another
 spelling of arXiv id X: ``normalize_ids`` turns it into ``arxiv_id`` (and drops it as a DOI) so a
 preprint gets the same canonical id whichever source described it first.
 
@@ -157,6 +158,28 @@ def _years_match(a: Paper, b: Paper, one_preprint: bool) -> bool:
     return a.year == b.year or (one_preprint and abs(a.year - b.year) <= 1)
 
 
+_TITLE_FILLER = {"a", "an", "the", "of", "for", "and", "in", "on", "to", "with", "by", "from", "via", "at", "is"}
+MIN_SHARED_TITLE_WORDS = 0.25
+
+
+def titles_conflict(a: Paper, b: Paper) -> bool:
+    """True when two titles cannot name one paper: each has three words or more that say
+    something, and they share under a quarter of them. A shared id then is a copy-paste slip
+    (a real file gave two different papers the same ``arxiv = {...}``), not one paper; a
+    preprint's renamed version still shares most of its words."""
+    words_a = set(title_key(a.title).split()) - _TITLE_FILLER
+    words_b = set(title_key(b.title).split()) - _TITLE_FILLER
+    if len(words_a) < 3 or len(words_b) < 3:
+        return False
+    return len(words_a & words_b) / len(words_a | words_b) < MIN_SHARED_TITLE_WORDS
+
+
+def shared_ids(a: Paper, b: Paper) -> list[str]:
+    """The id fields (doi, arxiv_id, openalex_id) on which two records agree."""
+    a, b = normalize_ids(a), normalize_ids(b)
+    return [name for name in ("doi", "arxiv_id", "openalex_id") if getattr(a, name) and getattr(a, name) == getattr(b, name)]
+
+
 def same_paper(a: Paper, b: Paper) -> bool:
     """True when two records describe the same paper (see the module docstring)."""
     a, b = normalize_ids(a), normalize_ids(b)
@@ -164,10 +187,8 @@ def same_paper(a: Paper, b: Paper) -> bool:
         return False
     if a.arxiv_id and b.arxiv_id and a.arxiv_id != b.arxiv_id:
         return False
-    if (a.doi and a.doi == b.doi) or (a.arxiv_id and a.arxiv_id == b.arxiv_id):
-        return True
-    if a.openalex_id and a.openalex_id == b.openalex_id:
-        return True
+    if shared_ids(a, b):
+        return not titles_conflict(a, b)
     if not a.authors or not b.authors:
         return False
     one_preprint = is_preprint(a) != is_preprint(b)

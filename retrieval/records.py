@@ -28,7 +28,7 @@ from retrieval.author_cleaning import clean_author
 
 # Identifier normalisation ------------------------------------------------------------------
 
-_DOI_PREFIX = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_DOI_PREFIX = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi\s*:?\s*)", re.IGNORECASE)
 _DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
 _ARXIV_PREFIX = re.compile(r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)", re.IGNORECASE)
 _ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
@@ -399,6 +399,13 @@ class Paper(BaseModel):
     def _short_text(cls, value: str | int | None) -> str | None:
         text = clean_text(str(value)) if value is not None else ""
         return text or None
+
+    @field_validator("editors")
+    @classmethod
+    def _editors(cls, value: list[str]) -> list[str]:
+        """Editor names cleaned as author names are ("et al." and "others" are no one)."""
+        names = (clean_author(name).name for name in value)
+        return list(dict.fromkeys(name for name in names if name))
 
     @field_validator("pages", mode="before")
     @classmethod

@@ -2,6 +2,10 @@
 
 `paperbot ingest arxiv|openalex|crossref ...` (one-off API fetches) is the `fetch` command;
 ``rewrite_fetch_argv`` routes those forms there so both read as `ingest` to the user.
+
+Exit status: 0 when at least one record was read (every skip is listed); 2 when nothing in the
+given files could be read (each unreadable, empty or fully skipped): the report is printed
+(with ``--json``: with ``"ok": false`` and the ``"error"``), then one error line on stderr.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ from pathlib import Path
 
 from bot.context import CliContext
 from retrieval.errors import InputError
-from retrieval.ingest import IngestReport
+from retrieval.ingest import EMPTY_FILE, IngestReport
+from retrieval.sources import files as source_files
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
+PROBLEMS_SHOWN = 3  # files named in the "nothing could be read" error
 
 
 def rewrite_fetch_argv(argv: list[str]) -> list[str]:
@@ -32,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first word, fetch from that API (see `paperbot fetch --help`).",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files to index")
+    formats = source_files.FORMATS  # read when the parser is built: formats may be added
+    parser.add_argument("--format", choices=formats, metavar="FMT",
+                        help=f"read every file as FMT ({', '.join(formats)}); default: detected per file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(handler=run)
 
@@ -57,6 +66,27 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
             ctx.out(f"  {item.item}: {item.reason}")
 
 
+def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:
+    """The one-line error of an ingest that read nothing: what each file held, and what to do."""
+    problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in report.files if result.problem]
+    listed = "; ".join(f"{path}: {problem}" for path, problem in problems[:PROBLEMS_SHOWN])
+    if len(problems) > PROBLEMS_SHOWN:
+        listed += f"; and {len(problems) - PROBLEMS_SHOWN} more"
+    if len(report.files) == 1:
+        message = f"Nothing could be read from {listed}."
+    else:
+        message = f"Nothing could be read from the {len(report.files)} given files ({listed})."
+    formats = ", ".join(source_files.FORMATS)
+    if fmt is not None:
+        which = "the file is" if len(report.files) == 1 else "the files are"
+        hint = f"Check that {which} {fmt}, or pass another --format ({formats})."
+    elif all(problem == EMPTY_FILE for _, problem in problems):
+        hint = "Check the files; nothing was ingested."
+    else:
+        hint = f"Check the files, or pass --format FMT ({formats})."
+    return InputError(message, hint=hint)
+
+
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
@@ -65,6 +95,13 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if directories:
         raise InputError(f"{', '.join(directories)} is a directory.", hint="Pass the files inside it, e.g. dir/*.bib.")
     with ctx.progress("Indexing", total=None) as update:
-        report = ctx.assistant.ingest_files(list(args.paths), progress=update)
-    print_report(report, ctx, as_json=args.json, what=f"Ingested {len(args.paths)} file(s)")
+        report = ctx.assistant.ingest_files(list(args.paths), progress=update, fmt=args.format)
+    failure = nothing_read_error(report, args.format) if report.nothing_read else None
+    if args.json:
+        error = None if failure is None else {"message": failure.user_message, "hint": failure.hint}
+        ctx.out_json({**report.as_dict(), "ok": failure is None, "error": error})
+    else:
+        print_report(report, ctx, as_json=False, what=f"Ingested {len(args.paths)} file(s)")
+    if failure is not None:
+        raise failure
     return 0

@@ -6,8 +6,9 @@ The API (``settings.arxiv_url``, ``/api/query``) answers with an Atom feed. Quir
   the version is kept in ``Paper.arxiv_version``;
 - old (2016) summaries and titles are hard-wrapped and start with spaces: whitespace is
   collapsed;
-- ``arxiv:doi``, ``arxiv:journal_ref`` (-> venue), ``arxiv:comment`` and per-author
-  ``arxiv:affiliation`` are optional;
+- ``arxiv:doi``, ``arxiv:journal_ref`` (-> venue), ``arxiv:comment`` (-> extra ``comment``)
+  and per-author ``arxiv:affiliation`` are optional; ``arxiv:primary_category`` is also
+  kept as extra ``primaryclass`` (``_extra_fields``);
 - a rejected query comes back as a one-entry feed titled "Error" (HTTP 400): ``SourceError``
   carrying the API's message; an unknown id is simply a feed with ``totalResults`` 0.
 
@@ -179,9 +180,21 @@ def _parse_entry(entry: ET.Element, position: int, outcome: ParseOutcome) -> Non
         "url": _abs_link(entry) or f"https://arxiv.org/abs/{arxiv_id}{version or ''}",
         "type": "preprint",
         "categories": [c for c in categories if c],
+        "extra_fields": _extra_fields(
+            primary.get("term") if primary is not None else None, _text(entry.find(f"{_ARXIV}comment"))
+        ),
         "open_access": True,
     }
     build_paper(data, source=SOURCE, source_id=f"{arxiv_id}{version or ''}", item=item, outcome=outcome)
+
+
+def _extra_fields(primary_category: str | None, comment: str | None) -> dict[str, str]:
+    """An arXiv record's export-only fields: ``primaryclass`` (the primary category, named as
+    arXiv's own BibTeX export names it; biblatex reads it as ``eprintclass``) and ``comment``
+    (the authors' "12 pages, 3 figures" remark: kept, under a field bibliography styles do not
+    print, unlike ``note``). ``eprint``/``archiveprefix`` are written from ``arxiv_id``."""
+    extra = {"primaryclass": clean_text(primary_category), "comment": clean_text(comment)}
+    return {name: value for name, value in extra.items() if value}
 
 
 def _authors(entry: ET.Element) -> list[dict[str, object]]:

@@ -1,10 +1,12 @@
-"""The arXiv metadata snapshot (Kaggle/Cornell ``arxiv-metadata-oai-snapshot.json``): JSON Lines.
+"""The arXiv metadata snapshot (Kaggle/Cornell ``arxiv-metadata-oai-snapshot.json``): JSON Lines
+(or the same records as one JSON array, as converted copies have them).
 
 Per line: ``id``, ``title`` and ``abstract`` (hard-wrapped, with LaTeX escapes and ``$...$``
 math, decoded here), ``authors_parsed`` (``[last, first, suffix]`` lists; the flat ``authors``
 string is only a fallback, it is ambiguous), ``versions`` (``created`` of the first is the
 submission date, the last gives the current version), ``journal-ref`` -> venue, ``doi``
-(sometimes several, space separated: the first is kept), ``categories`` (space separated).
+(sometimes several, space separated: the first is kept), ``categories`` (space separated; the
+first, the primary one, also as extra ``primaryclass``), ``comments`` -> extra ``comment``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from retrieval.records import normalize_doi, split_arxiv_id
+from retrieval.records import clean_text, normalize_doi, split_arxiv_id
 from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
@@ -68,6 +70,14 @@ def _version(record: dict[str, Any]) -> str | None:
     return None
 
 
+def _extra_fields(record: dict[str, Any]) -> dict[str, str]:
+    """``primaryclass``: the first of ``categories`` (arXiv lists the primary one first);
+    ``comment``: ``comments``, unwrapped (a field styles do not print, unlike ``note``)."""
+    categories = _str(record.get("categories")).split()
+    extra = {"primaryclass": categories[0] if categories else "", "comment": clean_text(_str(record.get("comments")))}
+    return {name: value for name, value in extra.items() if value}
+
+
 def record_fields(record: dict[str, Any]) -> dict[str, object]:
     """The Paper fields of one snapshot record."""
     check_field_sizes(record)
@@ -88,27 +98,44 @@ def record_fields(record: dict[str, Any]) -> dict[str, object]:
         "url": f"https://arxiv.org/abs/{arxiv_id}",
         "type": "preprint",
         "categories": _str(record.get("categories")).split(),
+        "extra_fields": _extra_fields(record),
         "open_access": True,
     }
 
 
+def _add_record(record: Any, label: str, outcome: ParseOutcome) -> None:
+    if not isinstance(record, dict):
+        outcome.skipped.append(SkippedItem(label, f"not a JSON object (found {type(record).__name__})"))
+        return
+    record_id = _str(record.get("id"))
+    if record_id:
+        label = f"{label} ({record_id})"
+    build_item(record_fields, record, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
+
+
 def parse_arxiv_snapshot(text: str) -> ParseOutcome:
-    """Every record of a snapshot (JSON Lines); bad lines are reported with their number."""
+    """Every record of a snapshot (JSON Lines); bad lines are reported with their number.
+
+    A document that is one JSON array is read item by item ("item 3 (0704.0001)").
+    """
     outcome = ParseOutcome(format=FORMAT)
+    body = text.lstrip("\ufeff \t\r\n")
+    if body.startswith("["):
+        try:
+            items = load_json(body)
+        except ValueError:
+            items = None  # not one array after all: read it line by line and report each line
+        if isinstance(items, list):
+            for number, record in enumerate(items, 1):
+                _add_record(record, f"item {number}", outcome)
+            return outcome
     for number, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
         if not line.strip():
             continue
-        label = f"line {number}"
         try:
             record = load_json(line)
         except ValueError as exc:
-            outcome.skipped.append(SkippedItem(label, describe_json_error(exc)))
+            outcome.skipped.append(SkippedItem(f"line {number}", describe_json_error(exc)))
             continue
-        if not isinstance(record, dict):
-            outcome.skipped.append(SkippedItem(label, "not a JSON object"))
-            continue
-        record_id = _str(record.get("id"))
-        if record_id:
-            label = f"line {number} ({record_id})"
-        build_item(record_fields, record, source=FORMAT, source_id=record_id, item=label, outcome=outcome)
+        _add_record(record, f"line {number}", outcome)
     return outcome

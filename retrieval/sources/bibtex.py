@@ -76,7 +76,7 @@ _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 # "arXiv:2303.08774v2", "arXiv preprint arXiv:2303.08774", "arXiv 2303.08774", "arXiv:hep-th/9901001"
 _ARXIV_IN_TEXT = re.compile(
-    r"\barxiv(?:\s+preprint)?(?:\s*:\s*|\s+)(?:arxiv\s*:\s*)?([a-z\-.]+/\d{7}|\d{4}\.\d{4,5})(v\d+)?\b",
+    r"arxiv(?:\s+preprint)?(?:\s*:\s*|\s+)(?:arxiv\s*:\s*)?([a-z\-.]+/\d{7}|\d{4}\.\d{4,5})(v\d+)?\b",
     re.IGNORECASE,
 )
 # DBLP's CoRR entries: journal = {CoRR}, volume = {abs/1606.06565}
@@ -85,7 +85,7 @@ _URL_IN_TEXT = re.compile(r"\\url\s*\{([^{}]+)\}|(https?://[^\s{}]+)")
 # A DOI in a link (doi.org/10..., a publisher's /doi/abs/10...) or labelled in text ("doi: 10...")
 _DOI_IN_URL = re.compile(r"(?:doi\.org/|/doi/(?:abs/|full/|pdf/|epdf/|book/)?)(10\.\d{4,9}/[^\s?#{}\"]+)", re.I)
 _DOI_IN_TEXT = re.compile(r"\bdoi\s*[:=]?\s*(10\.\d{4,9}/[^\s{}\",;]+)", re.IGNORECASE)
-_DOI_SHAPE = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi:\s*)?10\.\d{4,9}/\S+$", re.I)
+_DOI_SHAPE = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi\s*:?\s*)?10\.\d{4,9}/\S+$", re.I)
 _DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/", re.IGNORECASE)
 
 
@@ -417,8 +417,9 @@ def url_only(text: str) -> str | None:
 
 # Fields that hold a link to the paper on personal sites (al-folio: html, pdf, website), in the
 # order a reader's link is taken from them; a relative "paper.pdf" is no link.
-_LINK_FIELDS = ("url", "html", "website", "pdf")
-_TEXT_FIELDS = ("note", "howpublished")
+_LINK_FIELDS = ("url", "html", "website", "pdf", "arxiv", "adsurl", "doi", "ee", "link")
+_TEXT_FIELDS = ("note", "howpublished", "source")
+_LAST_RESORT_TEXT_FIELDS = ("title",)  # a web page entry "Multigrid Net; http://www.mgnet.org/"
 # Fields where an arXiv id is written in prose ("arXiv preprint arXiv:2303.08774").
 _ARXIV_TEXT_FIELDS = ("journal", "note", "howpublished", "booktitle", "eid", "pubstate")
 
@@ -435,11 +436,17 @@ def _links(fields: dict[str, str]) -> tuple[str | None, list[str]]:
     """(the reader's URL, every absolute URL the entry carries, in field order)."""
     found: list[str] = []
     for name in _LINK_FIELDS:
-        if value := link_value(fields.get(name, "")):
+        raw = fields.get(name, "")
+        if name == "doi" and _DOI_SHAPE.match(latex_to_verbatim(raw).strip()):
+            continue  # a DOI is the DOI, not also the URL
+        if value := link_value(raw):
             found.append(value)
-    for name in _TEXT_FIELDS:
-        for match in _URL_IN_TEXT.finditer(fields.get(name, "")):
-            found.append(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)"))
+    for names in (_TEXT_FIELDS, _LAST_RESORT_TEXT_FIELDS):
+        if found and names is _LAST_RESORT_TEXT_FIELDS:
+            break
+        for name in names:
+            for match in _URL_IN_TEXT.finditer(fields.get(name, "")):
+                found.append(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)"))
     return (found[0] if found else None), found
 
 
@@ -471,9 +478,8 @@ def _arxiv(fields: dict[str, str], links: list[str]) -> tuple[str, str | None] |
     for name in _ARXIV_TEXT_FIELDS:
         if match := _ARXIV_IN_TEXT.search(latex_to_text(fields.get(name, ""))):
             return match.group(1), match.group(2)
-    if "corr" in latex_to_text(fields.get("journal", "")).lower().split():
-        if match := _CORR_VOLUME.match(latex_to_text(fields.get("volume", ""))):
-            return match.group(1), match.group(2)
+    if match := _CORR_VOLUME.match(latex_to_text(fields.get("volume", ""))):
+        return match.group(1), match.group(2)
     for link in links:
         if "arxiv.org/" in link and (found := split_arxiv_id(re.sub(r"[?#].*$", "", link))):
             return found
@@ -512,6 +518,16 @@ MAX_PROVENANCE_ENTRIES = 50
 # Fields the reader turns into ``Paper`` columns and the export writes back from them.
 _ALWAYS_USED = {"title", "author", "abstract", "editor", "pages", "volume", "number", "crossref", PROVENANCE_FIELD,
                 RECORD_FIELD}
+
+
+def generated_key(raw: str) -> str | None:
+    """The key an export generated for the entry (``RECORD_FIELD``'s "key"), or None."""
+    try:
+        record = load_json(raw) if raw else None
+    except ValueError:
+        return None
+    key = record.get("key") if isinstance(record, dict) else None
+    return key if isinstance(key, str) else None
 
 
 def _restore_record(raw: str, data: dict[str, object], warnings: list[str]) -> None:
@@ -647,14 +663,23 @@ def parse_bibtex(text: str) -> ParseOutcome:
     reader = _Reader(text)
     entries = reader.entries(outcome)
     _resolve_crossrefs(entries)
+    first_with_key: dict[str, BibEntry] = {}
     for entry in entries:
-        paper = build_item(entry_to_fields, entry, source=FORMAT, source_id=entry.key, item=entry.label,
+        key = entry.key
+        earlier = first_with_key.setdefault(key.lower(), entry) if key else entry
+        if earlier is not entry:
+            # BibTeX cites the first entry of a key and ignores the others: so does the export
+            entry.warnings.append(f"repeats the key of the entry at line {earlier.line}, which is the one "
+                                  "LaTeX cites; this entry gets a generated key on export")
+            key = ""
+        paper = build_item(entry_to_fields, entry, source=FORMAT, source_id=key, item=entry.label,
                            outcome=outcome)
         if paper is None:
             continue
         if PROVENANCE_FIELD in entry.fields:
             restored = restored_provenance(entry.fields[PROVENANCE_FIELD], entry.warnings)
-            if any((item.source, item.source_id) == (FORMAT, entry.key) for item in restored):
+            if any((item.source, item.source_id) == (FORMAT, key) for item in restored) or (
+                    key and generated_key(entry.fields.get(RECORD_FIELD, "")) == key):
                 paper.provenance = restored  # this very entry, re-imported: nothing new to record
             else:
                 paper.provenance = merge_provenance(restored, paper.provenance)

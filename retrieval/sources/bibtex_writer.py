@@ -212,9 +212,12 @@ def provenance_value(entries: list[Provenance]) -> str:
     return _json_value([entry.model_dump(exclude_none=True) for entry in entries])
 
 
-def record_value(paper: Paper, entry_type: str) -> str | None:
-    """What BibTeX has no field for, as one JSON line (``RECORD_FIELD``), or None if nothing."""
-    data: dict[str, object] = {}
+def record_value(paper: Paper, entry_type: str, generated_key: str | None = None) -> str | None:
+    """What BibTeX has no field for, as one JSON line (``RECORD_FIELD``), or None if nothing.
+
+    ``generated_key``: the key this export made up for a record that came with none; the reader
+    then knows the entry is this record re-imported, not a new source of it."""
+    data: dict[str, object] = {"key": generated_key} if generated_key else {}
     if paper.type and paper.type != entry_type:
         data["type"] = paper.type
     for name in ("open_access", "citation_count", "openalex_id"):
@@ -240,7 +243,7 @@ def _escape_json_string(match: re.Match[str]) -> str:
     return match.group().replace("{", "\\u007b").replace("}", "\\u007d").replace("%", "\\u0025")
 
 
-def _fields(paper: Paper, entry_type: str) -> list[tuple[str, str]]:
+def _fields(paper: Paper, entry_type: str, key: str) -> list[tuple[str, str]]:
     """(name, value as written); braced values carry their braces, a month is a bare macro."""
     extra = paper.extra_fields
     fields: list[tuple[str, str]] = [("title", "{{" + escape(paper.title) + "}}")]
@@ -284,7 +287,8 @@ def _fields(paper: Paper, entry_type: str) -> list[tuple[str, str]]:
     written = {name for name, _ in fields}
     fields.extend((name, _extra_value(value)) for name, value in extra.items()
                   if name not in written and name not in (PROVENANCE_FIELD, RECORD_FIELD))
-    if (record := record_value(paper, entry_type)) is not None:
+    generated = key if key != user_key(paper) else None
+    if (record := record_value(paper, entry_type, generated)) is not None:
         fields.append((RECORD_FIELD, record))
     if paper.provenance:
         fields.append((PROVENANCE_FIELD, provenance_value(paper.provenance)))
@@ -297,6 +301,6 @@ def to_bibtex(papers: Iterable[Paper]) -> str:
     chunks: list[str] = []
     for paper, key in zip(items, citation_keys(items), strict=True):
         entry_type = _entry_type(paper)
-        body = ",\n".join(f"  {name:<13} = {value}" for name, value in _fields(paper, entry_type))
+        body = ",\n".join(f"  {name:<13} = {value}" for name, value in _fields(paper, entry_type, key))
         chunks.append(f"@{entry_type}{{{key},\n{body}\n}}\n")
     return "\n".join(chunks)

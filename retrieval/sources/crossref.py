@@ -10,7 +10,9 @@ Quirks handled by the parser:
   more precise ``published``/``published-online``/``published-print`` of the same date
   (theses carry only ``approved``, used last);
 - organisational authors have only ``name``; people have ``given``/``family``/``ORCID``;
-- ``container-title`` -> venue, ``publisher``, ``type``, ``is-referenced-by-count`` -> citations.
+- ``container-title`` -> venue, ``publisher``, ``type``, ``is-referenced-by-count`` -> citations;
+  ``page``/``volume``/``issue``, ``editor`` -> editors, the first ``ISSN`` and ``ISBN`` and
+  ``language`` -> ``extra_fields`` (a ``"null"`` string, which some members deposit, is absent).
 
 Crossref's polite pool is joined through the User-Agent (it carries ``settings.contact_email``).
 """
@@ -166,6 +168,37 @@ def _abstract(item: Mapping[str, Any]) -> str | None:
     return text or None
 
 
+def _plain(value: Any) -> str | None:
+    """A Crossref scalar field as text; None when absent, empty or the literal "null" some
+    members deposit (``"volume": "null"``)."""
+    text = clean_text(str(value)) if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    return text if text and text.lower() != "null" else None
+
+
+def _editors(item: Mapping[str, Any]) -> list[str]:
+    """``editor`` entries (``given``/``family``, or an organisation's ``name``) as display names."""
+    names: list[str] = []
+    for entry in _list(item.get("editor")):
+        family, given, suffix, organisation = (
+            value if isinstance(value := _dict(entry).get(key), str) else None
+            for key in ("family", "given", "suffix", "name")
+        )
+        name = person_name(family, given, suffix) if family and family.strip() else clean_text(organisation or given)
+        if name:
+            names.append(name)
+    return names
+
+
+def _extra_fields(item: Mapping[str, Any]) -> dict[str, str]:
+    """First ``ISSN``, first ``ISBN`` and ``language``, under their BibTeX field names."""
+    extra = {
+        "issn": next((v for v in map(_plain, _list(item.get("ISSN"))) if v), None),
+        "isbn": next((v for v in map(_plain, _list(item.get("ISBN"))) if v), None),
+        "language": _plain(item.get("language")),
+    }
+    return {name: value for name, value in extra.items() if value}
+
+
 def _work_fields(item: Mapping[str, Any]) -> dict[str, Any]:
     title = _title(item)
     if len(title) > MAX_TITLE_CHARS:
@@ -188,6 +221,11 @@ def _work_fields(item: Mapping[str, Any]) -> dict[str, Any]:
         "arxiv_id": arxiv,
         "url": url if isinstance(url, str) else None,
         "type": item.get("type") if isinstance(item.get("type"), str) else None,
+        "pages": _plain(item.get("page")),
+        "volume": _plain(item.get("volume")),
+        "issue": _plain(item.get("issue")),
+        "editors": _editors(item),
+        "extra_fields": _extra_fields(item),
         "categories": [s for s in _list(item.get("subject")) if isinstance(s, str)],
         "citation_count": cited if isinstance(cited, int) and cited >= 0 else None,
     }

@@ -3,7 +3,10 @@
 Read: ``title`` (a string, or a list as some exporters write), ``author`` (``family``/``given``
 with particles and suffix, or ``literal``), ``issued`` (``date-parts``, else ``raw``/``literal``),
 ``container-title``, ``publisher`` (a string, or ``{"name": ...}``), ``DOI``, ``URL``,
-``abstract`` (which may be JATS or HTML), ``keyword``/``categories``, ``type``, ``id``.
+``abstract`` (which may be JATS or HTML), ``keyword``/``categories``, ``type``, ``id``,
+``page``, ``volume``, ``issue``, ``editor`` (names as ``author``); ``ISSN``, ``ISBN``, ``note``,
+``language``, ``publisher-place`` (-> ``address``), ``edition`` and ``collection-title``
+(-> ``series``) go to ``extra_fields`` under their BibTeX names.
 Text fields may carry CSL's HTML-like markup (``<i>``, ``<sup>``) or, from some exporters,
 LaTeX escapes (``Exposici\\'on``); both are decoded.
 """
@@ -117,6 +120,18 @@ def _arxiv(doi: str, url: str) -> str | None:
     return normalize_arxiv_id(match.group(1)) if match else None
 
 
+#: CSL variables with no ``Paper`` column -> the BibTeX field they are exported as.
+_EXTRA_FIELDS = {
+    "ISSN": "issn", "ISBN": "isbn", "note": "note", "language": "language",
+    "publisher-place": "address", "edition": "edition", "collection-title": "series",
+}  # fmt: skip
+
+
+def _extra_fields(item: dict[str, Any]) -> dict[str, str]:
+    extra = {name: _text(item.get(variable)) for variable, name in _EXTRA_FIELDS.items()}
+    return {name: value for name, value in extra.items() if value}
+
+
 def item_fields(item: dict[str, Any]) -> dict[str, Any]:
     """The Paper fields of one CSL item."""
     check_field_sizes(item)
@@ -138,6 +153,11 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
         "arxiv_id": _arxiv(doi, url),
         "url": url,
         "type": _text(item.get("type")),
+        "pages": _text(item.get("page")),
+        "volume": _text(item.get("volume")),
+        "issue": _text(item.get("issue")),
+        "editors": [editor["name"] for editor in _authors(item.get("editor"))],
+        "extra_fields": _extra_fields(item),
         "categories": _keywords(item),
     }
 

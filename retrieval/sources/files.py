@@ -1,10 +1,19 @@
 """Bibliographic files -> papers: recognise the format, read the file safely, dispatch.
 
+Formats (``FORMATS``): BibTeX, JSON Lines of papers, CSL-JSON, RIS, arXiv OAI-PMH ``oai_dc``,
+the arXiv metadata snapshot, and API responses saved as files: an arXiv Atom feed
+(``arxiv-atom``), OpenAlex and Crossref works (single or lists, Crossref with or without its
+envelope), Semantic Scholar papers and DBLP search answers. The saved responses are read by
+``saved_responses`` with the network parsers, so they yield the same records as a fetch.
+
 The format is recognised from the CONTENT (a ``.txt`` export of BibTeX is still BibTeX); the
 file extension only breaks ties, e.g. a single JSON object that could be a CSL item or a Paper
-record. ``parse_file`` reads plain or gzip-compressed files up to ``MAX_FILE_BYTES``
-(decompressed), decodes UTF-8 (with or without BOM), UTF-16 with BOM, or else Windows-1252/
-Latin-1 (old BibTeX files), and refuses binary data.
+record. Saved API responses are told apart by keys only their API writes (see
+``saved_responses.detect_saved_json``), before the CSL/Paper/snapshot rules.
+
+``parse_file`` reads plain or gzip-compressed files up to ``MAX_FILE_BYTES`` (decompressed),
+decodes UTF-8 (with or without BOM), UTF-16 with BOM, or else Windows-1252/Latin-1 (old BibTeX
+files), and refuses binary data.
 
 Only a file that is unusable as a whole raises ``ParseError`` (its message names the file and
 says what to do); a malformed entry is skipped and reported in ``ParseOutcome.skipped``.
@@ -27,8 +36,13 @@ from retrieval.sources.csljson import parse_csl_json
 from retrieval.sources.jsonl import parse_jsonl
 from retrieval.sources.oai import OAI_DC_NAMESPACE, parse_oai_dc
 from retrieval.sources.ris import parse_ris
+from retrieval.sources.saved_responses import PARSERS as SAVED_RESPONSE_PARSERS
+from retrieval.sources.saved_responses import detect_saved_json, is_arxiv_atom
 
-FORMATS: tuple[str, ...] = ("bibtex", "jsonl", "csl-json", "ris", "oai-dc", "arxiv-snapshot")
+FORMATS: tuple[str, ...] = (
+    "bibtex", "jsonl", "csl-json", "ris", "oai-dc", "arxiv-snapshot",
+    "arxiv-atom", "openalex", "crossref", "semantic-scholar", "dblp",
+)  # fmt: skip
 
 _PARSERS: dict[str, Callable[[str, str], ParseOutcome]] = {
     "bibtex": lambda text, name: parse_bibtex(text),
@@ -37,6 +51,7 @@ _PARSERS: dict[str, Callable[[str, str], ParseOutcome]] = {
     "ris": lambda text, name: parse_ris(text),
     "oai-dc": parse_oai_dc,
     "arxiv-snapshot": lambda text, name: parse_arxiv_snapshot(text),
+    **SAVED_RESPONSE_PARSERS,
 }
 _EXTENSIONS = {
     ".bib": "bibtex", ".bibtex": "bibtex", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -94,8 +109,10 @@ def detect_format(text: str, filename: str | None = None) -> str:
     if head.startswith("<"):
         if OAI_DC_NAMESPACE in head or "<oai_dc:dc" in head:
             return "oai-dc"
+        if is_arxiv_atom(head):
+            return "arxiv-atom"
     elif head.startswith(("[", "{")):
-        found = _json_format(head, hint)
+        found = detect_saved_json(head) or _json_format(head, hint)
         if found:
             return found
     else:  # text formats: whichever marker comes first (exports may start with prose)
@@ -111,8 +128,9 @@ def detect_format(text: str, filename: str | None = None) -> str:
     where = f"{filename}" if filename else "The text"
     raise ParseError(
         f"{where} is not in a format paperbot reads. Supported: BibTeX, JSON Lines of papers, "
-        "CSL-JSON, RIS, arXiv OAI-PMH oai_dc XML and the arXiv metadata snapshot; "
-        "pass the format explicitly if detection guessed wrong.",
+        "CSL-JSON, RIS, arXiv OAI-PMH oai_dc XML, the arXiv metadata snapshot, and saved API "
+        "responses (arXiv Atom feeds, OpenAlex, Crossref, Semantic Scholar and DBLP JSON). "
+        f"If it is one of these, pass --format FMT, FMT one of: {', '.join(FORMATS)}.",
         source="files",
         item=filename or "",
     )

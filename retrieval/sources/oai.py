@@ -1,15 +1,18 @@
 """arXiv OAI-PMH ``oai_dc`` records (a ListRecords response, with or without its envelope).
 
 Per record: ``dc:title``; ``dc:creator`` "Last, First" (one per author); several
-``dc:description`` (the abstract first, then "Comment: ..."); ``dc:date`` (the first is the
+``dc:description`` (the abstract first, then "Comment: ...", kept as extra ``comment``: a field
+bibliography styles do not print, unlike ``note``); ``dc:date`` (the first is the
 submission date); several ``dc:identifier`` (the abs URL gives the arXiv id, ``doi:...`` the
-DOI, any other text is a journal reference, used as venue); ``dc:subject`` -> categories.
+DOI, any other text is a journal reference, used as venue); ``dc:subject`` -> categories (names
+such as "Quantum Physics", not arXiv codes: no ``primaryclass`` can be told from them).
 LaTeX in titles and abstracts is decoded (``~`` is kept: arXiv uses it for "approximately").
 
 Safety: a document with a DOCTYPE or ENTITY declaration is refused before parsing (entity
 expansion and external entities are the classic XML attacks; OAI-PMH never needs either).
 A document that is not well-formed is read record by record, so one broken record costs only
-itself.
+itself; a record cut off at the end of the file (a truncated download) is reported as such. A
+response with no records but an OAI-PMH ``<error>`` (``noRecordsMatch``) reports that error.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from retrieval.errors import ParseError
-from retrieval.records import normalize_doi, split_arxiv_id
+from retrieval.records import clean_text, normalize_doi, split_arxiv_id
 from retrieval.sources.base import (
     ItemRejected,
     ParseOutcome,
@@ -34,7 +37,12 @@ FORMAT = "oai-dc"
 OAI_DC_NAMESPACE = "http://www.openarchives.org/OAI/2.0/oai_dc/"
 
 _DECLARATION = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
-_RECORD = re.compile(r"<(?:[\w.-]+:)?record[\s>].*?</(?:[\w.-]+:)?record\s*>", re.DOTALL)
+_RECORD_START = re.compile(r"<(?:[\w.-]+:)?record[\s>]")
+_RECORD_END = re.compile(r"</(?:[\w.-]+:)?record\s*>")
+_METADATA_START = re.compile(r"<(?:[\w.-]+:)?metadata[\s>]")
+_IDENTIFIER = re.compile(r"<(?:[\w.-]+:)?identifier\s*>\s*([^<\s]+)\s*</(?:[\w.-]+:)?identifier\s*>")
+TRUNCATED = "cut off at the end of the file (truncated download?)"
+UNCLOSED = "malformed XML: no </record> before the next <record>"
 _WRAPPER = (
     '<records xmlns="http://www.openarchives.org/OAI/2.0/" '
     f'xmlns:oai_dc="{OAI_DC_NAMESPACE}" xmlns:dc="http://purl.org/dc/elements/1.1/" '
@@ -76,6 +84,7 @@ def record_fields(record: ET.Element) -> dict[str, object]:
     check_field_sizes({"title": " ".join(titles), "description": " ".join(descriptions)})
     check_field_sizes({"creator": creators})
     abstract = next((d for d in descriptions if not d.startswith("Comment:")), "")
+    comment = next((clean_text(d.removeprefix("Comment:")) for d in descriptions if d.startswith("Comment:")), "")
     arxiv: tuple[str, str | None] | None = None
     doi, venue, url = None, None, None
     for identifier in _texts(metadata, "identifier"):
@@ -101,6 +110,7 @@ def record_fields(record: ET.Element) -> dict[str, object]:
         "url": url or (f"https://arxiv.org/abs/{arxiv[0]}" if arxiv else None),
         "type": "preprint",
         "categories": _texts(metadata, "subject"),
+        "extra_fields": {"comment": comment} if comment else {},
         "open_access": True if arxiv else None,
     }
 
@@ -110,12 +120,35 @@ def _record_id(record: ET.Element) -> str:
     return next(iter(_texts(header, "identifier")), "") if header is not None else ""
 
 
+def _record_chunks(text: str) -> list[str | SkippedItem]:
+    """The ``<record>...</record>`` texts of a malformed document, in order.
+
+    A record whose end tag is missing is a ``SkippedItem`` in its place: the last one was cut
+    off (a truncated download), an earlier one runs into the next ``<record>``. Its label
+    carries the header identifier when that much of it is there.
+    """
+    starts = [match.start() for match in _RECORD_START.finditer(text)]
+    chunks: list[str | SkippedItem] = []
+    for number, start in enumerate(starts, 1):
+        limit = starts[number] if number < len(starts) else len(text)
+        end = _RECORD_END.search(text, start, limit)
+        if end is not None:
+            chunks.append(text[start : end.end()])
+            continue
+        head = text[start:limit]
+        metadata = _METADATA_START.search(head)
+        identifier = _IDENTIFIER.search(head, 0, metadata.start() if metadata else len(head))
+        label = f"record {number} ({identifier.group(1)})" if identifier else f"record {number}"
+        chunks.append(SkippedItem(label, TRUNCATED if number == len(starts) else UNCLOSED))
+    return chunks
+
+
 def _records(text: str, name: str, outcome: ParseOutcome) -> list[tuple[int, ET.Element]]:
     """Numbered ``<record>`` elements: from the whole document, or one by one if it is malformed."""
     try:
         root = parse_xml(text)
     except ET.ParseError as whole_error:
-        chunks = _RECORD.findall(text)
+        chunks = _record_chunks(text)
         if not chunks:
             raise ParseError(
                 f"{name} is not well-formed XML ({whole_error}) and no <record> could be read.",
@@ -124,6 +157,9 @@ def _records(text: str, name: str, outcome: ParseOutcome) -> list[tuple[int, ET.
             ) from whole_error
         records: list[tuple[int, ET.Element]] = []
         for number, chunk in enumerate(chunks, 1):
+            if isinstance(chunk, SkippedItem):
+                outcome.skipped.append(chunk)
+                continue
             try:
                 wrapper = parse_xml(_WRAPPER.format(chunk))
             except ET.ParseError as exc:
@@ -132,6 +168,11 @@ def _records(text: str, name: str, outcome: ParseOutcome) -> list[tuple[int, ET.
             records.extend((number, e) for e in wrapper if _local(e.tag) == "record")
         return records
     found = [element for element in root.iter() if _local(element.tag) == "record"]
+    if not found:
+        for error in (e for e in root.iter() if _local(e.tag) == "error"):
+            said = " ".join("".join(error.itertext()).split())
+            answer = f"the server answered {error.get('code') or 'an error'}" + (f": {said}" if said else "")
+            outcome.skipped.append(SkippedItem("the OAI-PMH response", f"no records; {answer}"))
     return list(enumerate(found, 1))
 
 

@@ -9,7 +9,9 @@ Schema drift handled by the parsers:
   responses are partial (no title -> the item is skipped, never guessed);
 - authors: ``affiliations`` with years and ``last_known_institutions`` (newer) or only
   ``last_known_institution`` (older); ``topics`` or ``x_concepts``; a deleted profile comes
-  back as "Deleted Author" with no works; a merged id redirects to the surviving profile.
+  back as "Deleted Author" with no works; a merged id redirects to the surviving profile;
+- ``biblio`` gives volume, issue and pages (``first_page``-``last_page``, one page when they
+  agree); ``language`` and ``primary_location.source.issn_l`` go to ``extra_fields``.
 
 List responses cut authorships at 100 (``is_authors_truncated``): such papers carry only the
 first 100 authors and ``authors_truncated``. ``settings.contact_email`` is sent as ``mailto=`` (the polite pool).
@@ -200,6 +202,23 @@ def _venue_and_publisher(obj: Mapping[str, Any]) -> tuple[str | None, str | None
     return _str(host.get("display_name")) or None, _str(host.get("publisher")) or None
 
 
+def _pages(biblio: Mapping[str, Any]) -> str | None:
+    """``first_page``-``last_page`` ("12–15"); the one page when they agree or only the first is
+    known; None when the first page is unknown (a last page alone says nothing)."""
+    first, last = (_str(str(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+                   for v in (biblio.get("first_page"), biblio.get("last_page")))
+    if not first:
+        return None
+    return f"{first}\u2013{last}" if last and last != first else first
+
+
+def _extra_fields(obj: Mapping[str, Any]) -> dict[str, str]:
+    """``language`` and the source's ISSN-L (as ``issn``), under their BibTeX field names."""
+    source = _dict(_dict(obj.get("primary_location")).get("source"))
+    extra = {"language": _str(obj.get("language")), "issn": _str(source.get("issn_l"))}
+    return {name: value for name, value in extra.items() if value}
+
+
 def _work_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     title = _str(obj.get("title")) or _str(obj.get("display_name"))
     if len(title) > MAX_TITLE_CHARS:
@@ -229,6 +248,10 @@ def _work_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         "url": _dict(obj.get("primary_location")).get("landing_page_url")
         or _dict(obj.get("host_venue")).get("url"),
         "type": _str(obj.get("type")) or None,
+        "pages": _pages(_dict(obj.get("biblio"))),
+        "volume": _str(_dict(obj.get("biblio")).get("volume")) or None,
+        "issue": _str(_dict(obj.get("biblio")).get("issue")) or None,
+        "extra_fields": _extra_fields(obj),
         "categories": _categories(obj),
         "open_access": open_access if isinstance(open_access, bool) else None,
         "citation_count": cited if isinstance(cited, int) and cited >= 0 else None,

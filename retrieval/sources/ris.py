@@ -9,7 +9,10 @@ of the file, with a warning.
 Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix";
 an "et al." author marks the list truncated); PY/Y1/DA -> published (the most precise one);
 JF > JO > T2 > JA > J2 > BT -> venue; PB -> publisher; DO -> doi; UR (first http link) -> url;
-AB/N2 -> abstract; KW -> categories; TY -> type; ID -> source id.
+AB/N2 -> abstract; KW -> categories; TY -> type; ID -> source id; SP-EP -> pages; VL -> volume;
+IS -> issue; ED and A2 (both "secondary author" in the spec: the editors) -> editors. Into
+``extra_fields``: SN -> isbn (10 or 13 digits) or issn, N1 -> note (several joined by "; "),
+CY -> address, LA -> language, ET -> edition, T3 -> series.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ _TYPES = {
     "MANSCPT": "unpublished", "GEN": "misc", "ELEC": "misc", "DATA": "misc", "COMP": "software",
 }  # fmt: skip
 _ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/([^\s?#]+)", re.IGNORECASE)
+_ISBN = re.compile(r"\d{9}[\dXx]|\d{13}")
+#: Tags with no ``Paper`` column -> the BibTeX field they are exported as (N1 and SN: below).
+_EXTRA_TAGS = {"CY": "address", "LA": "language", "ET": "edition", "T3": "series"}
 
 
 class _Record:
@@ -125,6 +131,26 @@ def _published(record: _Record) -> str | None:
     return "-".join(part if i == 0 else f"{int(part):02d}" for i, part in enumerate(best))
 
 
+def _pages(record: _Record) -> str | None:
+    """``SP``-``EP``; ``SP`` alone (it may hold the whole range); None without a start page."""
+    start, end = record.first("SP"), record.first("EP")
+    if not start:
+        return None
+    return f"{start}\u2013{end}" if end and end != start else start
+
+
+def _standard_number(value: str) -> dict[str, str]:
+    """``SN`` holds an ISSN or an ISBN: an ISBN when its first number has 10 or 13 digits."""
+    first = re.sub(r"[\s-]", "", re.split(r"[;,(]", value, maxsplit=1)[0])
+    return {"isbn" if _ISBN.fullmatch(first) else "issn": value} if value else {}
+
+
+def _extra_fields(record: _Record) -> dict[str, str]:
+    extra = {name: record.first(tag) for tag, name in _EXTRA_TAGS.items()}
+    extra["note"] = "; ".join(note for note in record.values("N1") if note)
+    return {**{name: value for name, value in extra.items() if value}, **_standard_number(record.first("SN"))}
+
+
 def record_fields(record: _Record) -> dict[str, object]:
     """The Paper fields of one RIS record."""
     kind = record.first("TY").upper()
@@ -150,6 +176,11 @@ def record_fields(record: _Record) -> dict[str, object]:
         "arxiv_id": normalize_arxiv_id(arxiv),
         "url": urls[0] if urls else None,
         "type": _TYPES.get(kind, kind.lower() or None),
+        "pages": _pages(record),
+        "volume": record.first("VL"),
+        "issue": record.first("IS"),
+        "editors": [_name(v) for v in record.values("ED") + record.values("A2") if v],
+        "extra_fields": _extra_fields(record),
         "categories": keywords,
     }
 
