@@ -67,6 +67,13 @@ _SPACED_KEY = re.compile(r"[^\s,{}()\"#%=]+(?:[ \t]+[^\s,{}()\"#%=]+)+(?=[ \t]*,
 _NAME = re.compile(r"[A-Za-z_][\w\-:.+/]*")
 _NUMBER = re.compile(r"\d+")
 _NOT_ENTRIES = {"comment", "preamble", "string"}
+# A line that starts like an entry but has no opening delimiter after the type.
+_NO_OPENER = re.compile(r"^[ \t]*@[ \t]*([A-Za-z]+)[ \t]+(?=[^\s{(])", re.MULTILINE)
+_ENTRY_TYPES = {
+    "article", "book", "booklet", "conference", "inbook", "incollection", "inproceedings", "manual",
+    "mastersthesis", "misc", "phdthesis", "proceedings", "techreport", "unpublished", "online", "report",
+    "thesis", "software", "dataset", "patent",
+}  # fmt: skip
 
 # "A and  and B" (an empty name, seen in real files) is one separator, not a person "and B"
 _AND = re.compile(r"\s+and(?:\s+and)*\s+", re.IGNORECASE)
@@ -244,6 +251,11 @@ class _Reader:
     def entries(self, outcome: ParseOutcome) -> list[BibEntry]:
         """Every regular entry of the text; broken ones go to ``outcome.skipped``."""
         found: list[BibEntry] = []
+        for match in _NO_OPENER.finditer(self.text):  # "@article key, ...": BibTeX skips it too
+            if match.group(1).lower() in _ENTRY_TYPES:
+                outcome.skipped.append(SkippedItem(
+                    f"entry at line {self.line_of(match.start(1))}",
+                    f"no '{{' after @{match.group(1)}: the entry is not read (write @{match.group(1)}{{key, ...}})"))
         pos = 0
         while (top := _TOP.search(self.text, pos)) is not None:
             if top.group(1) is None:  # a '%' comment line

@@ -33,6 +33,7 @@ from retrieval.sources.base import (
 FORMAT = "ris"
 
 _TAG = re.compile(r"^([A-Z][A-Z0-9])  ?-(?: (.*))?$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _DATE = re.compile(r"(\d{4})(?:[/-](\d{1,2})?(?:[/-](\d{1,2}))?)?")
 _TYPES = {
     "JOUR": "article", "JFULL": "article", "MGZN": "article", "NEWS": "article",
@@ -82,14 +83,18 @@ class _Record:
 def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
     records: list[_Record] = []
     current: _Record | None = None
-    for number, raw in enumerate(text.lstrip("\ufeff").split("\n"), 1):
-        line = raw.rstrip("\r").lstrip("\ufeff")
-        match = _TAG.match(line)
+    # any line ending: old Mac exports end lines with a lone "\r"
+    for number, raw in enumerate(_LINE_BREAK.split(text.lstrip("\ufeff")), 1):
+        line = raw.lstrip("\ufeff")
+        match = _TAG.match(line.lstrip(" \t"))  # some exporters indent every tagged line
         if match is None:
             if current is not None and current.last is not None and line.strip():
                 current.last.append(line)
             continue
         tag, value = match.group(1), (match.group(2) or "").strip()
+        if tag == "ER" and current is None:
+            outcome.warnings.append(SkippedItem(f"line {number}", "an ER line with no record open; ignored"))
+            continue
         if tag == "TY" or current is None:
             if current is not None and not current.closed:
                 outcome.warnings.append(SkippedItem(current.label, "no ER line before the next TY"))

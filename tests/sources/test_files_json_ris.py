@@ -187,3 +187,19 @@ def test_ris_broken_record_between_two_good_ones() -> None:
         ("record 2 (line 5)", "no title (no TI, T1, CT or ST line)")
     ]
     assert [w.reason for w in outcome.warnings] == ["no ER line at the end of the file"]
+
+
+def test_ris_variants_that_used_to_lose_records_silently() -> None:
+    """Lone-CR line endings, indented tags and a stray ER: every record read, nothing skipped."""
+    from retrieval.sources.ris import parse_ris
+
+    cr_only = "TY  - JOUR\rTI  - First paper\rAU  - Smith, Ann\rER  - \rTY  - JOUR\rTI  - Second paper\rER  - \r"
+    outcome = parse_ris(cr_only)
+    assert [p.title for p in outcome.papers] == ["First paper", "Second paper"] and outcome.skipped == []
+    indented = "TY  - JOUR\nTI  - First paper\nER  - \n  TY  - JOUR\n  TI  - Indented paper\n  ER  - \n"
+    outcome = parse_ris(indented)
+    assert [p.title for p in outcome.papers] == ["First paper", "Indented paper"] and outcome.skipped == []
+    stray = "TY  - JOUR\nTI  - Only paper\nER  - \nER  - \n"
+    outcome = parse_ris(stray)
+    assert [p.title for p in outcome.papers] == ["Only paper"] and outcome.skipped == []
+    assert [w.reason for w in outcome.warnings] == ["an ER line with no record open; ignored"]
