@@ -270,14 +270,17 @@ class RecordFinder:
 
     def __init__(self, index: PaperIndex, records: Sequence[Paper]) -> None:
         self.index = index
-        self.ids = {p.id for p in records}
+        self.by_id = {p.id: p for p in records}
+        self.ids = set(self.by_id)
         self.by_title: dict[str, set[str]] = {}
         for paper in records:
             self.by_title.setdefault(title_key(paper.title), set()).add(paper.id)
         self.how: Counter[str] = Counter()
 
     def find(self, paper: Paper) -> str | None:
-        if paper.id in self.ids:
+        # the id alone is not enough: a file can give two papers one id, and ingest keeps the
+        # second apart under another id (``titles_conflict``)
+        if paper.id in self.ids and same_paper(self.by_id[paper.id], paper):
             self.how["by id"] += 1
             return paper.id
         matches = [m.id for m in self.index.find_matches(paper) if same_paper(m, paper) and m.id in self.ids]

@@ -26,8 +26,12 @@ Choices, and why:
 * **Every stored field is written back**: pages (``--``), volume, number, editor, and the fields
   the source carried that have no column (``Paper.extra_fields``, as written). The venue goes to
   the field its entry type reads (``journal``, ``booktitle``, ...), unless an extra field would
-  be read first; the record's provenance goes to a custom ``paperbot-provenance`` field (JSON),
-  which the reader restores, so ``export`` then ``ingest`` gives the same records.
+  be read first. Two custom fields (JSON on one line; braces and ``%`` inside strings as
+  ``\\u`` escapes, so BibTeX never sees them) carry the rest: ``paperbot-provenance``, the
+  record's sources, and ``paperbot-record``, what BibTeX has no field for (the record's own type
+  when BibTeX's differs, open access, citation count, OpenAlex id, the authors' ORCIDs,
+  OpenAlex ids and affiliations, and a key this export generated). The reader restores both,
+  so ``export`` then ``ingest`` gives the same records and a second export the same text.
 * **Names** are written "Family, Given" with the last word as family name, which our reader
   turns back into the same display string; a name with a comma or a word "and" is braced whole.
   A list the source cut (``Paper.authors_truncated``) ends in BibTeX's own `` and others``.

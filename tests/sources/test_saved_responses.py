@@ -24,8 +24,8 @@ from retrieval.sources.files import FORMATS, detect_format, parse_file, parse_te
 from retrieval.sources.openalex import OpenAlexSource, parse_works_page
 from tests.sources.replay import FakeClock, Replay, load, make_settings
 
-_CANDIDATES = (Path(__file__).resolve().parents[3] / "shared", Path("/work/shared"))
-SHARED = next((path / "fixtures" for path in _CANDIDATES if (path / "fixtures").is_dir()), None)
+_SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project
+SHARED = _SHARED_FIXTURES if _SHARED_FIXTURES.is_dir() else None
 FILES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 SAVED_FORMATS = ("arxiv-atom", "openalex", "crossref", "semantic-scholar", "dblp")
 
