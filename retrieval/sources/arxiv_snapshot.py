@@ -24,7 +24,7 @@ from retrieval.sources.base import (
     check_field_sizes,
     person_name,
 )
-from retrieval.sources.jsonl import describe_json_error, load_json
+from retrieval.sources.jsonl import json_items
 from retrieval.sources.latex import latex_to_text
 
 FORMAT = "arxiv-snapshot"
@@ -119,23 +119,6 @@ def parse_arxiv_snapshot(text: str) -> ParseOutcome:
     A document that is one JSON array is read item by item ("item 3 (0704.0001)").
     """
     outcome = ParseOutcome(format=FORMAT)
-    body = text.lstrip("\ufeff \t\r\n")
-    if body.startswith("["):
-        try:
-            items = load_json(body)
-        except ValueError:
-            items = None  # not one array after all: read it line by line and report each line
-        if isinstance(items, list):
-            for number, record in enumerate(items, 1):
-                _add_record(record, f"item {number}", outcome)
-            return outcome
-    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            record = load_json(line)
-        except ValueError as exc:
-            outcome.skipped.append(SkippedItem(f"line {number}", describe_json_error(exc)))
-            continue
-        _add_record(record, f"line {number}", outcome)
+    for record, label in json_items(text, outcome):
+        _add_record(record, label, outcome)
     return outcome

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Any
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -542,14 +543,22 @@ def generated_key(raw: str) -> str | None:
     return key if isinstance(key, str) else None
 
 
+def _json_field(raw: str, name: str, shape: type, what: str, warnings: list[str]) -> Any:
+    """The JSON value of an export's custom field, or None with a warning when it is not ``shape``."""
+    try:
+        value = load_json(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, shape):
+        warnings.append(f"field {name!r} is not {what}; ignored")
+        return None
+    return value
+
+
 def _restore_record(raw: str, data: dict[str, object], warnings: list[str]) -> None:
     """Apply an export's ``RECORD_FIELD`` to the fields read so far (``Paper`` validates them)."""
-    try:
-        record = load_json(raw)
-    except ValueError:
-        record = None
-    if not isinstance(record, dict):
-        warnings.append(f"field {RECORD_FIELD!r} is not a JSON object; ignored")
+    record = _json_field(raw, RECORD_FIELD, dict, "a JSON object", warnings)
+    if record is None:
         return
     for name in ("type", "open_access", "citation_count", "openalex_id"):
         if name in record:
@@ -647,12 +656,8 @@ def _resolve_crossrefs(entries: list[BibEntry]) -> None:
 def restored_provenance(raw: str, warnings: list[str]) -> list[Provenance]:
     """The provenance an export wrote (``PROVENANCE_FIELD``: a JSON list), or [] with a warning
     when it is not that; at most ``MAX_PROVENANCE_ENTRIES`` entries are kept."""
-    try:
-        data = load_json(raw)
-    except ValueError:
-        data = None
-    if not isinstance(data, list):
-        warnings.append(f"field {PROVENANCE_FIELD!r} is not a JSON list of sources; ignored")
+    data = _json_field(raw, PROVENANCE_FIELD, list, "a JSON list of sources", warnings)
+    if data is None:
         return []
     entries: list[Provenance] = []
     for item in data[:MAX_PROVENANCE_ENTRIES]:

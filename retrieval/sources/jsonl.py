@@ -10,6 +10,7 @@ message, quoting the line number. Blank lines are ignored. Provenance a record a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -64,9 +65,9 @@ def _add_record(obj: Any, item: str, outcome: ParseOutcome) -> None:
     outcome.papers.append(paper)
 
 
-def parse_jsonl(text: str) -> ParseOutcome:
-    """Every valid Paper record of the text; bad lines are reported with their line number."""
-    outcome = ParseOutcome(format=FORMAT)
+def json_items(text: str, outcome: ParseOutcome) -> Iterator[tuple[Any, str]]:
+    """(value, label) for each item of a document that is one JSON array ("item 3"), else for
+    each non-blank line of JSON Lines ("line 17"); a line that is no JSON is a skipped item."""
     body = text.lstrip("\ufeff \t\r\n")
     if body.startswith("["):
         try:
@@ -75,8 +76,8 @@ def parse_jsonl(text: str) -> ParseOutcome:
             items = None  # not one array after all: read it line by line and report each line
         if isinstance(items, list):
             for number, obj in enumerate(items, 1):
-                _add_record(obj, f"item {number}", outcome)
-            return outcome
+                yield obj, f"item {number}"
+            return
     # split("\n"), not splitlines(): U+2028 and friends may sit raw inside a JSON string
     for number, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
         if not line.strip():
@@ -86,5 +87,12 @@ def parse_jsonl(text: str) -> ParseOutcome:
         except ValueError as exc:
             outcome.skipped.append(SkippedItem(f"line {number}", describe_json_error(exc)))
             continue
-        _add_record(obj, f"line {number}", outcome)
+        yield obj, f"line {number}"
+
+
+def parse_jsonl(text: str) -> ParseOutcome:
+    """Every valid Paper record of the text; bad lines are reported with their line number."""
+    outcome = ParseOutcome(format=FORMAT)
+    for obj, label in json_items(text, outcome):
+        _add_record(obj, label, outcome)
     return outcome
