@@ -1,6 +1,6 @@
 """``bench/roundtrip.py --quick``, run as a user runs it (a subprocess), checked against its goals.
 
-It reads the petsc fixture and real publication lists under ``../shared`` (never copied into the
+It reads real publication lists under ``../shared`` (never copied into the
 tree), so it is skipped, with the reason printed in pytest's summary, where those are absent.
 The figures must be consistent counts; then the issue's goals, one test each, so a failure names
 the goal: identical ids, 100 % of stored fields, >= 99 % of keys, a link for every entry whose
@@ -44,7 +44,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, int]:
 
 def test_the_report_is_printed_and_the_exit_status_follows_the_goals(run):
     figures, output, code = run
-    assert figures["quick"] is True and figures["files"] == 9
+    assert figures["quick"] is True and figures["files"] == 8
     for label in ("ids of A found in B", "(record, field) pairs identical", "keys identical E1 -> E2",
                   "user keys kept in E1", "entries carrying an id with a link, reader", "baseline"):
         assert label in output, label
@@ -57,7 +57,7 @@ def test_the_report_is_printed_and_the_exit_status_follows_the_goals(run):
 def test_figures_are_consistent_counts(run):
     figures = run[0]
     rec, keys, entries = figures["records"], figures["keys"], figures["links"]["entries"]
-    assert rec["records_A"] > 4_000 and rec["common"] <= min(rec["records_A"], rec["records_B"])
+    assert rec["records_A"] > 600 and rec["common"] <= min(rec["records_A"], rec["records_B"])
     assert rec["only_A_count"] == rec["records_A"] - rec["common"]
     assert 0 <= rec["fields"]["identical"] <= rec["fields"]["pairs"]
     assert sum(rec["fields"]["mismatches"].values()) == rec["fields"]["pairs"] - rec["fields"]["identical"]
