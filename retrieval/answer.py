@@ -9,15 +9,22 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    abstention ("No indexed paper addresses this."), without calling any model.
 3. No chat model configured -> the extractive answer (``retrieval.extractive``), with
    ``NO_LLM_NOTICE``.
-4. Otherwise the LCEL chain ``prompt | model | StrOutputParser()`` streams plain text with inline
-   ``[n]`` citations over delimited evidence blocks. Each text chunk is yielded as a
-   ``TextDelta`` as it arrives; at the end ``validate_answer`` drops invalid citations, uncited
-   claims and prompt leaks, renumbers, or abstains ("The indexed papers do not answer this.").
-   The ``Final`` result is the validated text, which may differ from the concatenated deltas:
-   consumers showing a live stream must replace it with ``Final.result.answer``.
-5. The model failing after the SDK's retries (``LLM_FAILURES``) or answering with no usable
-   text falls back to the extractive answer with an "LLM unreachable (...)" notice, also when
-   some deltas were already streamed.
+4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
+   over delimited evidence blocks. The reply is untrusted (``retrieval.model_output``): a
+   ``TextDelta`` carries only text that passed validation (complete sentences with valid
+   citations, no link, no prompt echo), so a live view never shows what the final answer would
+   not. At the end ``validate_answer`` drops invalid citations, uncited claims and prompt leaks,
+   renumbers, or abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is
+   the answer; consumers showing a live stream replace it with that.
+5. The model failing after the SDK's retries (``LLM_FAILURES``) falls back to the extractive
+   answer with an "LLM unreachable (...)" notice. A reply that came back but cannot be used
+   falls back with "The model's reply was unusable (...)": no words (only "[1]" or a marker),
+   a listing of the records, an echo of the instructions, a stream cut before its end or at
+   the token limit (``llm_max_tokens``), past ``llm_deadline`` seconds, or past the character
+   or sentence cap.
+
+The system prompt is the same bytes for every question (the random boundary is announced in the
+user turn), so a server can reuse its prompt cache between questions.
 
 Plain text with inline ``[n]`` is used instead of structured output: it streams, and works on
 any OpenAI-compatible server (llama.cpp, vLLM, Ollama) without json_schema support.
@@ -25,18 +32,17 @@ any OpenAI-compatible server (llama.cpp, vLLM, Ollama) without json_schema suppo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.output_parsers import StrOutputParser
+from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable
 
 from prompts import Prompt, load_prompt
-from retrieval.citations import ValidationReport, validate_answer, visible_text
+from retrieval.citations import ValidationReport, validate_answer
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.evidence import (
@@ -51,6 +57,14 @@ from retrieval.evidence import (
 from retrieval.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.followup import heuristic_query, standalone_question
 from retrieval.llm import LLM_FAILURES, NO_LLM_NOTICE, build_chat_model, describe_failure, model_attempts
+from retrieval.model_output import (
+    ReplyRejected,
+    ValidatedStream,
+    bounded_pieces,
+    clean_reply,
+    echoes_prompt,
+    unusable_reason,
+)
 from retrieval.models import AnswerResult, Citation, SearchFilters, SearchHit
 
 Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
@@ -80,7 +94,9 @@ AnswerEvent = TextDelta | Final
 
 
 def _system_prompt() -> Prompt:
-    return load_prompt("answer_system", required={"boundary"})
+    """The system prompt: the same bytes for every question (the per-question boundary is in
+    the user turn), so a server can reuse its prompt cache."""
+    return load_prompt("answer_system", required=set())
 
 
 def _user_prompt() -> Prompt:
@@ -92,9 +108,10 @@ def _answer_prompt() -> ChatPromptTemplate:
     return ChatPromptTemplate.from_messages([("system", _system_prompt().text), ("human", _user_prompt().text)])
 
 
-def build_answer_chain(model: BaseChatModel) -> Runnable[dict[str, str], str]:
-    """``{boundary, question, evidence}`` -> the model's plain-text answer (streamable)."""
-    return _answer_prompt() | model | StrOutputParser()
+def build_answer_chain(model: BaseChatModel) -> Runnable[dict[str, str], BaseMessage]:
+    """``{boundary, question, evidence}`` -> the model's reply, streamed as message chunks (their
+    metadata says how the reply ended: ``finish_reason``)."""
+    return _answer_prompt() | model
 
 
 def chain_inputs(question: str, evidence: EvidenceSet) -> dict[str, str]:
@@ -121,7 +138,14 @@ def _checked_question(question: str, k: int) -> str:
 
 
 def _fallback(question: str, relevant: Sequence[SearchHit], reason: str) -> AnswerResult:
+    """The extractive answer when the model could not be reached."""
     return extractive_answer(question, relevant, notice=f"LLM unreachable ({reason}): extractive answer instead.")
+
+
+def _unusable(question: str, relevant: Sequence[SearchHit], reason: str) -> AnswerResult:
+    """The extractive answer when the model answered, but with nothing that can be shown."""
+    return extractive_answer(question, relevant,
+                             notice=f"The model's reply was unusable ({reason}): extractive answer instead.")
 
 
 def _llm_result(question: str, report: ValidationReport, evidence: EvidenceSet) -> AnswerResult:
@@ -192,21 +216,27 @@ def _events(
         return
 
     evidence = build_evidence(relevant)
-    pieces: list[str] = []
+    protected = [_system_prompt().format(), _user_prompt().text]
+    live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected)
     try:
-        for piece in build_answer_chain(model).stream(chain_inputs(query, evidence)):
-            if piece:
-                pieces.append(piece)
-                yield TextDelta(piece)
+        for piece in bounded_pieces(build_answer_chain(model).stream(chain_inputs(query, evidence)), settings):
+            if shown := live.feed(piece):
+                yield TextDelta(shown)  # only text that passed validation: never a [99] or the prompt
     except LLM_FAILURES as exc:
         yield Final(_fallback(question, relevant, describe_failure(exc, attempts)), query=query)
         return
-    raw = "".join(pieces)
-    if not re.search(r"[^\W\d_]", visible_text(raw)):  # empty, digits, braces: not an answer
-        yield Final(_fallback(question, relevant, "no usable text in the response"), query=query)
+    except ReplyRejected as rejected:
+        yield Final(_unusable(question, relevant, rejected.reason), query=query)
         return
-    system_text = _system_prompt().format(boundary=evidence.boundary)
-    report = validate_answer(raw, len(evidence), forbidden=[evidence.boundary], protected=[system_text])
+    raw = clean_reply(live.raw, evidence.boundary)
+    titles = [evidence.hit(n).paper.title for n in range(1, len(evidence) + 1)]
+    if (reason := unusable_reason(raw, titles)) is not None:
+        yield Final(_unusable(question, relevant, reason), query=query)
+        return
+    report = validate_answer(raw, len(evidence), forbidden=[evidence.boundary], protected=protected)
+    if echoes_prompt(report):
+        yield Final(_unusable(question, relevant, "it repeated its instructions"), report=report, query=query)
+        return
     yield Final(_llm_result(question, report, evidence), report=report, query=query)
 
 

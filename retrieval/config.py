@@ -7,6 +7,10 @@ variable that sets it; ``.env.example`` lists them all.
 
 from __future__ import annotations
 
+import logging
+import os
+import stat
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -54,6 +58,11 @@ class Settings(BaseSettings):
         default=10.0, gt=0, validation_alias=_env("PAPERBOT_CHROMA_TIMEOUT"),
         description="Seconds to wait for the Chroma server (connect, each read and write) before giving up.",
     )
+    writer_wait_seconds: float = Field(
+        default=600.0, ge=0, validation_alias=_env("PAPERBOT_WRITER_WAIT_SECONDS"),
+        description="Seconds an ingest, sync or repair waits for another one writing to the same data dir "
+                    "before giving up (retrieval.writer_lock); 0 = do not wait.",
+    )
     collection: str = Field(
         default="papers",
         validation_alias=_env("PAPERBOT_COLLECTION"),
@@ -81,6 +90,11 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0, validation_alias=_env("PAPERBOT_LLM_TIMEOUT"))
     llm_max_retries: int = Field(default=2, ge=0, le=10, validation_alias=_env("PAPERBOT_LLM_MAX_RETRIES"))
     llm_temperature: float = Field(default=0.0, ge=0, le=2, validation_alias=_env("PAPERBOT_LLM_TEMPERATURE"))
+    # An answer is five cited sentences: 800 tokens is ample, and a model that runs on (small
+    # local ones do, to their context limit) is cut there instead of keeping a worker for minutes.
+    llm_max_tokens: int = Field(default=800, ge=16, le=32_768, validation_alias=_env("PAPERBOT_LLM_MAX_TOKENS"))
+    # The whole reply, however the server trickles it (SSE pings keep per-read timeouts quiet).
+    llm_deadline: float = Field(default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"))
 
     # --- retrieval -------------------------------------------------------------------------
     min_relevance: float | None = Field(
@@ -167,6 +181,16 @@ class Settings(BaseSettings):
     def cache_dir(self) -> Path:
         return self.data_dir / "cache"
 
+    @property
+    def writer_lock_path(self) -> Path:
+        """The OS lock one writer at a time holds (``retrieval.writer_lock``)."""
+        return self.data_dir / "writer.lock"
+
+    @property
+    def writer_holder_path(self) -> Path:
+        """Who holds the writer lock (pid, activity, since), for the waiter's messages."""
+        return self.data_dir / "writer.json"
+
 
 _VARIABLE_BY_FIELD = {
     name: (field.validation_alias.choices[0] if isinstance(field.validation_alias, AliasChoices) else name.upper())
@@ -186,3 +210,62 @@ def load_settings(**overrides: object) -> Settings:
             f"Invalid setting {variable}: {first['msg']}.",
             hint=f"Fix {variable} in your environment or .env file (see .env.example).",
         ) from None
+
+
+# --- the data dir is private to its owner ------------------------------------------------------
+
+PRIVATE_UMASK = 0o077  # what paperbot creates in the data dir: files 0600, directories 0700
+_user_umask: int | None = None  # the process's umask before ``open_data_dir`` changed it
+
+
+def open_data_dir(settings: Settings, notice: Callable[[str], None] | None = None) -> Path:
+    """Make the data dir private to its owner before anything is written in it (idempotent).
+
+    Sets the process umask to 0o077, so every file paperbot, SQLite (with its -wal/-shm),
+    Chroma and bm25s create from then on is 0600 and every directory 0700: the index, the
+    Slack state and the logs of an installation are not readable by the other users of a shared
+    machine. Creates the data dir 0700 (missing parents with the user's own umask: they are not
+    ours) and tightens an existing data dir that others can enter, saying so through
+    ``notice``; a mode is never loosened. Files written outside the data dir on request (the
+    ``--plot DIR`` pictures) get the user's permissions back through ``with_user_permissions``.
+    Never raises: a data dir that cannot be created is reported by the first write that needs it.
+    """
+    global _user_umask
+    say = notice or logging.getLogger(__name__).warning
+    data_dir = settings.data_dir
+    previous = os.umask(PRIVATE_UMASK)
+    if _user_umask is None:
+        _user_umask = previous
+    try:
+        if not data_dir.parent.exists():
+            os.umask(_user_umask)
+            try:
+                data_dir.parent.mkdir(parents=True, exist_ok=True)
+            finally:
+                os.umask(PRIVATE_UMASK)
+        data_dir.mkdir(mode=0o700, exist_ok=True)
+        mode = stat.S_IMODE(data_dir.stat().st_mode)
+    except OSError:
+        return data_dir
+    if os.name == "posix" and mode & 0o077:
+        try:
+            os.chmod(data_dir, mode & 0o700)
+        except OSError as exc:
+            say(f"The data dir {data_dir} is open to other users (mode {mode:04o}) and could not be made "
+                f"private: {exc.strerror or exc}.")
+        else:
+            say(f"Made the data dir {data_dir} private (mode {mode:04o} -> {mode & 0o700:04o}): "
+                "other users could read its index, logs and Slack state.")
+    return data_dir
+
+
+def with_user_permissions(paths: Iterable[Path]) -> None:
+    """Give files and directories paperbot made outside the data dir the modes the user's own
+    umask gives (``open_data_dir`` narrowed the process umask for the data dir's sake)."""
+    if _user_umask is None or os.name != "posix":
+        return
+    for path in paths:
+        try:
+            os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~_user_umask)
+        except OSError:
+            continue

@@ -112,6 +112,9 @@ def build_chat_model(settings: Settings) -> BaseChatModel | None:
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
         temperature=settings.llm_temperature,
+        max_tokens=settings.llm_max_tokens,  # sent as max_completion_tokens, OpenAI's current name
+        # servers other than OpenAI's (llama.cpp, vLLM, Ollama) may know only the older name
+        extra_body={"max_tokens": settings.llm_max_tokens} if settings.openai_base_url else None,
     )
 
 

@@ -45,6 +45,7 @@ from retrieval.citations import validate_answer
 from retrieval.config import Settings
 from retrieval.errors import UnknownScholarError
 from retrieval.evidence import build_evidence, neutralise, strip_markup
+from retrieval.model_output import ReplyRejected, bounded_pieces, clean_reply
 from retrieval.models import (
     AmbiguousScholarResult,
     AnswerMode,
@@ -403,12 +404,18 @@ _CITE = re.compile(r"\[(\d+)\]")
 
 @lru_cache(maxsize=1)
 def _system_prompt() -> Prompt:
-    return load_prompt("scholar_themes", required={"boundary"})
+    return load_prompt("scholar_themes", required=set())
 
 
 @lru_cache(maxsize=1)
 def _user_prompt() -> Prompt:
     return load_prompt("scholar_themes_user", required={"boundary", "scholar", "themes", "records"})
+
+
+def _echoes_label(text: str, label: str) -> bool:
+    """True when a theme's sentences say nothing but the theme's own label."""
+    said = set(fold(_CITE.sub(" ", text)).split())
+    return not said or said <= set(fold(label).split()) | {"theme", "papers", "paper", "work", "on", "and"}
 
 
 def _theme_listing(themes: Sequence[ThemeGroup], numbers: Mapping[str, int], boundary: str) -> str:
@@ -436,20 +443,23 @@ def llm_texts(
     numbers = _numbering(themes)
     ordered = fallback.papers
     evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in ordered])
-    system_text = _system_prompt().format(boundary=evidence.boundary)
+    system_text = _system_prompt().format()  # the same for every scholar: servers cache it
     user_text = _user_prompt().format(
         boundary=evidence.boundary,
         scholar=neutralise(scholar, evidence.boundary),
         themes=_theme_listing(themes, numbers, evidence.boundary),
         records=evidence.render(),
     )
-    try:
-        reply = chat_model.invoke([SystemMessage(system_text), HumanMessage(user_text)])
+    try:  # streamed, so a long prompt on a slow server is bounded by the deadline, not a read timeout
+        pieces = bounded_pieces(chat_model.stream([SystemMessage(system_text), HumanMessage(user_text)]), settings)
+        raw = clean_reply("".join(pieces), evidence.boundary)
     except LLM_FAILURES as exc:
         reason = describe_failure(exc, model_attempts(chat_model, settings))
         fallback.notice = f"LLM unreachable ({reason}): extractive theme summaries instead."
         return fallback
-    raw = reply.content if isinstance(reply.content, str) else str(reply.content)
+    except ReplyRejected as rejected:
+        fallback.notice = f"The model's reply was unusable ({rejected.reason}): extractive theme summaries instead."
+        return fallback
     report = validate_answer(raw, len(ordered), forbidden=[evidence.boundary], protected=[system_text])
     if report.abstained:
         fallback.notice = "The model's theme summaries cited no record validly: extractive summaries instead."
@@ -463,6 +473,9 @@ def llm_texts(
             line = line[match.end() :]
         if current is not None and 1 <= current <= len(themes) and line.strip():
             per_theme.setdefault(current, []).append(line.strip())
+    for k in list(per_theme):  # "THEME 2: Graph neural networks [3]." only echoes the label
+        if _echoes_label(" ".join(per_theme[k]), themes[k - 1].label):
+            del per_theme[k]
     if not per_theme:
         fallback.notice = "The model's reply did not follow the THEME format: extractive summaries instead."
         return fallback

@@ -44,6 +44,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
+from retrieval.author_cleaning import strip_annotations
 from retrieval.records import Paper, Provenance, fold
 from retrieval.sources.bibtex import PROVENANCE_FIELD, RECORD_FIELD, VENUE_FIELDS, url_only as _url_only
 from retrieval.sources.latex import latex_to_text
@@ -88,7 +89,9 @@ def _braced(value: str) -> str:
 def _name(name: str) -> str:
     """A display name written so that our reader gives back the same string."""
     words = name.split()
-    if "," in name or name.lower() == "others" or any(word.lower() == "and" for word in words):
+    written = f"{words[-1]}, {' '.join(words[:-1])}" if len(words) > 1 else name
+    if ("," in name or name.lower() == "others" or any(word.lower() == "and" for word in words)
+            or strip_annotations(written) != written):  # "0: A": the reader would take ":" for a remark
         return "{" + escape(name) + "}"
     if len(words) == 1:
         return escape(name)

@@ -41,6 +41,9 @@ class StubReply:
     chunks: tuple[str, ...] | None = None  # explicit stream pieces; default: words of ``text``
     raw_body: bytes | None = None  # sent verbatim with ``status`` instead of any JSON
     error_message: str = "scripted failure"
+    finish_reason: str = "stop"  # "length": the reply hit max_tokens
+    cut: bool = False  # the stream ends after the pieces: no finish chunk, no [DONE]
+    piece_delay: float = 0.0  # seconds between streamed pieces (an SSE ping comment in between)
 
 
 @dataclass(frozen=True)
@@ -202,13 +205,20 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             pieces = list(reply.chunks) if reply.chunks is not None else _words(reply.text)
             for i, piece in enumerate(pieces):
+                if reply.piece_delay and i:
+                    time.sleep(reply.piece_delay)  # a slow model; the ping keeps per-read timeouts quiet
+                    self.wfile.write(b": ping\n\n")
+                    self.wfile.flush()
                 delta: dict[str, Any] = {"content": piece}
                 if i == 0:
                     delta["role"] = "assistant"
                 self._event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": created,
                              "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            if reply.cut:
+                self.wfile.flush()
+                return
             self._event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": created,
-                         "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                         "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
 

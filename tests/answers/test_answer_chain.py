@@ -105,20 +105,22 @@ def test_answer_without_any_valid_citation_is_never_returned_uncited(retriever: 
     assert result.abstained and result.answer == LLM_ABSTAIN_ANSWER and result.citations == []
 
 
-def test_stream_yields_deltas_then_the_validated_final(retriever: LexicalRetriever) -> None:
-    reply = "Convergence was analysed [1]. Uncited filler here."
+def test_stream_yields_only_validated_sentences_then_the_final(retriever: LexicalRetriever) -> None:
+    reply = "Convergence was analysed [1]. Uncited filler here. Invented [99]. The overview reviews it [3]. Tail"
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(), chat_model=scripted(reply)))
     event = final(events)
     streamed = "".join(e.text for e in events[:-1])
-    assert len(events) > 3 and streamed == reply
-    assert event.result.answer == "Convergence was analysed [1]."  # differs from the stream: expected
+    # what was on screen while the model wrote: complete sentences that survive validation only
+    assert streamed == "Convergence was analysed [1]. The overview reviews it [2]."
+    assert "[99]" not in streamed and "filler" not in streamed
+    assert event.result.answer == "Convergence was analysed [1]. The overview reviews it [2]."
 
 
-def test_fake_list_model_streams_character_by_character(retriever: LexicalRetriever) -> None:
-    model = FakeListChatModel(responses=["Convergence was analysed [1]."])
+def test_character_stream_shows_each_sentence_once_it_is_complete(retriever: LexicalRetriever) -> None:
+    model = FakeListChatModel(responses=["Convergence was analysed [1]. The overview reviews it [3]."])
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(), chat_model=model))
-    assert len(events) == len("Convergence was analysed [1].") + 1
-    assert final(events).result.answer == "Convergence was analysed [1]."
+    assert [e.text for e in events[:-1]] == ["Convergence was analysed [1]."]  # the last one: in the Final
+    assert final(events).result.answer == "Convergence was analysed [1]. The overview reviews it [2]."
 
 
 @pytest.mark.parametrize(
@@ -129,17 +131,20 @@ def test_model_failure_falls_back_to_extractive(retriever: LexicalRetriever, err
     model = FailingModel(error=error, chunks=["Partial answer "])
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(llm_max_retries=2), chat_model=model))
     result = final(events).result
-    assert [e.text for e in events[:-1]] == ["Partial answer "]
+    assert [e.text for e in events[:-1]] == []  # an unfinished, uncited fragment is never shown
     assert result.mode == "extractive" and not result.abstained and len(result.citations) == 3
     assert result.notice == f"LLM unreachable ({cause}): extractive answer instead."
 
 
-@pytest.mark.parametrize("reply", ["   \n ", "<think>only thinking</think>", "{} [] 123"])
+@pytest.mark.parametrize("reply", ["   \n ", "<think>only thinking</think>", "{} [] 123", "[1]", "@PB-3f2a9c01",
+                                   "[1] [2]\n\n[3]"])
 def test_output_without_text_falls_back_to_extractive(retriever: LexicalRetriever, reply: str) -> None:
     result = answer_question(DDA, retriever=retriever, settings=make_settings(),
                              chat_model=FakeListChatModel(responses=[reply]))
     assert result.mode == "extractive" and not result.abstained
-    assert result.notice == "LLM unreachable (no usable text in the response): extractive answer instead."
+    # the server answered: the reply was unusable, the model was not unreachable
+    assert result.notice == ("The model's reply was unusable (it held no words, only citation marks or "
+                             "markers): extractive answer instead.")
 
 
 def test_prompt_separates_instructions_from_data(retriever: LexicalRetriever) -> None:
@@ -147,8 +152,9 @@ def test_prompt_separates_instructions_from_data(retriever: LexicalRetriever) ->
     answer_question(DDA, retriever=retriever, settings=make_settings(), chat_model=model)
     system, user = model.seen[0]
     assert isinstance(system, SystemMessage)
-    boundary = system.text.split("begin with ", 1)[1].split(";", 1)[0]
-    assert boundary.startswith("@@PB-")
+    first_line, rest = user.text.split("\n", 1)
+    boundary = first_line.removeprefix("Data marker of this message: ")
+    assert boundary.startswith("@@PB-") and boundary not in system.text
     assert "discrete dipole" not in system.text  # no data in the instructions
     assert f"{boundary} QUESTION\n{DDA}\n{boundary} END QUESTION" in user.text
     assert user.text.count(f"{boundary} RECORD [") == 3 and user.text.count(f"{boundary} END RECORD [") == 3
@@ -158,8 +164,9 @@ def test_each_request_gets_a_new_boundary(retriever: LexicalRetriever) -> None:
     model = scripted("A [1].", "B [1].")
     for _ in range(2):
         answer_question(DDA, retriever=retriever, settings=make_settings(), chat_model=model)
-    first, second = (msgs[0].text for msgs in model.seen)
-    assert first != second
+    first, second = (msgs[1].text.split("\n", 1)[0] for msgs in model.seen)
+    assert first != second  # a new boundary in the user turn; the system prompt stays the same
+    assert model.seen[0][0].text == model.seen[1][0].text
 
 
 @pytest.mark.parametrize(("question", "k"), [("", 8), ("   ", 8), ("x" * 2001, 8), ("ok?", 0), ("ok?", 51)])

@@ -53,7 +53,9 @@ def test_streamed_answer_over_sse(server: OpenAIStubServer, retriever: LexicalRe
     events = list(stream_answer(DDA, retriever=retriever, settings=llm_settings(server)))
     deltas = [e for e in events if isinstance(e, TextDelta)]
     final = events[-1]
-    assert isinstance(final, Final) and len(deltas) >= 5
+    assert isinstance(final, Final)
+    # validated sentences only, never the invented [9]
+    assert [d.text for d in deltas] == ["The theory paper analyses convergence [1].", " The overview reviews the method [2]."]
     assert final.result.mode == "llm" and final.result.notice is None
     assert final.result.answer == "The theory paper analyses convergence [1]. The overview reviews the method [2]."
     assert final.result.citations[1].title.startswith("The discrete dipole approximation: an overview")
@@ -62,6 +64,8 @@ def test_streamed_answer_over_sse(server: OpenAIStubServer, retriever: LexicalRe
     assert request.body["stream"] is True and request.body["model"] == "stub-model"
     assert [m["role"] for m in request.body["messages"]] == ["system", "user"]
     assert request.headers["authorization"] == f"Bearer {PLACEHOLDER_API_KEY}"  # base URL only: placeholder key
+    # the answer is bounded under both names (local servers may know only the older one)
+    assert request.body["max_completion_tokens"] == 800 and request.body["max_tokens"] == 800
 
 
 def test_followup_rewrite_uses_a_plain_json_completion(server: OpenAIStubServer, retriever: LexicalRetriever) -> None:
@@ -95,7 +99,6 @@ def test_rate_limit_honours_retry_after(server: OpenAIStubServer, retriever: Lex
         (StubReply(status=429, headers=FAST_RETRY), "rate limited (HTTP 429) after 3 attempts"),
         (StubReply(status=401), "HTTP 401: check OPENAI_API_KEY"),
         (StubReply(raw_body=b"<html>Bad gateway</html>"), "malformed response"),
-        (StubReply(text=""), "no usable text in the response"),
     ],
 )
 def test_persistent_failures_fall_back_to_extractive(
@@ -122,3 +125,45 @@ def test_unreachable_endpoint_falls_back(retriever: LexicalRetriever) -> None:
     result = answer_question(DDA, retriever=retriever, settings=settings)
     assert result.mode == "extractive"
     assert result.notice == "LLM unreachable (cannot connect, 1 attempt): extractive answer instead."
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (StubReply(text=""), "it held no words, only citation marks or markers"),
+        (StubReply(text="[1]"), "it held no words, only citation marks or markers"),
+        (StubReply(text="The theory paper analyses convergence [1]. The overview", cut=True),
+         "the stream ended before the reply was complete"),
+        (StubReply(text="The theory paper analyses convergence [1]. The overview", finish_reason="length"),
+         "it was cut at the 800-token limit"),
+    ],
+)
+def test_a_reply_the_server_sent_but_that_is_no_answer_is_unusable_not_unreachable(
+    server: OpenAIStubServer, retriever: LexicalRetriever, reply: StubReply, cause: str
+) -> None:
+    server.script(reply)
+    result = answer_question(DDA, retriever=retriever, settings=llm_settings(server))
+    assert result.mode == "extractive" and not result.abstained and len(result.citations) == 3
+    assert result.notice == f"The model's reply was unusable ({cause}): extractive answer instead."
+    assert len(server.chat_requests) == 1  # an answer came back: nothing to retry
+
+
+def test_a_slow_trickle_is_stopped_at_the_deadline(server: OpenAIStubServer, retriever: LexicalRetriever) -> None:
+    """The per-read timeout never fires on a server that pings between pieces: the deadline does."""
+    words = ["Convergence ", "was ", "analysed ", "[1]. ", "More ", "words ", "keep ", "coming ", "in."]
+    server.script(StubReply(chunks=tuple(words), piece_delay=0.15))
+    settings = llm_settings(server, llm_timeout=1.0, llm_deadline=0.5)
+    events = list(stream_answer(DDA, retriever=retriever, settings=settings))
+    result = events[-1].result  # type: ignore[union-attr]
+    assert result.mode == "extractive"
+    assert result.notice == "The model's reply was unusable (it took longer than 0.5 s): extractive answer instead."
+
+
+def test_a_runaway_reply_is_cut_at_the_character_cap(server: OpenAIStubServer, retriever: LexicalRetriever) -> None:
+    endless = tuple(f"Convergence was analysed again and again, sentence {n} [1]. " for n in range(200))
+    server.script(StubReply(chunks=endless))
+    events = list(stream_answer(DDA, retriever=retriever, settings=llm_settings(server)))
+    result = events[-1].result  # type: ignore[union-attr]
+    assert result.mode == "extractive" and "ran past" in (result.notice or "")
+    shown = "".join(e.text for e in events[:-1])  # type: ignore[union-attr]
+    assert len(shown) <= 6_000

@@ -10,7 +10,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from prompts import PROMPT_DIR, PromptError, load_prompt, placeholders
 
 SHIPPED = {
-    "answer_system": {"boundary"},
+    "answer_system": set(),
     "answer_user": {"boundary", "question", "evidence"},
     "condense_question": {"boundary", "history", "question"},
 }

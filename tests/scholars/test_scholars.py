@@ -286,6 +286,36 @@ class DownModel(BaseChatModel):
         raise openai.APIConnectionError(request=__import__("httpx").Request("POST", "http://127.0.0.1:9/v1"))
 
 
+class CutStreamModel(BaseChatModel):
+    """Streams like an OpenAI-compatible server whose connection closes mid-reply: pieces with
+    the provider's metadata, then no finish_reason."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "cut-stream"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        raise AssertionError("the summary call must stream")
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any):
+        from langchain_core.messages import AIMessageChunk
+        from langchain_core.outputs import ChatGenerationChunk
+
+        for piece in ("THEME 1: These papers simulate ", "helium-4 in nanopores [1]. THEME 2: The"):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece, response_metadata={"model_provider": "openai"}))
+
+
+def test_the_summary_call_streams_and_a_cut_reply_falls_back(index, settings, directory):
+    result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1),
+                       chat_model=CutStreamModel())
+    assert result.mode == "extractive"
+    assert result.notice == ("The model's reply was unusable (the stream ended before the reply was complete): "
+                             "extractive theme summaries instead.")
+    assert _cited(result.summary) == {c.n for c in result.papers}
+
+
 def test_llm_themes_are_validated_and_renumbered(index, settings, directory):
     reply = (
         "THEME 1: These papers simulate helium-4 in nanopores with quantum Monte Carlo [4][2]. "
@@ -305,10 +335,12 @@ def test_llm_themes_are_validated_and_renumbered(index, settings, directory):
     second = result.themes[1]
     assert second.citations and min(second.citations) > max(first.citations)
     assert _cited(result.summary) == {c.n for c in result.papers}
-    # the prompt carried the records and the theme listing, the system prompt the boundary
+    # the prompt carried the records and the theme listing, the user turn's first line the
+    # boundary; the system prompt is the same bytes for every scholar (servers cache it)
     system, human = model.seen[0]
-    boundary = re.search(r"(@@PB-[0-9A-F]+@@)", system.content).group(1)
+    boundary = re.match(r"Data marker of this message: (@@PB-[0-9A-F]+@@)", human.content).group(1)
     assert f"{boundary} RECORD [1]" in human.content and "THEME 1:" in human.content
+    assert boundary not in system.content and "{" not in system.content
 
 
 def test_llm_failure_falls_back_to_extractive_with_notice(index, settings, directory):

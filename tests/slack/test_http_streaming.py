@@ -3,7 +3,6 @@ escaping of model text, and the thread's history reaching the model on follow-up
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -58,11 +57,10 @@ def test_model_text_streams_into_the_message_at_most_once_a_second(make_bot: Bot
     gaps = [later - earlier for earlier, later in zip(update_times, update_times[1:])]
     assert gaps and min(gaps) >= 1.0 - 1e-9
     assert "[1]" in final.text() and "*Sources*" in final.text()
-    for call in bot.api.calls:
-        for raw in ("<!channel>", "<http://evil.example", "<!here>"):
+    for call in bot.api.calls:  # the ping is removed and the link loses its target, live and at the end
+        for raw in ("<!channel>", "<http://evil.example", "<!here>", "evil.example"):
             assert raw not in call.text()
-    assert "&lt;!channel&gt;" in json.dumps([c.params.get("blocks") for c in partial], ensure_ascii=False) \
-        or "&lt;!channel&gt;" in final.text()
+    assert "see doi.org for the full story" in final.text()
 
 
 def test_follow_up_sends_the_thread_as_history_to_the_model(make_bot: BotFactory, assistant: Assistant) -> None:
@@ -79,7 +77,12 @@ def test_follow_up_sends_the_thread_as_history_to_the_model(make_bot: BotFactory
     assert first.params["ts"] != final_answer(bot.api, count=2).params["ts"]
 
 
-def test_a_long_answer_continues_in_further_messages(make_bot: BotFactory, assistant: Assistant) -> None:
+def test_a_long_answer_continues_in_further_messages(make_bot: BotFactory, assistant: Assistant,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # the pagination of a long answer, with the model's size caps lifted (they are policy: a
+    # listing or a longer cap must still page correctly)
+    monkeypatch.setattr("retrieval.model_output.MAX_REPLY_CHARS", 100_000)
+    monkeypatch.setattr("retrieval.model_output.MAX_REPLY_SENTENCES", 1_000)
     long_reply = " ".join(f"Finding {i} on the discrete dipole approximation is reported [1]." for i in range(400))
     core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index,
                      chat_model=scripted_model(long_reply))
