@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from retrieval.config import Settings
+from retrieval.config import Settings, open_data_dir
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant
@@ -28,12 +28,16 @@ class CliContext:
     console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
     _assistant: "Assistant | None" = None
 
+    def __post_init__(self) -> None:
+        # before any command writes there (a roster change, a log): 0700, files 0600
+        open_data_dir(self.settings, notice=self.note)
+
     @property
     def assistant(self) -> "Assistant":
         if self._assistant is None:
             from retrieval.assistant import Assistant
 
-            self._assistant = Assistant(self.settings)
+            self._assistant = Assistant(self.settings, notice=self.note)
         return self._assistant
 
     @property

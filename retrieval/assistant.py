@@ -2,18 +2,25 @@
 
 The Slack app and the CLI hold one ``Assistant`` each and never reach past it, so the two
 doors always behave the same. It owns the lazily opened index and chat model.
+
+Creating one makes the data dir private (``config.open_data_dir``: 0700, files 0600). Every
+write path here (``ingest_files``, ``ingest_papers``, ``sync``, ``repair``) holds the data dir's
+writer lock (``retrieval.writer_lock``) from before it first touches the index until it is
+done, so two processes never merge into the same records at once; the readers never take it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from retrieval.config import Settings
+from retrieval.config import Settings, open_data_dir, with_user_permissions
 from retrieval.errors import InputError
 from retrieval.models import (
     AmbiguousScholarResult,
@@ -31,12 +38,14 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from retrieval.answer import AnswerEvent
-    from retrieval.index import PaperIndex
+    from retrieval.index import ConsistencyReport, PaperIndex
     from retrieval.question_shape import QuestionShape
     from retrieval.ingest import IngestReport, Progress
     from retrieval.sync import SyncEvent, SyncReport
+    from retrieval.writer_lock import Activity
 
 _UNSET = object()
+log = logging.getLogger(__name__)
 
 
 def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
@@ -73,12 +82,34 @@ class Assistant:
         *,
         index: "PaperIndex | None" = None,
         chat_model: "BaseChatModel | None | object" = _UNSET,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
+        """``notice`` receives one-line messages for the user that are not results: the data dir
+        made private, waiting for another writer (default: the log)."""
         self.settings = settings
         self._index = index
         self._chat_model = chat_model
+        self._notice = notice or log.warning
+        open_data_dir(settings, notice=self._notice)
 
     # --- shared parts ------------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self, activity: "Activity") -> Iterator[None]:
+        """The writer lock of the data dir, for one write path (``retrieval.writer_lock``).
+
+        The embedded vector index is closed before the lock is released, so that everything it
+        holds in memory is on disk when the next writer opens it (this process reopens it on
+        its next search).
+        """
+        from retrieval.writer_lock import hold_writer_lock
+
+        with hold_writer_lock(self.settings, activity, notice=self._notice):
+            try:
+                yield
+            finally:
+                if self._index is not None:
+                    self._index.dense.refresh()
 
     @property
     def index(self) -> "PaperIndex":
@@ -276,7 +307,12 @@ class Assistant:
     def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
         from retrieval.plots import render_plots
 
-        return render_plots(summary, out_dir)
+        outside = not Path(out_dir).absolute().is_relative_to(self.settings.data_dir.absolute())
+        made = [folder for folder in (Path(out_dir), *Path(out_dir).parents) if not folder.exists()]
+        paths = render_plots(summary, out_dir)
+        if outside:  # the user's own directory: their umask, not the data dir's
+            with_user_permissions([*made, *paths])
+        return paths
 
     def collaborators(
         self, topic: str, *, for_name: str | None = None, new_only: bool = False, limit: int = 10
@@ -299,7 +335,15 @@ class Assistant:
         """Fetch new works of every roster scholar from all sources into the index."""
         from retrieval.sync import sync_roster
 
-        return sync_roster(self.settings, self.index, progress=progress)
+        with self._writing("sync"):
+            return sync_roster(self.settings, self.index, progress=progress)
+
+    def repair(self, *, progress: "Callable[[int, int], None] | None" = None,
+               force: bool = False) -> "ConsistencyReport":
+        """Make the record store, the vectors and BM25 agree again (``PaperIndex.repair``; ``force``
+        drops vectors even when the record store looks lost)."""
+        with self._writing("repair"):
+            return self.index.repair(progress=progress, force=force)
 
     # --- records -----------------------------------------------------------------------------
 
@@ -320,8 +364,16 @@ class Assistant:
 
         papers, report = read_files(paths, fmt=fmt)
         if papers:  # nothing read: the index (and its vector store) is not even opened
-            report.extend(ingest_papers(self.index, papers, progress=progress))
+            with self._writing("ingest"):
+                report.extend(ingest_papers(self.index, papers, progress=progress))
         return report
+
+    def ingest_papers(self, papers: Sequence[Paper], *, progress: "Progress | None" = None) -> "IngestReport":
+        """Merge fetched records (``paperbot ingest arxiv|openalex|crossref``) into the index."""
+        from retrieval.ingest import ingest_papers
+
+        with self._writing("ingest"):
+            return ingest_papers(self.index, papers, progress=progress)
 
     def stats(self) -> IndexStats:
         from retrieval.roster import Roster

@@ -28,15 +28,34 @@ another process writes (``paperbot ingest`` while ``paperbot serve`` runs) until
 wrote. Two processes *writing* at the same moment are still best served by a Chroma server
 (``PAPERBOT_CHROMA_URL``), which every process shares live.
 
+A full disk. Chroma writes to its SQLite file whenever it opens (a row of its
+``acquire_write`` table), so on a disk without a free byte the embedded index cannot even be
+opened for a search. It is then opened from a temporary copy on another filesystem (the
+system's temporary directory, when it has room and the index is below ``MAX_SNAPSHOT_BYTES``):
+queries answer as usual, every write raises ``DiskFullError``, and ``refresh``/``close`` drop
+the copy so that the next call opens the real index again once space is back. A process that
+already had the index open keeps reading it directly.
+
+Damage. When Chroma's own files are damaged ("database disk image is malformed", "file is not
+a database") the error is ``IndexDamagedError``; ``move_aside`` renames the directory to
+``chroma.damaged-<UTC time>`` (kept for inspection) so that ``PaperIndex.repair`` can rebuild
+the vectors from the record store into a new one.
+
 This module and ``index.py`` are the only ones that import chromadb.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
@@ -47,14 +66,24 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import ChromaError
 
 from retrieval.config import Settings
-from retrieval.errors import ConfigError, IndexUnavailableError
+from retrieval.errors import (
+    ConfigError,
+    IndexDamagedError,
+    IndexDiskFullError,
+    IndexUnavailableError,
+    PaperbotError,
+    StorageError,
+)
 from retrieval.query_filters import ResolvedFilters, author_key
 from retrieval.records import Paper, fold
+from retrieval.sqlite_files import LOW_SPACE, free_bytes, report_read_only
+from retrieval.sqlite_files import disk_is_full as _disk_is_full
 
 log = logging.getLogger(__name__)
 
 BATCH = 5000  # below Chroma's max batch size (5461 here)
 _PAGE = 5000
+MAX_SNAPSHOT_BYTES = 1 << 30  # a full disk's index is copied elsewhere for reading only up to this size
 
 
 def parse_chroma_url(url: str) -> tuple[str, int, bool]:
@@ -83,6 +112,17 @@ def disk_is_full(detail: str) -> bool:
     """
     text = detail.lower()
     return any(marker in text for marker in _DISK_FULL)
+
+
+# What Chroma says when its own files are damaged (SQLite codes 11 and 26, a broken HNSW segment)
+_DAMAGED = ("malformed", "not a database", "(code: 11)", "(code: 26)", "file is encrypted",
+            "error loading hnsw", "failed to load hnsw", "hnsw segment reader", "corrupt")
+
+
+def is_damaged(detail: str) -> bool:
+    """True when a failure's text means the embedded index's files are damaged (not the disk)."""
+    text = detail.lower()
+    return any(marker in text for marker in _DAMAGED)
 
 
 def bound_requests(client: Any, timeout: float) -> None:
@@ -149,6 +189,38 @@ def _close_quietly(client: Any) -> None:
         log.debug("closing the Chroma client failed", exc_info=True)
 
 
+def _forget_system(path: Path) -> None:
+    """Drop chromadb's cached in-process system of ``path``.
+
+    chromadb 1.5.9 caches one system per directory (``SharedSystemClient``) and keeps it even
+    when starting it failed: every later ``PersistentClient`` of that path would reuse the
+    broken one ("'RustBindingsAPI' object has no attribute 'bindings'"), also after the
+    directory was moved aside and a new one created.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # pragma: no cover - a chromadb upgrade moved it
+        log.warning("chromadb %s has no SharedSystemClient: a failed Chroma start may stick until restart.",
+                    chromadb.__version__)
+        return
+    systems = getattr(SharedSystemClient, "_identifier_to_system", None)
+    counts = getattr(SharedSystemClient, "_identifier_to_refcount", None)
+    if not isinstance(systems, dict):
+        return
+    system = systems.pop(str(path), None)
+    if isinstance(counts, dict):
+        counts.pop(str(path), None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:  # noqa: BLE001 - a system that never started may not stop cleanly
+            log.debug("stopping a failed Chroma system raised", exc_info=True)
+
+
+def _tree_size(path: Path) -> int:
+    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
+
+
 class _Gate:
     """Any number of calls at once, or one refresh alone: a refresh waits for the running calls
     and holds new ones back until it is done."""
@@ -193,6 +265,7 @@ class DenseStore:
         self._gate = _Gate()
         self._client: Any = None
         self._collection: Any = None
+        self._snapshot: Path | None = None  # a full disk's index, copied elsewhere for reading only
 
     @property
     def location(self) -> str:
@@ -207,12 +280,22 @@ class DenseStore:
                  "PAPERBOT_CHROMA_URL to use the embedded index.",
         )
 
-    def _failed(self, detail: str) -> IndexUnavailableError:
+    def _failed(self, detail: str) -> PaperbotError:
         if not self._settings.chroma_url and disk_is_full(detail):
+            if _disk_is_full(detail, self._settings.chroma_dir):  # ENOSPC itself, not a size limit
+                return IndexDiskFullError(f"write the vector index in {self._settings.chroma_dir}",
+                                     where=str(self._settings.data_dir))
             return IndexUnavailableError(
                 f"Cannot write the vector index in {self._settings.chroma_dir}: the disk is full "
                 f"(the storage said {detail!r}).",
                 hint="Free some disk space, then run `paperbot doctor --repair` and the command again.",
+            )
+        if not self._settings.chroma_url and is_damaged(detail):
+            return IndexDamagedError(
+                f"The vector index in {self._settings.chroma_dir} is damaged ({detail}).",
+                hint="Run `paperbot doctor --repair` to rebuild it from the record store "
+                     "(the damaged copy is kept aside).",
+                detail=detail,
             )
         if self._settings.chroma_url:
             return IndexUnavailableError(f"The Chroma server at {self._settings.chroma_url} failed: {detail}.",
@@ -239,8 +322,63 @@ class DenseStore:
                 lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings))
             bound_requests(client, self._settings.chroma_timeout)
             return client
+        self._drop_snapshot()
         self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(self._settings.chroma_dir), settings=chroma_settings)
+        try:
+            return self._persistent(self._settings.chroma_dir)
+        except ChromaError as exc:
+            if not _disk_is_full(str(exc), self._settings.chroma_dir):
+                raise
+            return self._persistent(self._copy_for_reading(exc))
+
+    @staticmethod
+    def _persistent(path: Path) -> Any:
+        try:
+            return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False))
+        except BaseException:
+            _forget_system(path)  # or the next attempt gets the broken system back
+            raise
+
+    def _disk_full(self) -> IndexDiskFullError:
+        return IndexDiskFullError(f"write the vector index in {self._settings.chroma_dir}",
+                             where=str(self._settings.data_dir))
+
+    def _copy_for_reading(self, failure: Exception) -> Path:
+        """Copy the index to the temporary directory to read it there (module docstring)."""
+        source = self._settings.chroma_dir
+        error = IndexDiskFullError(f"open the vector index in {source} (Chroma writes to it even to search, and "
+                              "there is no room to read a copy elsewhere)", where=str(self._settings.data_dir))
+        try:
+            size = _tree_size(source)
+            temporary = Path(tempfile.gettempdir())
+            room = free_bytes(temporary)
+            if (os.stat(temporary).st_dev == os.stat(source).st_dev or size > MAX_SNAPSHOT_BYTES
+                    or room is None or room < size + 8 * LOW_SPACE):
+                raise error from failure
+            copy = Path(tempfile.mkdtemp(prefix="paperbot-chroma-copy-"))
+        except OSError as exc:
+            raise error from exc
+        try:
+            shutil.copytree(source, copy, dirs_exist_ok=True)
+        except OSError as exc:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise error from exc
+        self._snapshot = copy
+        atexit.register(shutil.rmtree, copy, True)  # a process that never closes the index leaves nothing behind
+        report_read_only(str(self._settings.data_dir),
+                         f"the vector index is read from a temporary copy in {copy}")
+        return copy
+
+    def _drop_snapshot(self) -> None:
+        copy, self._snapshot = self._snapshot, None
+        if copy is not None:
+            _forget_system(copy)
+            shutil.rmtree(copy, ignore_errors=True)
+
+    def _writable(self) -> None:
+        """Raise ``DiskFullError`` while reading a full disk's copy: a write there would be lost."""
+        if self._snapshot is not None:
+            raise self._disk_full()
 
     def _within_timeout(self, build: Callable[[], Any]) -> Any:
         """``build()`` given at most ``chroma_timeout`` seconds, for ``HttpClient()``'s unbounded requests.
@@ -305,6 +443,38 @@ class DenseStore:
         with self._gate.alone(), self._lock:  # closed before any call can reconnect
             client, self._client, self._collection = self._client, None, None
             _close_quietly(client)
+            self._drop_snapshot()
+
+    def move_aside(self) -> Path | None:
+        """Close the embedded index and rename its directory to ``chroma.damaged-<UTC time>``.
+
+        The damaged files are kept for inspection; the next call creates a new, empty index.
+        Returns the new name (None when there was no directory). Embedded index only.
+        """
+        if self._settings.chroma_url:
+            raise IndexUnavailableError("A Chroma server's index cannot be moved aside from here.",
+                                        hint="Repair or recreate it on the server.")
+        source = self._settings.chroma_dir
+        with self._gate.alone(), self._lock:
+            client, self._client, self._collection = self._client, None, None
+            _close_quietly(client)
+            self._drop_snapshot()
+            _forget_system(source)
+            if not source.exists():
+                return None
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            target = source.with_name(f"{source.name}.damaged-{stamp}")
+            number = 1
+            while target.exists():
+                number += 1
+                target = source.with_name(f"{source.name}.damaged-{stamp}-{number}")
+            try:
+                source.rename(target)
+            except OSError as exc:
+                raise StorageError(f"Cannot move the damaged vector index {source} aside: {exc.strerror or exc}.",
+                                   hint="Check the permissions of PAPERBOT_DATA_DIR, or move it yourself.") from exc
+        log.warning("Moved the damaged vector index %s to %s (kept for inspection).", source, target)
+        return target
 
     def refresh(self) -> None:
         """Reopen the embedded index from disk, so that what other processes wrote is seen.
@@ -368,6 +538,7 @@ class DenseStore:
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict[str, Any]]) -> None:
         """Insert or replace vectors with their metadata, in batches of at most ``BATCH``."""
         with self._call() as collection:
+            self._writable()
             for start in range(0, len(ids), BATCH):
                 end = start + BATCH
                 collection.upsert(ids=list(ids[start:end]), embeddings=vectors[start:end],
@@ -376,12 +547,14 @@ class DenseStore:
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """Replace metadata of existing vectors (the text, hence the vector, did not change)."""
         with self._call() as collection:
+            self._writable()
             for start in range(0, len(ids), BATCH):
                 end = start + BATCH
                 collection.update(ids=list(ids[start:end]), metadatas=list(metadatas[start:end]))
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._call() as collection:
+            self._writable()
             for start in range(0, len(ids), BATCH):
                 collection.delete(ids=list(ids[start : start + BATCH]))
 

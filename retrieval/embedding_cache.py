@@ -4,7 +4,9 @@ One SQLite file (``settings.cache_dir / "embeddings.sqlite3"`` by convention) ho
 vector: the encoder's ``name`` (vectors of different encoders never mix), the hash of the
 embedded text (``Paper.embedding_hash``) and the float32 vector as little-endian bytes. WAL mode
 lets several processes read while one writes. The file is only a cache: when it is unreadable
-it is moved aside (kept for inspection) and a new one is started.
+it is moved aside (kept for inspection) and a new one is started. On a full disk, where a WAL
+file cannot even be opened, it is read from a snapshot (``sqlite_files.open_snapshot``) and
+every write raises ``DiskFullError`` until a normal open works again.
 
     cache = EmbeddingCache(settings.cache_dir / "embeddings.sqlite3")
     vectors = encode_with_cache(encoder, [(p.embedding_text, p.embedding_hash) for p in papers], cache)
@@ -22,8 +24,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from retrieval.embeddings import Encoder
-from retrieval.errors import StorageError
+from retrieval.errors import DiskFullError, StorageError
 from retrieval.records import Paper
+from retrieval.sqlite_files import disk_is_full, open_snapshot, report_read_only, rollback
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +53,16 @@ class EmbeddingCache:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._read_only = False  # a snapshot of a full disk (see the module docstring)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = self._open()
         except sqlite3.DatabaseError as exc:
+            snapshot = open_snapshot(self.path) if disk_is_full(exc, self.path) else None
+            if snapshot is not None:
+                report_read_only(str(self.path.parent.parent), f"the embedding cache {self.path} is read-only")
+                self._db, self._read_only = snapshot, True
+                return
             if "not a database" not in str(exc) and "malformed" not in str(exc):
                 raise self._storage_error(exc) from exc
             aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
@@ -83,6 +92,8 @@ class EmbeddingCache:
         return db
 
     def _storage_error(self, exc: Exception) -> StorageError:
+        if disk_is_full(exc, self.path):
+            return DiskFullError(f"write to the embedding cache {self.path}", where=str(self.path.parent.parent))
         return StorageError(
             f"The embedding cache {self.path} cannot be opened or written ({exc}).",
             hint="Check free disk space and the permissions of PAPERBOT_DATA_DIR.",
@@ -127,17 +138,25 @@ class EmbeddingCache:
         ]
         with self._lock:
             try:
+                self._writable()
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO embeddings (encoder, text_hash, vector) VALUES (?, ?, ?)", rows
                     )
+                    self._db.execute("COMMIT")
                 except BaseException:
-                    self._db.execute("ROLLBACK")
+                    rollback(self._db)  # a failing ROLLBACK must not hide the error itself
                     raise
-                self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise self._storage_error(exc) from exc
+
+    def _writable(self) -> None:
+        """Leave a full disk's snapshot when the file opens normally again (caller holds the lock)."""
+        if self._read_only:
+            db = self._open()  # raises while the disk is still full; the snapshot stays in use
+            self._db.close()
+            self._db, self._read_only = db, False
 
     def _query(self, sql: str, parameters: Sequence[object] = ()) -> list[tuple]:
         with self._lock:

@@ -14,6 +14,7 @@ logged with a reference id and shown only as a short apology.
     ├── IndexUnavailableError  the vector store (embedded or server) cannot be reached or written
     ├── LLMUnavailableError    the chat model endpoint failed after retries
     └── StorageError           the data directory cannot be written (disk full, permissions)
+        └── BusyError              another process is writing to the data dir (names its pid)
 """
 
 from __future__ import annotations
@@ -90,3 +91,53 @@ class LLMUnavailableError(PaperbotError):
 
 class StorageError(PaperbotError):
     """The data directory cannot be written (disk full, permissions, read-only mount)."""
+
+
+class DiskFullError(StorageError):
+    """The disk holding the data directory is full: a recoverable state, nothing was lost.
+
+    ``doing`` says what could not be done ("write to the record store /data/records.sqlite3");
+    ``where`` is the data directory on that disk, when known. Free space and run it again.
+    """
+
+    def __init__(self, doing: str, *, where: str | None = None) -> None:
+        place = f"the disk holding PAPERBOT_DATA_DIR, {where}" if where else "the disk holding PAPERBOT_DATA_DIR"
+        super().__init__(f"Cannot {doing}: the disk is full ({place}); nothing was changed.",
+                         hint="Free some disk space and retry; nothing was lost.")
+        self.doing = doing
+        self.where = where
+
+
+class IndexDiskFullError(DiskFullError, IndexUnavailableError):
+    """The disk under the embedded vector index is full: both a full disk and an index that
+    cannot be written (or, for Chroma, even opened)."""
+
+
+class IndexDamagedError(IndexUnavailableError):
+    """The embedded vector index (Chroma's files) is damaged; ``doctor --repair`` rebuilds it.
+
+    ``detail`` is what Chroma said ("database disk image is malformed").
+    """
+
+    def __init__(self, user_message: str, *, hint: str | None = None, detail: str = "") -> None:
+        super().__init__(user_message, hint=hint)
+        self.detail = detail
+
+
+class RepairRefusedError(PaperbotError):
+    """``doctor --repair`` would destroy derived data that the record store cannot give back."""
+
+
+class BusyError(StorageError):
+    """Another process held the data dir's writer lock for longer than the wait allowed.
+
+    Raised before anything was written; ``pid``, ``activity`` ("ingest", "sync", "repair") and
+    ``since`` describe the holder when it said who it is (None otherwise).
+    """
+
+    def __init__(self, user_message: str, *, hint: str | None = None, pid: int | None = None,
+                 activity: str | None = None, since: str | None = None) -> None:
+        super().__init__(user_message, hint=hint)
+        self.pid = pid
+        self.activity = activity
+        self.since = since

@@ -99,6 +99,17 @@ records the encoder's name in the record store (``ENCODER_META_KEY``); afterward
 embedding upserts with another encoder raise ``ConfigError`` naming both and the fix
 (``paperbot doctor --repair`` re-embeds every record with the current encoder, or
 PAPERBOT_ENCODER set back to the recorded one). See ``check_encoder`` and ``repair``.
+
+Repair and the source of truth. ``repair`` makes Chroma and BM25 follow the record store, so
+it deletes vectors whose record is gone. When the store holds no record, or fewer than half of
+the ids Chroma has vectors for (``LOST_STORE_SHARE``), the store itself was most likely lost
+or replaced (a 0-byte ``records.sqlite3`` opens as an empty store): ``repair`` then refuses
+with ``RepairRefusedError`` saying so, and only ``force=True`` (``doctor --repair --force``)
+drops those vectors. When the embedded Chroma cannot be read because its files are damaged
+(``IndexDamagedError``), ``check_consistency`` reports it and ``repair`` rebuilds the dense
+index: the damaged directory is moved aside (``chroma.damaged-<UTC time>``, kept), a new
+collection is filled with every record of the store, embedded through the embedding cache
+(so unchanged texts are not computed again), and BM25 is rebuilt.
 """
 
 from __future__ import annotations
@@ -113,7 +124,7 @@ import numpy as np
 from retrieval.chroma_client import DenseStore, record_metadata
 from retrieval.config import Settings
 from retrieval.embeddings import Encoder, choice_for_name, load_encoder
-from retrieval.errors import ConfigError, InputError, PaperbotError
+from retrieval.errors import ConfigError, IndexDamagedError, InputError, PaperbotError, RepairRefusedError
 from retrieval.evidence import CALIBRATED_MIN_RELEVANCE, resolve_min_relevance
 from retrieval.fusion import FusionConfig, drop_near_duplicates, fused_score, scaled_lexical
 from retrieval.lexical import LexicalIndex, top_positions
@@ -133,6 +144,8 @@ ENCODER_META_KEY = "encoder_name"  # record-store meta: the encoder that made th
 # Indexes written before the encoder name was recorded were all made by the torch encoder.
 LEGACY_ENCODER_NAME = "all-MiniLM-L6-v2/torch"
 _SWITCHING = "unfinished re-embedding"  # meta value while repair re-embeds: "<_SWITCHING> from X to Y"
+LOST_STORE_SHARE = 0.5  # repair refuses to drop vectors when the store holds less of their ids than this
+REBUILD_BATCH = 256  # records per embedding call and Chroma upsert while rebuilding a damaged index
 
 
 def _switching_from(name: str) -> str | None:
@@ -178,6 +191,8 @@ class ConsistencyReport:
     repaired: bool = False
     indexed_encoder: str | None = None  # the encoder that made the stored vectors (None: no vector yet)
     current_encoder: str | None = None  # the encoder these settings load
+    damaged: str | None = None  # why the embedded vector index cannot be read (its files are damaged)
+    damaged_copy: str | None = None  # where repair moved the damaged vector index (kept for inspection)
 
     @property
     def encoder_changed(self) -> bool:
@@ -185,10 +200,20 @@ class ConsistencyReport:
         return self.indexed_encoder is not None and self.indexed_encoder != self.current_encoder
 
     @property
+    def store_looks_lost(self) -> bool:
+        """True when the record store holds no record, or fewer than ``LOST_STORE_SHARE`` of the
+        ids Chroma has vectors for, while vectors exist: the store was probably lost or replaced."""
+        if not self.vectors or not self.orphan_vectors:
+            return False
+        kept = self.vectors - len(self.orphan_vectors)
+        return self.records == 0 or kept < LOST_STORE_SHARE * self.vectors
+
+    @property
     def ok(self) -> bool:
         """True when every record has its current vector, made by the current encoder, and no
-        vector lacks a record."""
-        return not (self.missing_vectors or self.stale_vectors or self.orphan_vectors or self.encoder_changed)
+        vector lacks a record (and the vector index can be read at all)."""
+        return not (self.missing_vectors or self.stale_vectors or self.orphan_vectors or self.encoder_changed
+                    or self.damaged)
 
     def __str__(self) -> str:
         return self.describe()
@@ -197,6 +222,17 @@ class ConsistencyReport:
         """The findings as one line, e.g. for ``paperbot doctor``."""
         verb = "fixed" if self.repaired else "found"
         lines = []
+        if self.damaged and self.repaired:
+            kept = f"; the damaged copy is kept in {self.damaged_copy}" if self.damaged_copy else ""
+            return (f"Vector index rebuilt: it was damaged ({self.damaged}); {self.vectors} vectors made from the "
+                    f"{self.records} records of the record store{kept}; BM25 index rebuilt.")
+        if self.damaged:
+            return (f"The vector index is damaged ({self.damaged}): run `paperbot doctor --repair` to rebuild it "
+                    f"from the {self.records} records of the record store (the damaged copy is kept aside).")
+        if self.store_looks_lost and not self.repaired:
+            lines.append(f"the record store holds {self.records} records but the vector index has "
+                         f"{self.vectors} vectors: it may have been lost (restore records.sqlite3 from a backup or "
+                         "re-ingest; `--repair` refuses to drop those vectors without `--force`)")
         if self.encoder_changed:
             previous = self.indexed_encoder or ""
             made_by = f"an {previous}" if _switching_from(previous) else f"the vectors were made by {previous!r}"
@@ -818,11 +854,21 @@ class PaperIndex:
     # --- consistency -------------------------------------------------------------------------
 
     def check_consistency(self) -> ConsistencyReport:
-        """Compare store, Chroma and the BM25 index (after finishing a store migration's catch-up)."""
-        self._catch_up()
-        self._see_other_writers()
-        expected = self.store.all_embedding_hashes()
-        present = self.dense.embedding_hashes()
+        """Compare store, Chroma and the BM25 index (after finishing a store migration's catch-up).
+
+        A vector index whose files are damaged is a finding (``damaged``), not an error.
+        """
+        try:
+            self._catch_up()
+            self._see_other_writers()
+            expected = self.store.all_embedding_hashes()
+            present = self.dense.embedding_hashes()
+        except IndexDamagedError as exc:
+            log.info("%s", exc.user_message)
+            return ConsistencyReport(
+                records=self.store.count(), vectors=0, lexical_current=self.lexical.is_current(),
+                damaged=exc.detail or exc.user_message, current_encoder=self.encoder.name,
+            )
         return ConsistencyReport(
             records=len(expected),
             vectors=len(present),
@@ -834,15 +880,23 @@ class PaperIndex:
             current_encoder=self.encoder.name,
         )
 
-    def repair(self, progress: Callable[[int, int], None] | None = None) -> ConsistencyReport:
+    def repair(self, progress: Callable[[int, int], None] | None = None, *, force: bool = False) -> ConsistencyReport:
         """Fix what ``check_consistency`` finds: embed missing/stale records, drop orphans, rebuild BM25.
 
         When the vectors were made by another encoder, every record is embedded again with the
         current one (``progress(done, total)`` follows it). Until that finishes the index is
         marked as switching, so an interrupted run is neither searched nor mistaken for done:
         running ``repair`` again completes it.
+
+        A damaged vector index is rebuilt from the record store (``_rebuild_dense``). Vectors are
+        never dropped because the store looks lost (``store_looks_lost``) unless ``force``:
+        ``RepairRefusedError`` says why and what to do instead.
         """
         report = self.check_consistency()
+        if report.damaged:
+            return self._rebuild_dense(report, progress, force=force)
+        if report.store_looks_lost and not force:
+            raise self._refusal(report)
         if report.encoder_changed:
             origin = _switching_from(report.indexed_encoder or "") or report.indexed_encoder
             self.store.set_meta(ENCODER_META_KEY, f"{_SWITCHING} from {origin} to {report.current_encoder}")
@@ -868,3 +922,82 @@ class PaperIndex:
         if not report.lexical_current:
             self.lexical.rebuild()
         return replace(report, repaired=True)
+
+    def _refusal(self, report: ConsistencyReport) -> RepairRefusedError:
+        """Why ``repair`` will not drop the vectors of a record store that looks lost, and what to do."""
+        where = f"the record store {self.store.path}"
+        if report.records == 0:
+            found = f"{where} is empty but the vector index holds {report.vectors} vectors"
+        else:
+            kept = report.vectors - len(report.orphan_vectors)
+            found = (f"{where} holds the records of only {kept} of the {report.vectors} vectors "
+                     f"(and {report.records} records in all)")
+        doomed = ("every one of them" if len(report.orphan_vectors) == report.vectors
+                  else f"{len(report.orphan_vectors)} of them")
+        return RepairRefusedError(
+            f"Refusing to repair: {found}, and repairing would delete {doomed}. "
+            "The record store is the source of truth, and an empty one (or one that lost most of its records) "
+            "usually means the file was lost or replaced.",
+            hint="Restore records.sqlite3 from a backup, or re-ingest your sources with `paperbot ingest`; "
+                 "run `paperbot doctor --repair --force` to drop the vectors anyway.",
+        )
+
+    def _rebuild_dense(
+        self, report: ConsistencyReport, progress: Callable[[int, int], None] | None, *, force: bool
+    ) -> ConsistencyReport:
+        """A new vector index from every record of the store, the damaged one moved aside (kept).
+
+        Vectors come through ``self._embed`` (the embedding cache: unchanged texts are not
+        computed again); ``progress(done, total)`` counts records. BM25 is rebuilt and a pending
+        migration catch-up is marked done (every vector is made anew from the migrated records).
+        Interrupted, it leaves a new index missing some vectors: ``repair`` again fills them in.
+        """
+        total = self.store.count()
+        if total == 0 and not force:
+            raise RepairRefusedError(
+                f"Refusing to rebuild the damaged vector index: the record store {self.store.path} is empty, so "
+                "the new index would be empty too. The record store is the source of truth, and an empty one "
+                "usually means the file was lost.",
+                hint="Restore records.sqlite3 from a backup, or re-ingest your sources with `paperbot ingest`; "
+                     "run `paperbot doctor --repair --force` to rebuild an empty index anyway (the damaged one "
+                     "is kept aside).",
+            )
+        current = self.encoder.name
+        recorded = self.store.get_meta(ENCODER_META_KEY)
+        if total and recorded != current:
+            origin = _switching_from(recorded or "") or recorded or LEGACY_ENCODER_NAME
+            self.store.set_meta(ENCODER_META_KEY, f"{_SWITCHING} from {origin} to {current}")
+        aside = self.dense.move_aside()
+        log.info("Rebuilding the vector index from the %d records of the record store.", total)
+        if progress:
+            progress(0, total)
+        done = 0
+        batch: list[Paper] = []
+
+        def flush() -> None:
+            nonlocal done
+            vectors = np.asarray(self._embed(self.encoder, batch), dtype=np.float32)
+            self.dense.upsert([p.id for p in batch], vectors, [record_metadata(p) for p in batch])
+            done += len(batch)
+            batch.clear()
+            if progress:
+                progress(done, total)
+
+        for paper in self.store.iter_papers():
+            batch.append(paper)
+            if len(batch) >= REBUILD_BATCH:
+                flush()
+        if batch:
+            flush()
+        if total:
+            self.store.set_meta(ENCODER_META_KEY, current)
+        if self.store.derived_refresh_pending():  # the vectors were just made from the migrated records
+            while moves := self.store.vector_moves():
+                self.store.vector_moves_done([old for old, _, _ in moves])
+            self.store.derived_refresh_done()
+        self._caught_up = True
+        self._dense_view = None
+        self.lexical.rebuild()
+        return replace(report, repaired=True, vectors=self.dense.count(), lexical_current=True,
+                       damaged_copy=str(aside) if aside else None, indexed_encoder=current if total else None)
+

@@ -7,21 +7,31 @@ and never re-embedded).
 Nothing is dropped silently: a file that cannot be read, holds nothing (empty, only comments)
 or whose every entry is broken is a skipped item with the reason, and ``IngestReport.files``
 says per file what it yielded and, when it yielded nothing, why (``FileResult.problem``).
+
+A bad file never stops the others: whatever goes wrong while one file is read, even a bug of
+ours, makes that file one skipped item (a bug's traceback is logged under a reference id the
+reason quotes) and the next file is read. Only an interrupt (Ctrl-C) or an exit stops the
+command. A record that so many entries describe that its provenance is cut
+(``merge.MAX_PROVENANCE_ENTRIES``) is reported once, as a warning.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from retrieval.errors import InputError, ParseError
 from retrieval.index import PaperIndex
-from retrieval.merge import dedupe, merge_papers, same_paper, shared_ids
+from retrieval.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
 from retrieval.records import Paper
 from retrieval.sources.base import SkippedItem
 from retrieval.sources.files import FORMATS, _read_bytes, decode_text, parse_file
+
+log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 BATCH_SIZE = 256
@@ -149,7 +159,13 @@ def ingest_papers(
     """Dedupe ``papers``, merge each with its indexed matches, and upsert in committed batches."""
     incoming = list(papers)
     warnings: list[SkippedItem] = []
-    unique = _fold_equal_ids(dedupe(incoming), warnings)
+
+    def capped(record: Paper, entries: int) -> None:
+        warnings.append(SkippedItem(_label(record), f"{entries:,} source entries describe this paper (one entry "
+                                    f"repeated in a file?); its record keeps {MAX_PROVENANCE_ENTRIES}: the first "
+                                    "ones and the latest of each source"))
+
+    unique = _fold_equal_ids(dedupe(incoming, on_capped=capped), warnings)
     report = IngestReport(merged_duplicates=len(incoming) - len(unique), warnings=warnings)
     total = len(unique)
     done = 0
@@ -246,6 +262,18 @@ def _all_skipped(skipped: Sequence[SkippedItem]) -> str:
     return f"{what}, e.g. {skipped[0].item}: {skipped[0].reason}"
 
 
+def _failure(path: Path, exc: Exception) -> str:
+    """The skipped-item reason for a file whose reading raised ``exc`` (not a ParseError): a bug
+    or an exhausted machine. The traceback is logged under a reference id the reason quotes."""
+    reference = secrets.token_hex(4)
+    log.error("reading %s failed [ref %s]", path, reference, exc_info=exc)
+    if isinstance(exc, MemoryError):
+        return (f"not read: the memory ran out while reading it (ref {reference}); split it into smaller "
+                "files. The other files were read.")
+    return (f"not read: paperbot failed on this file ({type(exc).__name__}, ref {reference}); the other "
+            "files were read. Please report it with that reference.")
+
+
 def read_files(
     paths: Sequence[Path],
     *,
@@ -255,7 +283,8 @@ def read_files(
     """Parse every file (in ``fmt``, else the format detected per file): papers and the report so far.
 
     A file that cannot be read at all, or that holds nothing, is reported as one skipped item;
-    the others go on. Raises InputError for a ``fmt`` that is not one of ``FORMATS``.
+    the others go on: any exception reading one file (a bug too, logged with a reference id)
+    skips that file only. Raises InputError for a ``fmt`` that is not one of ``FORMATS``.
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"Unknown format {fmt!r}.", hint=f"Use one of: {', '.join(FORMATS)}.")
@@ -269,6 +298,11 @@ def read_files(
             reason = f"no records found ({problem})" if problem == EMPTY_FILE else exc.user_message
             report.skipped.append(SkippedItem(item=str(path), reason=reason))
             report.files.append(FileResult(str(path), fmt, records=0, skipped=1, problem=problem))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a bug or MemoryError: this file only (interrupts go on up)
+            reason = _failure(path, exc)
+            report.skipped.append(SkippedItem(item=str(path), reason=reason))
+            report.files.append(FileResult(str(path), fmt, records=0, skipped=1, problem=_gist(reason, path)))
             continue
         skipped = [SkippedItem(item=f"{path.name}: {item.item}", reason=item.reason) for item in outcome.skipped]
         problem = None

@@ -7,8 +7,9 @@ mean two papers. The arXiv DOI ``10.48550/arXiv.X`` is another
 spelling of arXiv id X: ``normalize_ids`` turns it into ``arxiv_id`` (and drops it as a DOI) so a
 preprint gets the same canonical id whichever source described it first.
 
-``merge_papers`` keeps every ``Provenance`` entry (``fields`` lists what that source supplied)
-and chooses each field by rule:
+``merge_papers`` keeps the ``Provenance`` entries of both (``fields`` lists what that source
+supplied; one entry per (source, source_id), at most ``MAX_PROVENANCE_ENTRIES``: see
+``merge_provenance``) and chooses each field by rule:
 
 - DOI, venue, publisher, type, title, url, pages, volume, issue, editors: the published version
   over a preprint, then by source crossref > openalex > bibtex > other files > arxiv;
@@ -22,6 +23,10 @@ and chooses each field by rule:
   precise date; categories: union; citation_count: max; open_access: any True;
 - arxiv_id/arxiv_version and openalex_id: kept from whichever has them (latest version).
 
+A record merged with a copy of itself (a file repeating one entry 4,000 times under 4,000
+keys) only gains the copy's provenance: ``merge_papers`` sees the same fields and skips the
+field rules, so folding N copies costs N small steps, not N growing ones.
+
 ``dedupe`` folds a listing that shows a paper twice into one record, blocking candidates by id
 and title keys so it stays linear in practice.
 """
@@ -29,11 +34,16 @@ and title keys so it stays linear in practice.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from itertools import chain
 from typing import Any
 
 from retrieval.names import ids_agree, name_specificity, names_compatible, parse_name
 from retrieval.records import Author, Paper, Provenance, normalize_arxiv_id, title_key
+
+#: Provenance entries one record keeps (see ``merge_provenance``): enough for every source of a
+#: paper and the files that cite it, not 4,000 copies of one BibTeX entry.
+MAX_PROVENANCE_ENTRIES = 50
 
 # Lower is preferred for DOI/venue/publisher/type/title/url.
 _SOURCE_RANK = {"crossref": 0, "openalex": 1, "bibtex": 2, "arxiv": 4}
@@ -368,19 +378,64 @@ def _truncated(a: Paper, b: Paper) -> bool:
     return kept.authors_truncated or (other.authors_truncated and len(kept.authors) <= len(other.authors))
 
 
-def merge_provenance(a: list[Provenance], b: list[Provenance]) -> list[Provenance]:
-    """Every entry of both, one per (source, source_id): fields united, latest retrieval date."""
-    merged: dict[tuple[str, str], Provenance] = {}
-    for entry in [*a, *b]:
-        key = (entry.source, entry.source_id or "")
-        if key not in merged:
-            merged[key] = entry.model_copy()
-            continue
-        current = merged[key]
-        fields = list(current.fields) + [f for f in entry.fields if f not in current.fields]
-        retrieved = max(filter(None, [current.retrieved, entry.retrieved]), default=None)
-        merged[key] = current.model_copy(update={"fields": fields, "retrieved": retrieved})
-    return list(merged.values())
+ProvenanceKey = tuple[str, str]
+
+
+def provenance_key(entry: Provenance) -> ProvenanceKey:
+    """What makes two provenance entries one: the source and the id it uses."""
+    return (entry.source, entry.source_id or "")
+
+
+def merge_provenance(a: list[Provenance], b: list[Provenance], limit: int | None = None) -> list[Provenance]:
+    """The entries of both, one per (source, source_id): fields united, latest retrieval date.
+
+    At most ``limit`` (``MAX_PROVENANCE_ENTRIES``) are kept: every source keeps its latest entry
+    (the last one merged), and the earliest entries fill the other places, in their order. So a
+    reader sees where the record came from first, every source that describes it and how recent
+    each one is. An entry dropped this way is folded into the latest entry of its source (its
+    fields and retrieval date join that entry's): which source supplied which field, and so the
+    field rules of later merges, stay exactly as if every entry had been kept. Only when more
+    than ``limit`` sources describe one record (no real paper) are the later sources dropped.
+    Entries are shared, not copied (nothing changes one in place).
+    """
+    merged: dict[ProvenanceKey, Provenance] = {}
+    for entry in chain(a, b):
+        key = provenance_key(entry)
+        current = merged.get(key)
+        if current is None:
+            merged[key] = entry
+        elif current is not entry:
+            merged[key] = _united(current, entry)
+    entries = list(merged.values())
+    limit = MAX_PROVENANCE_ENTRIES if limit is None else limit
+    return entries if len(entries) <= limit else _capped(entries, limit)
+
+
+def _united(kept: Provenance, other: Provenance) -> Provenance:
+    """``kept`` with ``other``'s fields added and the later of the two retrieval dates."""
+    fields = list(kept.fields) + [f for f in other.fields if f not in kept.fields]
+    retrieved = max(filter(None, [kept.retrieved, other.retrieved]), default=None)
+    if fields == kept.fields and retrieved == kept.retrieved:
+        return kept
+    return kept.model_copy(update={"fields": fields, "retrieved": retrieved})
+
+
+def _capped(entries: list[Provenance], limit: int) -> list[Provenance]:
+    """``limit`` of ``entries``: each source's latest, then the earliest (see ``merge_provenance``)."""
+    latest: dict[str, int] = {}
+    for position, entry in enumerate(entries):
+        latest[entry.source] = position
+    keep = set(list(latest.values())[:limit])
+    for position in range(len(entries)):
+        if len(keep) >= limit:
+            break
+        keep.add(position)
+    result = {position: entries[position] for position in sorted(keep)}
+    for position, entry in enumerate(entries):
+        heir = latest[entry.source]
+        if position not in keep and heir in result:
+            result[heir] = _united(result[heir], entry)
+    return list(result.values())
 
 
 def _union(a: list[str], b: list[str]) -> list[str]:
@@ -401,9 +456,27 @@ def _open_access(a: bool | None, b: bool | None) -> bool | None:
     return bool(a) or bool(b)
 
 
+#: Every field of a record but its provenance: two records equal on these are one description.
+_CONTENT_FIELDS = tuple(name for name in Paper.model_fields if name != "provenance")
+
+
+def _same_content(a: Paper, b: Paper) -> bool:
+    return all(getattr(a, name) == getattr(b, name) for name in _CONTENT_FIELDS)
+
+
 def merge_papers(a: Paper, b: Paper) -> Paper:
-    """One record from two records of the same paper (``a`` wins exact ties)."""
+    """One record from two records of the same paper (``a`` wins exact ties).
+
+    When both say exactly the same thing (a repeated entry), every rule would keep that value:
+    only the provenance is merged, without the field rules and a new validation."""
     a, b = _attributed(normalize_ids(a)), _attributed(normalize_ids(b))
+    if _same_content(a, b):
+        return a.model_copy(update={"provenance": merge_provenance(a.provenance, b.provenance)})
+    return _merge_fields(a, b)
+
+
+def _merge_fields(a: Paper, b: Paper) -> Paper:
+    """``merge_papers`` by the field rules (``a`` and ``b`` normalised and attributed)."""
     published_side: Paper | None = None
     if is_preprint(a) != is_preprint(b) and not (a.doi and a.doi == b.doi):
         # two versions (preprint and article), not two descriptions of one DOI
@@ -437,16 +510,31 @@ def merge_papers(a: Paper, b: Paper) -> Paper:
 # Dedupe ----------------------------------------------------------------------------------------
 
 
-def dedupe(papers: Iterable[Paper]) -> list[Paper]:
+def dedupe(papers: Iterable[Paper], *, on_capped: Callable[[Paper, int], None] | None = None) -> list[Paper]:
     """Fold records of the same paper into one, keeping first-appearance order.
 
     Candidates are found through shared ``blocking_keys`` (ids, title + first author), so the
     cost grows with the number of records, not their pairs; every candidate is confirmed with
     ``same_paper`` against the record merged so far, which keeps a chain of weak links from
     gluing two different papers together.
+
+    ``on_capped(record, n)`` is called once for each record whose provenance was cut to
+    ``MAX_PROVENANCE_ENTRIES`` while ``n`` distinct (source, source_id) entries described it.
     """
     merged: list[Paper | None] = []
     owners: dict[str, list[int]] = {}
+    described: dict[int, set[ProvenanceKey]] = {}  # slots whose provenance reached the cap: every key seen
+
+    def fold(slot: int, incoming: Paper, incoming_keys: set[ProvenanceKey] | None = None) -> None:
+        current = merged[slot]
+        assert current is not None
+        result = merge_papers(current, incoming)
+        merged[slot] = result
+        if slot in described or len(result.provenance) >= MAX_PROVENANCE_ENTRIES:
+            keys = described.get(slot) or {provenance_key(entry) for entry in current.provenance}
+            keys.update(incoming_keys or (provenance_key(entry) for entry in incoming.provenance))
+            described[slot] = keys
+
     for paper in papers:
         paper = normalize_ids(paper)
         candidates: list[int] = []
@@ -461,10 +549,10 @@ def dedupe(papers: Iterable[Paper]) -> list[Paper]:
                 continue
             if target is None:
                 if same_paper(current, paper):
-                    merged[slot] = merge_papers(current, paper)
+                    fold(slot, paper)
                     target = slot
             elif same_paper(merged[target], current):  # type: ignore[arg-type]
-                merged[target] = merge_papers(merged[target], current)  # type: ignore[arg-type]
+                fold(target, current, described.pop(slot, None))
                 merged[slot] = None
         if target is None:
             merged.append(paper)
@@ -473,5 +561,9 @@ def dedupe(papers: Iterable[Paper]) -> list[Paper]:
             slots = owners.setdefault(key, [])
             if target not in slots:
                 slots.append(target)
+    if on_capped is not None:
+        for slot, keys in described.items():
+            record = merged[slot]
+            if record is not None and len(keys) > len(record.provenance):
+                on_capped(record, len(keys))
     return [paper for paper in merged if paper is not None]
-

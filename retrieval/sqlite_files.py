@@ -10,18 +10,130 @@ their ``CREATE ... IF NOT EXISTS`` schema. Every failure to open, and every SQLi
     with file.transaction() as db:
         db.execute("INSERT ...")
 
+A full disk. SQLite rolls a transaction back by itself when a write fails for lack of space,
+so a ``ROLLBACK`` afterwards would fail too ("no transaction is active") and hide the real
+error: ``rollback`` rolls back only a transaction still open and never raises, and the caller
+gets the original failure. ``disk_is_full`` tells that failure apart (SQLITE_FULL, ENOSPC,
+EDQUOT, or an I/O error on a filesystem with next to nothing free); it becomes a
+``DiskFullError`` ("Cannot update the Slack state file ...: the disk is full (the disk holding
+PAPERBOT_DATA_DIR); nothing was changed. Free some disk space and retry; nothing was lost.").
+
+Reading a full disk. A WAL-mode file (the record store, the embedding cache) cannot even be
+opened for reading when no byte is free: the first connection must create its ``-shm`` index.
+``open_snapshot`` then opens it with SQLite's ``immutable`` flag, which writes nothing, so
+searches still answer; it does so only while the write-ahead log is empty (everything
+committed is in the main file), and its users reopen normally as soon as space is back.
+
 Nothing here knows about Slack: ``bot/`` may use it, the core never imports ``bot/``.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from retrieval.errors import StorageError
+from retrieval.errors import DiskFullError, StorageError
+
+log = logging.getLogger(__name__)
+
+LOW_SPACE = 1 << 20  # bytes: an I/O error on a filesystem with less free than this is a full disk
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_FULL_TEXTS = ("database or disk is full", "no space left", "quota exceeded")
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes this user may still write on the filesystem holding ``path`` (or its nearest
+    existing parent); None when it cannot be told."""
+    for candidate in (path, *path.parents):
+        try:
+            stats = os.statvfs(candidate)
+        except OSError:
+            continue
+        return stats.f_bavail * stats.f_frsize
+    return None
+
+
+def disk_is_full(error: BaseException | str, path: Path) -> bool:
+    """True when ``error`` (an exception, or a library's error text) means the disk holding
+    ``path`` ran out of space: ENOSPC / EDQUOT, SQLITE_FULL, or an I/O error ("disk I/O error"
+    is all SQLite says when it cannot grow its ``-shm`` file) while less than ``LOW_SPACE`` is free.
+    """
+    if isinstance(error, OSError) and error.errno is not None:
+        return error.errno in _FULL_ERRNOS
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_FULL:
+        return True
+    text = str(error).lower()
+    if any(marker in text for marker in _FULL_TEXTS):
+        return True
+    io_error = (isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_IOERR) or "i/o error" in text
+    if not io_error:
+        return False
+    free = free_bytes(path)
+    return free is not None and free < LOW_SPACE
+
+
+_reported: set[str] = set()
+_reported_lock = threading.Lock()
+
+
+def report_read_only(where: str, detail: str) -> None:
+    """Say once per process and data dir that its disk is full and the index is read as it is.
+
+    Each store that falls back to reading (record store, embedding cache, vector index) calls
+    this; the first call is a warning, the rest are details at INFO level.
+    """
+    with _reported_lock:
+        first = where not in _reported
+        _reported.add(where)
+    if first:
+        log.warning("The disk holding PAPERBOT_DATA_DIR (%s) is full: the index is read as it is "
+                    "(read-only) and nothing can be saved until some space is freed.", where)
+    log.info("Disk full: %s.", detail)
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    """Roll back the transaction still open on ``db``, if any; never raises.
+
+    After a failed write SQLite may have rolled back already (a full disk does that), and a
+    failing ``ROLLBACK`` must not replace the error the caller is about to see.
+    """
+    if not db.in_transaction:
+        return
+    try:
+        db.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        log.warning("ROLLBACK failed after an earlier error (%s); that error is reported instead.", exc)
+
+
+def open_snapshot(path: Path) -> sqlite3.Connection | None:
+    """A read-only connection to ``path`` that writes nothing at all, or None when unsafe.
+
+    SQLite's ``immutable`` flag skips locking and the ``-shm`` index, so a WAL file opens on a
+    disk without a free byte. Only while its write-ahead log is empty (a cleanly closed file):
+    what the connection reads is then every committed write. It does not see later writes by
+    other processes, so callers keep it only until a normal open works again.
+    """
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if path.stat().st_size == 0 or (wal.exists() and wal.stat().st_size > 0):
+            return None
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True,
+                             check_same_thread=False, isolation_level=None)
+    except (OSError, sqlite3.Error):
+        return None
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        db.close()
+        return None
+    return db
 
 
 def _connect(path: Path, schema: str, *, label: str, pragmas: Sequence[str] = ()) -> sqlite3.Connection:
@@ -36,6 +148,8 @@ def _connect(path: Path, schema: str, *, label: str, pragmas: Sequence[str] = ()
             db.execute(f"PRAGMA {pragma}")
         db.executescript(schema)
     except (OSError, sqlite3.Error) as exc:
+        if disk_is_full(exc, path):
+            raise DiskFullError(f"open {label}") from exc
         raise StorageError(
             f"Cannot open {label}: {exc}.",
             hint="Check that PAPERBOT_DATA_DIR is writable.",
@@ -81,7 +195,9 @@ class SqliteFile:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction under the lock, rolled back on any exception.
 
-        A SQLite error becomes a ``StorageError``; any other exception propagates unchanged.
+        A SQLite error becomes a ``StorageError`` (a ``DiskFullError`` when the disk is full);
+        any other exception propagates unchanged. Either way the caller sees the error that
+        happened, not a failure of the ``ROLLBACK`` after it (``rollback``).
         """
         with self._lock:
             try:
@@ -89,13 +205,15 @@ class SqliteFile:
                 yield self._db
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
+                rollback(self._db)
                 raise self._write_error(exc) from exc
             except BaseException:
-                self._db.execute("ROLLBACK")
+                rollback(self._db)
                 raise
 
     def _write_error(self, exc: sqlite3.Error) -> StorageError:
+        if disk_is_full(exc, self.path):
+            return DiskFullError(f"{self.write_verb} {self.label}")
         return StorageError(
             f"Cannot {self.write_verb} {self.label}: {exc}.",
             hint="Check free disk space and permissions of PAPERBOT_DATA_DIR.",

@@ -24,28 +24,42 @@ leaves listed in a ``vector_moves`` table with a ``derived_refresh`` mark in ``m
 Every write is one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``): a failure rolls back and
 leaves the previous data intact. Each write also bumps a ``generation`` counter in the ``meta``
 table, so derived indexes notice changes made by another process with one cheap query.
-SQLite failures become ``StorageError`` with a message naming the file and what to do.
+SQLite failures become ``StorageError`` with a message naming the file and what to do; a full
+disk becomes ``DiskFullError``, and the error a caller sees is always the one that happened (a
+``ROLLBACK`` that fails after it is logged, ``sqlite_files.rollback``).
+
+A full disk. The store is a WAL file, and SQLite cannot open one without writing (its ``-shm``
+index) when not a byte is free. The store then opens a read-only snapshot instead
+(``sqlite_files.open_snapshot``): searches and answers work, every write raises
+``DiskFullError``, and each write (and, every few seconds, a read) first tries to reopen the
+file normally, so freeing space is enough to make it writable again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
+import time
 from collections import defaultdict
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from retrieval.errors import StorageError
+from retrieval.errors import DiskFullError, StorageError
 from retrieval.merge import merge_papers, title_variants
 from retrieval.names import filing_families
 from retrieval.query_filters import author_key
 from retrieval.records import Author, Paper, Provenance, fold, title_key
+from retrieval.sqlite_files import disk_is_full, open_snapshot, report_read_only, rollback
+
+log = logging.getLogger(__name__)
 
 MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (generic titles stay bounded)
+REOPEN_EVERY = 5.0  # seconds between a read-only snapshot's attempts to reopen the store writable
 
 
 def _variant_keys(title: str) -> list[str]:
@@ -320,17 +334,60 @@ class RecordStore:
         self.path = Path(path)
         self._clock = clock
         self._lock = threading.RLock()
+        self._unwritable: DiskFullError | None = None  # set while reading a snapshot (disk full)
+        self._next_reopen = 0.0
         with self._errors("open"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             try:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.execute("PRAGMA foreign_keys=ON")
-                self._migrate()
-            except BaseException:
-                self._conn.close()  # a failed open holds no connection (the migration rolled back)
-                raise
+                self._conn = self._connect()
+            except sqlite3.Error as exc:
+                if not disk_is_full(exc, self.path):
+                    raise
+                self._conn = self._snapshot(exc)
+
+    def _connect(self) -> sqlite3.Connection:
+        """A writable connection with the store's pragmas, migrated to the current schema."""
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()  # a failed open holds no connection (the migration rolled back)
+            raise
+        return conn
+
+    def _snapshot(self, failure: sqlite3.Error) -> sqlite3.Connection:
+        """The read-only snapshot of a full disk (module docstring), or the disk-full error."""
+        error = self._disk_full("open")
+        conn = open_snapshot(self.path)
+        if conn is None:
+            raise error from failure
+        if conn.execute("PRAGMA user_version").fetchone()[0] != len(_MIGRATIONS):
+            conn.close()  # a store that still needs a migration cannot be read as it is
+            raise error from failure
+        report_read_only(str(self.path.parent), f"the record store {self.path} is read from a read-only snapshot")
+        self._unwritable = error
+        self._next_reopen = time.monotonic() + REOPEN_EVERY
+        return conn
+
+    def _reopen(self, *, now: bool) -> None:
+        """Leave the read-only snapshot once the store opens normally again (caller holds the lock).
+
+        ``now``: try at once (before a write); otherwise at most every ``REOPEN_EVERY`` seconds.
+        """
+        if self._unwritable is None or (not now and time.monotonic() < self._next_reopen):
+            return
+        self._next_reopen = time.monotonic() + REOPEN_EVERY
+        try:
+            conn = self._connect()
+        except sqlite3.Error as exc:
+            log.debug("the record store is still not writable: %s", exc)
+            return
+        self._conn.close()
+        self._conn, self._unwritable = conn, None
+        log.info("The record store %s is writable again.", self.path)
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -340,16 +397,18 @@ class RecordStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise self._storage_error(action, str(exc)) from exc
+            raise self._storage_error(action, str(exc), exc) from exc
         except OSError as exc:
-            raise self._storage_error(action, exc.strerror or str(exc)) from exc
+            raise self._storage_error(action, exc.strerror or str(exc), exc) from exc
 
-    def _storage_error(self, action: str, detail: str) -> StorageError:
+    def _disk_full(self, action: str) -> DiskFullError:
+        return DiskFullError(f"{action} the record store {self.path}", where=str(self.path.parent))
+
+    def _storage_error(self, action: str, detail: str, exc: BaseException | None = None) -> StorageError:
         text = detail.lower()
         where = f"the record store {self.path}"
-        if "full" in text or "no space" in text:
-            return StorageError(f"Cannot {action} {where}: the disk is full; nothing was changed.",
-                                hint="Free some disk space, then run the command again.")
+        if disk_is_full(exc if exc is not None else detail, self.path):
+            return self._disk_full(action)
         if "readonly" in text or "read-only" in text or "permission" in text:
             return StorageError(f"Cannot {action} {where}: it is read-only; nothing was changed.",
                                 hint="Make PAPERBOT_DATA_DIR writable or point it to a writable directory.")
@@ -364,36 +423,43 @@ class RecordStore:
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT``; on any failure rolled back, and the failure
+        (not a failing ``ROLLBACK``) is what the caller sees."""
         with self._lock, self._errors(action):
+            self._reopen(now=True)
+            if self._unwritable is not None:
+                raise self._disk_full(action)
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                rollback(self._conn)
                 raise
 
     def _query(self, sql: str, params: Iterable[object] = ()) -> list[tuple]:
         with self._lock, self._errors("read"):
+            self._reopen(now=False)
             return self._conn.execute(sql, tuple(params)).fetchall()
 
-    def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
         for number, statements in enumerate(_MIGRATIONS[version:], start=version + 1):
-            self._conn.execute("BEGIN IMMEDIATE")
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                if self._conn.execute("PRAGMA user_version").fetchone()[0] >= number:
-                    self._conn.execute("COMMIT")  # another process opening the store ran it meanwhile
+                if conn.execute("PRAGMA user_version").fetchone()[0] >= number:
+                    conn.execute("COMMIT")  # another process opening the store ran it meanwhile
                     continue
                 for statement in statements:
                     if callable(statement):
-                        statement(self._conn)
+                        statement(conn)
                     else:
-                        self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {number}")
-                self._conn.execute("COMMIT")
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+                conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
     def close(self) -> None:

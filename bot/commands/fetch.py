@@ -19,7 +19,7 @@ from datetime import date
 
 from bot.context import CliContext
 from retrieval.errors import InputError, SourceError
-from retrieval.ingest import IngestReport, ingest_papers
+from retrieval.ingest import IngestReport
 from retrieval.names import names_compatible
 from retrieval.records import Paper, normalize_openalex_id, normalize_orcid
 from retrieval.sources.base import SkippedItem
@@ -211,7 +211,7 @@ def run_fetch(source: str, args: argparse.Namespace, ctx: CliContext) -> int:
     report = IngestReport()
     if papers:
         with ctx.progress(f"Indexing {len(papers)} work(s)", total=len(papers)) as update:
-            report = ingest_papers(ctx.index, papers, progress=update)
+            report = ctx.assistant.ingest_papers(papers, progress=update)
     report.skipped = [*skipped, *report.skipped]
     if not papers and failure is None:
         ctx.note(f"{LABELS[source]} returned nothing for {plan.what}.")

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 
 from bot.context import CliContext
+from retrieval.errors import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +19,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stats.set_defaults(handler=run_stats)
 
     doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma and the lexical index")
-    doctor.add_argument("--repair", action="store_true", help="fix what the check finds")
+    doctor.add_argument("--repair", action="store_true",
+                        help="fix what the check finds (a damaged vector index is rebuilt from the record store)")
+    doctor.add_argument("--force", action="store_true",
+                        help="with --repair: drop the vectors even when the record store looks lost "
+                             "(empty, or missing most of the indexed papers)")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(handler=run_doctor)
 
@@ -59,10 +64,12 @@ def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.force and not args.repair:
+        raise InputError("--force only applies with --repair.", hint="Run `paperbot doctor --repair --force`.")
     index = ctx.index
     if args.repair:
         with ctx.progress("Repairing (re-embedding where needed)", total=None) as update:
-            report = index.repair(progress=update)
+            report = ctx.assistant.repair(progress=update, force=args.force)  # under the data dir's writer lock
     else:
         report = index.check_consistency()
     if args.json:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from bot.context import CliContext
 from retrieval.errors import InputError, PaperbotError
 from retrieval.roster import Roster
-from retrieval.sync import SyncEvent, SyncReport, sync_roster
+from retrieval.sync import SyncEvent, SyncReport
 
 NEW_SHOWN = 10
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             hint='Add a scholar first: paperbot scholars add "Zhao Zhang" --orcid 0000-0002-1825-0097',
         )
     with ctx.progress("Syncing scholars", total=len(scholars)) as update:
-        report = sync_roster(ctx.settings, ctx.index, progress=_progress(ctx, update))
+        report = ctx.assistant.sync(progress=_progress(ctx, update))
     if report.new_paper_ids:
         try:
             from retrieval.follows import note_new_papers

@@ -11,7 +11,9 @@ The same message can also arrive as two *different* events (``app_mention`` and
 :meth:`first` with a ``channel:ts`` key for that.
 
 ``StoredDeduper`` keeps the keys in the Slack state file, so a restarted process, or a second
-process on the same data dir, drops the repeats too.
+process on the same data dir, drops the repeats too. When that file cannot be written (a full
+disk), a delivery counts as new: answering a repeat twice is better than dropping a question
+in silence, and the reply itself says what could not be saved.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from slack_bolt import BoltRequest, BoltResponse
 
 from bot.slack.store import SlackStore
+from retrieval.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +43,15 @@ class StoredDeduper:
         self._clock = clock  # wall clock: expiry times outlive the process
 
     def first(self, key: str) -> bool:
-        """True the first time ``key`` is offered within the TTL, by this process or another."""
-        return self._store.first_delivery(key, now=self._clock(), ttl=self._ttl)
+        """True the first time ``key`` is offered within the TTL, by this process or another.
+
+        True as well when the key cannot be stored (module docstring).
+        """
+        try:
+            return self._store.first_delivery(key, now=self._clock(), ttl=self._ttl)
+        except StorageError as exc:
+            log.warning("cannot remember delivery %s, handling it anyway: %s", key, exc.user_message)
+            return True
 
 
 def retry_number(request: BoltRequest) -> int:

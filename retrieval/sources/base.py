@@ -11,10 +11,21 @@ BibTeX source: the BibTeX reader keeps values as written, other parsers' plain t
 ``Paper`` validators reject (say ``year = {in press}``) is dropped, the paper is kept and the
 drop is reported in ``ParseOutcome.warnings``: the user learns about it and loses nothing
 else.
+
+Budgets: one file is read for at most ``MAX_ENTRIES_PER_FILE`` entries and
+``MAX_SECONDS_PER_FILE`` seconds of CPU time (``FileBudget``, carried by each ``ParseOutcome``).
+Every reader asks ``outcome.budget.take(item)`` before each entry and stops when it says no;
+the budget then records one skipped item saying where reading stopped, why, and to split the
+file. A file of tiny entries inside the size cap (150 MB of ``@misc{a,title={x}}`` is seven
+million entries) so costs at most N entries of memory and a bounded time, not an afternoon. No
+rule on the gzip compression ratio: a bibliography repeating one entry compresses a
+thousandfold and is still legitimate, and the decompressed size is capped already
+(``MAX_FILE_BYTES``); the two budgets bound what a small file can cost, whatever its ratio.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -30,12 +41,18 @@ from retrieval.sources.latex import text_to_latex
 MAX_FIELD_CHARS = 100_000
 #: A file larger than this (after decompression) is refused as a whole.
 MAX_FILE_BYTES = 200 * 1024 * 1024
+#: At most this many entries (good or broken) are read from one file; the rest are reported unread.
+MAX_ENTRIES_PER_FILE = 200_000
+#: CPU seconds (of the reading thread) one file may take; reading stops at the next entry.
+MAX_SECONDS_PER_FILE = 120.0
 
 # Paper fields whose value a source can supply; provenance lists the ones an item did supply
 # (``authors_truncated`` is part of what "authors" supplied).
 _SUPPLIABLE = tuple(name for name in Paper.model_fields if name not in {"provenance", "authors_truncated"})
 
 RawItem = TypeVar("RawItem")
+#: The reason an item whose values nest too deeply to walk is skipped.
+NESTED_TOO_DEEPLY = "its values are nested too deeply to read"
 #: The one source whose ``extra_fields`` are LaTeX already; other parsers give plain text.
 BIBTEX_SOURCE = "bibtex"
 
@@ -48,6 +65,67 @@ class SkippedItem:
     reason: str  # why, specifically: "no title", "unbalanced braces", ...
 
 
+class FileBudget:
+    """How many entries of one file may still be read, and until when (CPU time of this thread).
+
+    Built when a reader starts (``ParseOutcome`` makes one), from the module constants of that
+    moment. ``take(item)`` counts one entry: False once the file holds more than ``limit``
+    entries or its time is up; ``in_time(item)`` only checks the time (for a second pass over
+    entries already counted). The first refusal adds one ``SkippedItem`` to the outcome's
+    ``skipped`` naming ``item`` (where reading stopped), the reason and the remedy (split the file).
+    """
+
+    def __init__(self, skipped: list[SkippedItem], entries: int | None = None, seconds: float | None = None) -> None:
+        self.limit = MAX_ENTRIES_PER_FILE if entries is None else entries
+        self.seconds = MAX_SECONDS_PER_FILE if seconds is None else seconds
+        self.deadline = time.thread_time() + self.seconds
+        self.used = 0
+        self.full = False  # more than ``limit`` entries were asked for
+        self.late = False  # the time ran out
+        self._skipped = skipped
+        self._notice: tuple[int, SkippedItem] | None = None  # the file's notice and its index in ``skipped``
+
+    def take(self, item: str) -> bool:
+        """Count ``item`` as one more entry of the file; False (reading must stop) when over budget."""
+        if not self.full and self.used >= self.limit:
+            self.full = True
+            if not self.late:
+                self._notice = self._stop(item, f"the file holds more than {self.limit:,} entries; only the "
+                                                f"first {self.limit:,} were read: split it into files of at "
+                                                f"most {self.limit:,} entries")
+        if self.full or not self.in_time(item):
+            return False
+        self.used += 1
+        return True
+
+    def in_time(self, item: str) -> bool:
+        """False (and reading must stop at ``item``) once the file's CPU time is up; counts nothing.
+
+        Asked again after reading stopped, by the next pass of a reader over the entries it had
+        collected (BibTeX, RIS), the time notice moves to ``item``: that pass stops there, earlier.
+        A time-out in that pass replaces the entry-budget notice (fewer entries were read)."""
+        if self.late:
+            if self._notice is not None:
+                self._notice = self._stop(item, self._notice[1].reason, at=self._notice[0])
+        elif time.thread_time() > self.deadline:
+            self.late = True
+            held = f" (it holds more than {self.limit:,} entries)" if self.full else ""
+            self._notice = self._stop(item, f"reading the file took more than {self.seconds:g} s of CPU "
+                                            f"time{held}; only the entries before this one were read: split "
+                                            "it into smaller files", at=self._notice[0] if self._notice else None)
+        return not self.late
+
+    def _stop(self, item: str, reason: str, at: int | None = None) -> tuple[int, SkippedItem]:
+        """Record (or, ``at`` an index of ``skipped``, replace) the one notice of the file."""
+        notice = SkippedItem(f"{item} and every entry after it", reason)
+        if at is None:
+            at = len(self._skipped)
+            self._skipped.append(notice)
+        else:
+            self._skipped[at] = notice
+        return at, notice
+
+
 @dataclass
 class ParseOutcome:
     """The papers a document yielded and every item that was skipped, with the reason."""
@@ -57,6 +135,11 @@ class ParseOutcome:
     skipped: list[SkippedItem] = field(default_factory=list)
     # Items that were kept but lost an unusable optional field (e.g. a year that is no date).
     warnings: list[SkippedItem] = field(default_factory=list)
+    # The reading budget of the document (file readers only; see ``FileBudget``).
+    budget: FileBudget = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.budget = FileBudget(self.skipped)
 
 
 class ItemRejected(Exception):
@@ -194,10 +277,12 @@ def build_item(
     """
     try:
         data = fields_of(raw)
+        return build_paper(data, source=source, source_id=source_id, item=item, outcome=outcome)
     except ItemRejected as rejected:
         outcome.skipped.append(SkippedItem(item, rejected.reason))
-        return None
-    return build_paper(data, source=source, source_id=source_id, item=item, outcome=outcome)
+    except RecursionError:  # a value nested thousands deep, walked by a mapping or a validator
+        outcome.skipped.append(SkippedItem(item, NESTED_TOO_DEEPLY))
+    return None
 
 
 def json_object(value: Any) -> dict[str, Any]:

@@ -26,7 +26,6 @@ commas, the rest by ``Paper`` (``author_cleaning``).
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import Any
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from retrieval.author_cleaning import is_truncation_marker, strip_annotations
-from retrieval.merge import merge_provenance
+from retrieval.merge import MAX_PROVENANCE_ENTRIES, merge_provenance
 from retrieval.records import Provenance, split_arxiv_id
 from retrieval.sources.base import (
     MAX_FIELD_CHARS,
@@ -131,12 +130,15 @@ class _Reader:
     def __init__(self, text: str) -> None:
         self.text = text
         self.macros: dict[str, str] = dict(zip(MONTHS, _MONTH_NAMES, strict=True))
-        self._newlines: list[int] | None = None
+        self._counted = (0, 1)  # (position, its line): readers ask in text order, so count onwards
 
     def line_of(self, pos: int) -> int:
-        if self._newlines is None:
-            self._newlines = [match.start() for match in re.finditer("\n", self.text)]
-        return bisect.bisect_right(self._newlines, pos - 1) + 1
+        """The line number of ``pos``, counting newlines from the last position asked (not a list
+        of every newline of a file of millions of lines)."""
+        start, line = self._counted if pos >= self._counted[0] else (0, 1)
+        line += self.text.count("\n", start, pos)
+        self._counted = (pos, line)
+        return line
 
     def skip_space(self, pos: int) -> int:
         return _SPACE_OR_COMMENT.match(self.text, pos).end()  # type: ignore[union-attr]
@@ -250,12 +252,17 @@ class _Reader:
         return f"expected {expected}, found {self.describe(pos)}"
 
     def entries(self, outcome: ParseOutcome) -> list[BibEntry]:
-        """Every regular entry of the text; broken ones go to ``outcome.skipped``."""
+        """Every regular entry of the text; broken ones go to ``outcome.skipped``. Each entry,
+        good or broken, counts against the file's budget: reading stops when it is spent."""
         found: list[BibEntry] = []
+        budget = outcome.budget
         for match in _NO_OPENER.finditer(self.text):  # "@article key, ...": BibTeX skips it too
             if match.group(1).lower() in _ENTRY_TYPES:
+                label = f"entry at line {self.line_of(match.start(1))}"
+                if not budget.take(label):
+                    return found
                 outcome.skipped.append(SkippedItem(
-                    f"entry at line {self.line_of(match.start(1))}",
+                    label,
                     f"no '{{' after @{match.group(1)}: the entry is not read (write @{match.group(1)}{{key, ...}})"))
         pos = 0
         while (top := _TOP.search(self.text, pos)) is not None:
@@ -265,6 +272,9 @@ class _Reader:
             kind = top.group(1).lower()
             closer = "}" if top.group(2) == "{" else ")"
             entry = BibEntry(type=kind, key="", line=self.line_of(top.start()))
+            label = f"entry at line {entry.line}"
+            if not (budget.in_time(label) if kind in _NOT_ENTRIES else budget.take(label)):
+                break
             try:
                 pos = self._entry_body(top.end(), closer, entry)
             except _SyntaxFault as fault:
@@ -527,7 +537,6 @@ PROVENANCE_FIELD = "paperbot-provenance"
 #: the authors' ORCIDs, OpenAlex ids and affiliations (by position).
 RECORD_FIELD = "paperbot-record"
 _RECORD_AUTHOR_KEYS = ("orcid", "openalex_id", "affiliations")
-MAX_PROVENANCE_ENTRIES = 50
 # Fields the reader turns into ``Paper`` columns and the export writes back from them.
 _ALWAYS_USED = {"title", "author", "abstract", "editor", "pages", "volume", "number", "crossref", PROVENANCE_FIELD,
                 RECORD_FIELD}
@@ -680,13 +689,19 @@ def parse_bibtex(text: str) -> ParseOutcome:
     reader = _Reader(text)
     entries = reader.entries(outcome)
     _resolve_crossrefs(entries)
-    first_with_key: dict[str, BibEntry] = {}
-    for entry in entries:
+    line_of_key: dict[str, int] = {}  # key -> line of its first entry
+    entries.reverse()
+    while entries:  # each entry is dropped once it is a paper: never both held for the whole file
+        entry = entries.pop()
+        if not outcome.budget.in_time(entry.label):
+            break
         key = entry.key
-        earlier = first_with_key.setdefault(key.lower(), entry) if key else entry
-        if earlier is not entry:
+        first_line = line_of_key.get(key.lower()) if key else None
+        if key and first_line is None:
+            line_of_key[key.lower()] = entry.line
+        elif first_line is not None:
             # BibTeX cites the first entry of a key and ignores the others: so does the export
-            entry.warnings.append(f"repeats the key of the entry at line {earlier.line}, which is the one "
+            entry.warnings.append(f"repeats the key of the entry at line {first_line}, which is the one "
                                   "LaTeX cites; this entry gets a generated key on export")
             key = ""
         paper = build_item(entry_to_fields, entry, source=FORMAT, source_id=key, item=entry.label,

@@ -14,6 +14,7 @@ LaTeX escapes (``Exposici\\'on``); both are decoded.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from retrieval.author_cleaning import strip_annotations
@@ -27,7 +28,7 @@ from retrieval.sources.base import (
     person_name,
 )
 from retrieval.sources.jats import jats_to_text
-from retrieval.sources.jsonl import load_json
+from retrieval.sources.jsonl import json_array_items, load_json
 from retrieval.sources.latex import latex_to_text
 
 FORMAT = "csl-json"
@@ -163,21 +164,29 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_csl_json(text: str, name: str = "<text>") -> ParseOutcome:
-    """Every item of a CSL-JSON document; raises ParseError only if the document is not JSON."""
-    try:
-        document = load_json(text.lstrip("\ufeff"))
-    except ValueError as exc:
-        raise ParseError(
-            f"{name} is not valid CSL-JSON ({exc}). Check that it is one JSON array or object.",
-            source=FORMAT,
-            item=name,
-        ) from exc
-    if isinstance(document, dict) and isinstance(document.get("items"), list):
-        document = document["items"]
-    items = document if isinstance(document, list) else [document]
+    """Every item of a CSL-JSON document; raises ParseError only if the document is not JSON.
+
+    An array is decoded item by item (``json_array_items``), never held whole; reading stops at
+    the file's budget."""
     outcome = ParseOutcome(format=FORMAT)
+    body = text.lstrip("\ufeff \t\r\n")
+    items: Iterable[Any] | None = json_array_items(body, outcome)
+    if items is None:
+        try:
+            document = load_json(body)
+        except ValueError as exc:
+            raise ParseError(
+                f"{name} is not valid CSL-JSON ({exc}). Check that it is one JSON array or object.",
+                source=FORMAT,
+                item=name,
+            ) from exc
+        if isinstance(document, dict) and isinstance(document.get("items"), list):
+            document = document["items"]
+        items = document if isinstance(document, list) else [document]
     for number, item in enumerate(items, 1):
         label = f"item {number}"
+        if not outcome.budget.take(label):
+            break
         if not isinstance(item, dict):
             outcome.skipped.append(SkippedItem(label, f"not a JSON object ({type(item).__name__})"))
             continue

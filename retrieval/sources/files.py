@@ -13,7 +13,8 @@ record. Saved API responses are told apart by keys only their API writes (see
 
 ``parse_file`` reads plain or gzip-compressed files up to ``MAX_FILE_BYTES`` (decompressed),
 decodes UTF-8 (with or without BOM), UTF-16 with BOM, or else Windows-1252/Latin-1 (old BibTeX
-files), and refuses binary data.
+files), and refuses binary data. Every reader then stops at the file's entry and CPU-time budget
+(``base.FileBudget``), saying so in one skipped item.
 
 Only a file that is unusable as a whole raises ``ParseError`` (its message names the file and
 says what to do); a malformed entry is skipped and reported in ``ParseOutcome.skipped``.
@@ -22,7 +23,6 @@ says what to do); a malformed entry is skipped and reported in ``ParseOutcome.sk
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import zlib
 from collections.abc import Callable
@@ -33,7 +33,7 @@ from retrieval.sources.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.base import MAX_FILE_BYTES, ParseOutcome
 from retrieval.sources.bibtex import parse_bibtex
 from retrieval.sources.csljson import parse_csl_json
-from retrieval.sources.jsonl import parse_jsonl
+from retrieval.sources.jsonl import load_json, parse_jsonl
 from retrieval.sources.oai import OAI_DC_NAMESPACE, parse_oai_dc
 from retrieval.sources.ris import parse_ris
 from retrieval.sources.saved_responses import PARSERS as SAVED_RESPONSE_PARSERS
@@ -87,7 +87,7 @@ def _json_format(head: str, hint: str | None) -> str | None:
     if head.lstrip().startswith("{") and scores["arxiv-snapshot"] == 0:
         first_line = head.lstrip().split("\n", 1)[0]
         try:
-            json.loads(first_line)
+            load_json(first_line)  # a line nested too deeply is a ValueError too
             several_lines = "\n" in head.strip()
         except ValueError:
             several_lines = False

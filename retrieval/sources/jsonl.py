@@ -5,11 +5,17 @@ for ``published``) and what an export of the record store looks like. Each recor
 validated with ``Paper.model_validate``; one that does not validate is skipped with pydantic's
 message, quoting the line number. Blank lines are ignored. Provenance a record already carries
 (an export keeps it) is kept, and a ``jsonl`` entry is added after it.
+
+Memory follows what is kept: lines are decoded one at a time, and so are the items of one JSON
+array (``json_array_items``: a first pass checks that the document is one array, decoding an
+item at a time and dropping it, a second yields them), so a 200 MB array is never held as one
+Python list; both stop at the file's entry and time budget (``base.FileBudget``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +23,7 @@ from pydantic import ValidationError
 
 from retrieval.records import Paper, Provenance
 from retrieval.sources.base import (
+    NESTED_TOO_DEEPLY,
     ItemRejected,
     ParseOutcome,
     SkippedItem,
@@ -27,6 +34,8 @@ from retrieval.sources.base import (
 )
 
 FORMAT = "jsonl"
+_DECODER = json.JSONDecoder()
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def load_json(text: str) -> Any:
@@ -35,6 +44,66 @@ def load_json(text: str) -> Any:
         return json.loads(text)
     except RecursionError as exc:
         raise ValueError("JSON is nested too deeply") from exc
+
+
+def _decode_at(text: str, pos: int) -> tuple[Any, int]:
+    """The JSON value starting at ``pos`` and the position after it (errors as ``load_json``'s)."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except RecursionError as exc:
+        raise ValueError("JSON is nested too deeply") from exc
+
+
+def _array_elements(body: str) -> Iterator[Any]:
+    """The items of the JSON array ``body`` (it starts with ``[``) one at a time; ValueError where
+    it stops being one array (a syntax error, or anything but white space after its ``]``)."""
+    pos = _JSON_SPACE.match(body, 1).end()  # type: ignore[union-attr]
+    if not body.startswith("]", pos):
+        while True:
+            value, pos = _decode_at(body, pos)
+            yield value
+            pos = _JSON_SPACE.match(body, pos).end()  # type: ignore[union-attr]
+            if body.startswith(",", pos):
+                pos = _JSON_SPACE.match(body, pos + 1).end()  # type: ignore[union-attr]
+                continue
+            if body.startswith("]", pos):
+                break
+            raise json.JSONDecodeError("Expecting ',' delimiter", body, pos)
+    end = _JSON_SPACE.match(body, pos + 1).end()  # type: ignore[union-attr]
+    if end != len(body):
+        raise json.JSONDecodeError("Extra data", body, end)
+
+
+def json_array_items(body: str, outcome: ParseOutcome) -> Iterator[Any] | None:
+    """The items of ``body`` when it is one JSON array, else None; never the whole list at once.
+
+    The first pass decodes item after item, keeping none, to learn that the document is one
+    array (up to the file's entry budget: more items than that and the rest is not read anyway);
+    the second yields them. Both passes stop at the file's time budget."""
+    if not body.startswith("["):
+        return None
+    try:
+        for count, _ in enumerate(_array_elements(body)):
+            if count > outcome.budget.limit or not outcome.budget.in_time(f"item {count + 1}"):
+                break
+    except ValueError:
+        return None
+    return _array_elements(body)
+
+
+def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of each non-blank line, split at "\n" only (U+2028 and friends may sit raw
+    inside a JSON string), without holding a list of every line."""
+    start, number, size = 0, 0, len(text)
+    while start <= size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        line = text[start:end]
+        if line.strip():
+            yield number, line
+        start = end + 1
 
 
 def describe_json_error(exc: ValueError) -> str:
@@ -49,13 +118,15 @@ def _add_record(obj: Any, item: str, outcome: ParseOutcome) -> None:
         return
     try:
         check_field_sizes(obj)
+        paper = Paper.model_validate(obj)
     except ItemRejected as rejected:
         outcome.skipped.append(SkippedItem(item, rejected.reason))
         return
-    try:
-        paper = Paper.model_validate(obj)
     except ValidationError as exc:
         outcome.skipped.append(SkippedItem(item, summarize_validation_error(exc)))
+        return
+    except RecursionError:  # a value nested too deeply to walk
+        outcome.skipped.append(SkippedItem(item, NESTED_TOO_DEEPLY))
         return
     paper.provenance.append(
         Provenance(
@@ -67,21 +138,19 @@ def _add_record(obj: Any, item: str, outcome: ParseOutcome) -> None:
 
 def json_items(text: str, outcome: ParseOutcome) -> Iterator[tuple[Any, str]]:
     """(value, label) for each item of a document that is one JSON array ("item 3"), else for
-    each non-blank line of JSON Lines ("line 17"); a line that is no JSON is a skipped item."""
-    body = text.lstrip("\ufeff \t\r\n")
-    if body.startswith("["):
-        try:
-            items = load_json(body)
-        except ValueError:
-            items = None  # not one array after all: read it line by line and report each line
-        if isinstance(items, list):
-            for number, obj in enumerate(items, 1):
-                yield obj, f"item {number}"
+    each non-blank line of JSON Lines ("line 17"); a line that is no JSON is a skipped item.
+    Stops at the file's budget (``outcome.budget``)."""
+    items = json_array_items(text.lstrip("\ufeff \t\r\n"), outcome)
+    if items is not None:
+        for number, obj in enumerate(items, 1):
+            if not outcome.budget.take(f"item {number}"):
+                return
+            yield obj, f"item {number}"
+        return
+    # not one array: read it line by line and report each bad line
+    for number, line in numbered_lines(text.lstrip("\ufeff")):
+        if not outcome.budget.take(f"line {number}"):
             return
-    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside a JSON string
-    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
-        if not line.strip():
-            continue
         try:
             obj = load_json(line)
         except ValueError as exc:

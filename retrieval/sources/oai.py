@@ -157,6 +157,8 @@ def _records(text: str, name: str, outcome: ParseOutcome) -> list[tuple[int, ET.
             ) from whole_error
         records: list[tuple[int, ET.Element]] = []
         for number, chunk in enumerate(chunks, 1):
+            if not outcome.budget.take(f"record {number}"):
+                break
             if isinstance(chunk, SkippedItem):
                 outcome.skipped.append(chunk)
                 continue
@@ -193,7 +195,10 @@ def parse_oai_dc(text: str, name: str = "<text>") -> ParseOutcome:
         records = _records(text, name, outcome)
     except UnsafeXMLError as exc:  # belt and braces: the parser refuses a DOCTYPE too
         raise ParseError(f"{name}: {exc}", source=FORMAT, item=name) from exc
+    counted = outcome.budget.used > 0  # a malformed document's records were counted chunk by chunk
     for number, record in records:
+        if not (outcome.budget.in_time(f"record {number}") if counted else outcome.budget.take(f"record {number}")):
+            break
         record_id = _record_id(record)
         label = f"record {number} ({record_id})" if record_id else f"record {number}"
         build_item(record_fields, record, source=FORMAT, source_id=record_id, item=label, outcome=outcome)

@@ -18,6 +18,7 @@ CY -> address, LA -> language, ET -> edition, T3 -> series.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from retrieval.author_cleaning import strip_annotations
 from retrieval.records import normalize_arxiv_id
@@ -80,11 +81,21 @@ class _Record:
         return ""
 
 
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` at any line ending (old Mac exports end lines with a lone "\r"), as
+    ``_LINE_BREAK.split`` gives them, one at a time."""
+    start = 0
+    for match in _LINE_BREAK.finditer(text):
+        yield text[start : match.start()]
+        start = match.end()
+    yield text[start:]
+
+
 def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
+    """The TY..ER blocks of the text, up to the file's budget (``outcome.budget``)."""
     records: list[_Record] = []
     current: _Record | None = None
-    # any line ending: old Mac exports end lines with a lone "\r"
-    for number, raw in enumerate(_LINE_BREAK.split(text.lstrip("\ufeff")), 1):
+    for number, raw in enumerate(_lines(text.lstrip("\ufeff")), 1):
         line = raw.lstrip("\ufeff")
         match = _TAG.match(line.lstrip(" \t"))  # some exporters indent every tagged line
         if match is None:
@@ -99,6 +110,8 @@ def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
             if current is not None and not current.closed:
                 outcome.warnings.append(SkippedItem(current.label, "no ER line before the next TY"))
             current = _Record(len(records) + 1, number)
+            if not outcome.budget.take(current.label):
+                return records
             records.append(current)
         if tag == "ER":
             current.closed = True
@@ -193,7 +206,12 @@ def record_fields(record: _Record) -> dict[str, object]:
 def parse_ris(text: str) -> ParseOutcome:
     """Every record of a RIS document; records without a title are reported and skipped."""
     outcome = ParseOutcome(format=FORMAT)
-    for record in _records(text, outcome):
+    records = _records(text, outcome)
+    records.reverse()
+    while records:  # each record is dropped once it is a paper: never both held for the whole file
+        record = records.pop()
+        if not outcome.budget.in_time(record.label):
+            break
         build_item(record_fields, record, source=FORMAT, source_id=record.first("ID"), item=record.label,
                    outcome=outcome)
     return outcome

@@ -26,10 +26,11 @@ for ``files.detect_format``; see their docstrings for what each rule keys on.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,9 @@ from retrieval.sources.base import (
     json_object,
 )
 from retrieval.sources.jats import UnsafeXMLError, parse_xml
-from retrieval.sources.jsonl import load_json
+from retrieval.sources.jsonl import load_json, numbered_lines
+
+_NOTHING = object()  # no document decoded (``null`` is one)
 
 SEMANTIC_SCHOLAR = "semantic-scholar"
 DBLP = "dblp"
@@ -166,7 +169,9 @@ def parse_arxiv_atom(text: str, name: str = "<text>") -> ParseOutcome:
     if message is not None:
         raise _api_error(name, ARXIV_ATOM, "arXiv", message)
     outcome = ParseOutcome(format=ARXIV_ATOM)
-    for position, entry in enumerate(root.findall(f"{{{_ATOM_NS}}}entry")):
+    for position, entry in enumerate(root.iterfind(f"{{{_ATOM_NS}}}entry")):
+        if not outcome.budget.take(f"entry {position + 1}"):
+            break
         arxiv._parse_entry(entry, position, outcome)
     return outcome
 
@@ -197,27 +202,33 @@ def _api_error(name: str, fmt: str, label: str, message: str) -> ParseError:
 
 
 def _described(describe: Callable[[httpx.Response], str | None], document: Any) -> str | None:
-    """A network client's error description applied to a saved body (the same words)."""
-    return describe(httpx.Response(200, json=document))
+    """A network client's error description applied to a saved body (the same words); None when
+    the body cannot be encoded again (nested too deeply for ``json.dumps``)."""
+    try:
+        response = httpx.Response(200, json=document)
+    except (RecursionError, ValueError):
+        return None
+    return describe(response)
 
 
-def _documents(text: str, name: str, api: _Api, outcome: ParseOutcome) -> list[tuple[str, Any]]:
-    """(where, document): the file's one JSON document, or each line's when it is JSON Lines
-    (API snapshots ship works that way); a line that is not JSON is skipped."""
+def _documents(text: str, name: str, api: _Api, outcome: ParseOutcome) -> tuple[bool, Iterator[tuple[str, Any]]]:
+    """(whole, documents): the file's one JSON document (``whole``), or each line's when it is JSON
+    Lines (API snapshots ship works that way), decoded one at a time as they are read; a line
+    that is not JSON is skipped. Reading lines stops at the file's budget."""
     body = text.lstrip("\ufeff")
     try:
-        return [(name, load_json(body))]
+        return True, iter([(name, load_json(body))])
     except ValueError as exc:
         whole_error = exc
-    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside a JSON string
-    filled = [(f"line {number}", line) for number, line in enumerate(body.split("\n"), 1) if line.strip()]
-    documents: list[tuple[str, Any]] = []
-    if len(filled) > 1:
+    lines = numbered_lines(body)
+    first, second = next(lines, None), next(lines, None)
+    document: Any = _NOTHING
+    if first is not None and second is not None:
         try:
-            documents.append((filled[0][0], load_json(filled[0][1])))
+            document = load_json(first[1])
         except ValueError:
             pass
-    if not documents:
+    if first is None or document is _NOTHING:
         where = ""
         if isinstance(whole_error, json.JSONDecodeError):
             where = f" ({whole_error.msg} at line {whole_error.lineno}, column {whole_error.colno})"
@@ -225,27 +236,40 @@ def _documents(text: str, name: str, api: _Api, outcome: ParseOutcome) -> list[t
             name, api.format, f"{name} is not valid JSON{where}; a saved {api.label} response is one JSON "
             "document: the download may be cut short, save it again.",
         )
-    for label, line in filled[1:]:
-        try:
-            documents.append((label, load_json(line)))
-        except ValueError as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            outcome.skipped.append(SkippedItem(label, f"invalid JSON: {reason}"))
-    return documents
+
+    def documents() -> Iterator[tuple[str, Any]]:
+        yield f"line {first[0]}", document
+        for number, line in itertools.chain([second], lines):  # type: ignore[list-item]
+            label = f"line {number}"
+            if not outcome.budget.in_time(label):
+                return
+            try:
+                yield label, load_json(line)
+            except ValueError as exc:
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                if not outcome.budget.take(label):
+                    return
+                outcome.skipped.append(SkippedItem(label, f"invalid JSON: {reason}"))
+
+    return False, documents()
 
 
 def _parse_json(text: str, name: str, api: _Api) -> ParseOutcome:
     outcome = ParseOutcome(format=api.format)
-    documents = _documents(text, name, api, outcome)
+    whole, documents = _documents(text, name, api, outcome)
     position = 0
     for where, document in documents:
         message = api.error_of(document)
         if message is not None:
-            if len(documents) == 1:
+            if whole:
                 raise _api_error(name, api.format, api.label, message)
+            if not outcome.budget.take(where):
+                break
             outcome.skipped.append(SkippedItem(where, f"a {api.label} error response: {message}"))
             continue
         for record in api.records_of(document, name):
+            if not outcome.budget.take(f"record {position + 1} ({where})" if not whole else f"record {position + 1}"):
+                return outcome
             api.parse_item(record, position, outcome)
             position += 1
     return outcome

@@ -1,0 +1,252 @@
+"""A disk that is really full (ENOSPC), in both doors: reads answer, writes fail in one clear line.
+
+The data dir lives on a small tmpfs mounted for the test and filled to the last byte, the way a
+disk fills up in production: no mock, no size limit (``test_disk_full.py`` covers EFBIG through
+``RLIMIT_FSIZE``). Mounting needs root (CI runs as root); elsewhere, or where the kernel refuses
+the mount (an unprivileged container), the tests skip and say why. The model cache stays a link
+to the session's export outside the tmpfs, as an operator's would be on a disk of its own.
+
+What is checked:
+
+* ``SqliteFile.transaction``: the caller gets the write's own error as a ``DiskFullError``, not
+  the failure of the ``ROLLBACK`` after it (SQLite has already rolled back by then).
+* ``paperbot search`` / ``ask`` in a new process answer from the existing index although no
+  WAL file can be opened normally and Chroma cannot write its open-time row.
+* ``paperbot ingest`` fails with one line naming the disk, PAPERBOT_DATA_DIR and what to do,
+  leaves the index as it was, and works once space is freed.
+* Slack: the running bot (state file, index and Chroma already open, as under ``paperbot
+  serve``) still answers a mention, and says in the thread that the answer could not be saved.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from retrieval.assistant import Assistant
+from retrieval.errors import DiskFullError, StorageError
+from retrieval.sqlite_files import SqliteFile
+from tests.reliability.helpers import (
+    bib_entries,
+    make_settings,
+    paperbot,
+    query,
+    run_main,
+    stored_records,
+)
+from tests.slack.conftest import BotFactory, make_bot, stand_in  # noqa: F401 - the Slack harness's fixtures
+
+pytestmark = pytest.mark.slow
+
+DISK_SIZE = "48m"  # holds the ~2 MB base index many times over; filled to the last byte anyway
+ROSENBROCK = "Which papers study Rosenbrock methods?"
+
+
+@dataclass
+class FullDisk:
+    """A tmpfs mounted at ``mount``; ``fill`` uses up every free byte, ``free`` gives it back."""
+
+    mount: Path
+
+    @property
+    def filler(self) -> Path:
+        return self.mount / "filler"
+
+    def available(self) -> int:
+        stats = os.statvfs(self.mount)
+        return stats.f_bavail * stats.f_frsize
+
+    def fill(self) -> None:
+        """Append to the filler until the kernel says ENOSPC, down to single bytes."""
+        with self.filler.open("ab", buffering=0) as handle:
+            for size in (1 << 20, 1 << 12, 1):
+                chunk = b"\0" * size
+                while True:
+                    try:
+                        handle.write(chunk)
+                    except OSError as exc:
+                        assert exc.errno == errno.ENOSPC, exc
+                        break
+        assert self.available() == 0
+
+    def free(self) -> None:
+        self.filler.unlink()
+        assert self.available() > 1 << 20
+
+    def copy_index(self, source: Path) -> Path:
+        """A copy of a data dir on this disk (the model cache stays a link)."""
+        target = self.mount / "data"
+        shutil.copytree(source, target, symlinks=True)
+        return target
+
+
+@contextmanager
+def _mounted(mount: Path) -> Iterator[FullDisk]:
+    """A small tmpfs at ``mount``, unmounted afterwards; skips where it cannot be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("a real full disk needs a tmpfs mount, which needs root (CI runs as root)")
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command to make a small tmpfs with")
+    mount.mkdir(parents=True)
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE},mode=0755", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({made.stderr.strip() or made.returncode})")
+    try:
+        yield FullDisk(mount)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[FullDisk]:
+    with _mounted(tmp_path / "disk") as mounted:
+        yield mounted
+
+
+def _vector_count(data_dir: Path) -> int:
+    return int(query(data_dir / "chroma" / "chroma.sqlite3", "SELECT COUNT(*) FROM embeddings")[0][0])
+
+
+# --- the SQLite wrapper -------------------------------------------------------------------------
+
+
+def test_a_transaction_on_a_full_disk_reports_the_write_error_not_the_rollback(disk: FullDisk) -> None:
+    path = disk.mount / "state.sqlite3"
+    file = SqliteFile(path, "CREATE TABLE IF NOT EXISTS items (value BLOB NOT NULL);",
+                      label=f"the test state file {path}", write_verb="update")
+    disk.fill()
+
+    with pytest.raises(StorageError) as failure:
+        with file.transaction() as db:
+            db.execute("INSERT INTO items VALUES (?)", (b"x" * (1 << 20),))
+
+    error = failure.value
+    assert isinstance(error, DiskFullError), error
+    assert "cannot rollback" not in str(error).lower()
+    assert str(path) in error.user_message and "the disk is full" in error.user_message
+    assert "PAPERBOT_DATA_DIR" in error.user_message and "nothing was lost" in str(error)
+    cause = error.__cause__
+    assert isinstance(cause, sqlite3.Error) and "cannot rollback" not in str(cause), cause
+
+    disk.free()
+    with file.transaction() as db:  # the connection is still usable, and nothing half-done remains
+        db.execute("INSERT INTO items VALUES (?)", (b"y",))
+    with file.call() as db:
+        assert db.execute("SELECT value FROM items").fetchall() == [(b"y",)]
+    file.close()
+
+
+# --- the CLI --------------------------------------------------------------------------------------
+
+
+def test_search_and_ask_answer_from_the_index_while_the_disk_is_full(disk: FullDisk, base_index: Path) -> None:
+    data_dir = disk.copy_index(base_index)
+    before = stored_records(data_dir)
+    disk.fill()
+
+    found = paperbot("search", "Rosenbrock methods", "--k", "3", "--json", data_dir=data_dir)
+    assert found.code == 0, found.stderr
+    assert "Traceback" not in found.stderr
+    assert any("Rosenbrock" in hit["title"] for hit in found.json()["results"]), found.stdout
+    warnings = [line for line in found.stderr.splitlines() if "is full" in line]
+    assert len(warnings) == 1 and "PAPERBOT_DATA_DIR" in warnings[0], found.stderr  # said once, not per store
+
+    disk.fill()  # whatever the search process released
+    answered = paperbot("ask", ROSENBROCK, "--json", data_dir=data_dir)
+    assert answered.code == 0, answered.stderr
+    result = answered.json()
+    assert result["citations"], result
+    assert any("Rosenbrock" in citation["title"] for citation in result["citations"]), result
+
+    disk.free()
+    assert stored_records(data_dir) == before
+
+
+def test_ingest_on_a_full_disk_fails_in_one_line_and_works_once_space_is_freed(
+    disk: FullDisk, base_index: Path, tmp_path: Path
+) -> None:
+    data_dir = disk.copy_index(base_index)
+    more = tmp_path / "more.bib"
+    more.write_text(bib_entries(30, start=1000), encoding="utf-8")
+    before = stored_records(data_dir)
+    vectors = _vector_count(data_dir)
+    disk.fill()
+
+    failed = paperbot("ingest", str(more), data_dir=data_dir)
+
+    assert failed.code == 2, (failed.stdout, failed.stderr)
+    assert "Traceback" not in failed.stderr
+    line = failed.last_error_line
+    assert line.startswith("paperbot: "), failed.stderr
+    assert "the disk is full" in line and f"PAPERBOT_DATA_DIR, {data_dir}" in line, line
+    assert "Free some disk space and retry; nothing was lost." in line, line
+
+    disk.free()
+    assert stored_records(data_dir) == before  # the failed ingest left no record ...
+    assert _vector_count(data_dir) == vectors  # ... and no vector behind
+    doctor = run_main("doctor", "--json", data_dir=data_dir)
+    assert doctor.code == 0, doctor.stdout + doctor.stderr
+    assert doctor.json()["records"] == len(before)
+
+    again = paperbot("ingest", str(more), "--json", data_dir=data_dir)
+    assert again.code == 0, again.stderr
+    added = again.json()["added"]
+    assert added > 0
+    assert len(stored_records(data_dir)) == len(before) + added
+    clean = run_main("doctor", "--json", data_dir=data_dir)
+    assert clean.code == 0 and clean.json()["records"] == len(before) + added, clean.stdout
+
+
+# --- the Slack door ------------------------------------------------------------------------------
+# The Slack harness of tests/slack (the app served on 127.0.0.1, signed requests, the Web API
+# stand-in recording every call), with the bot's data dir (``tmp_path / "bot0"``, where
+# ``make_bot`` puts the first bot) on a tmpfs of its own, and the index on it too.
+
+
+@pytest.fixture
+def bot_disk(tmp_path: Path) -> Iterator[FullDisk]:
+    with _mounted(tmp_path / "bot0") as disk:
+        yield disk
+
+
+@pytest.fixture
+def assistant(bot_disk: FullDisk, base_index: Path) -> Iterator[Assistant]:
+    """The core the bot answers with, over a copy of the base index on the bot's disk, warmed up
+    as ``paperbot serve`` does before taking questions (``make_bot`` uses this fixture)."""
+    core = Assistant(make_settings(bot_disk.copy_index(base_index)), chat_model=None)
+    core.index.warm_up()
+    yield core
+    core.index.close()
+
+
+def test_slack_answers_a_question_on_a_full_disk_and_says_what_was_not_saved(
+    bot_disk: FullDisk, make_bot: BotFactory
+) -> None:
+    bot = make_bot()
+    state = bot.settings.data_dir / "slack" / "state.sqlite3"
+    assert os.stat(state).st_dev == os.stat(bot_disk.mount).st_dev  # the Slack state is on the full disk
+    bot_disk.fill()
+
+    response, ts = bot.sender.mention(ROSENBROCK)
+    assert response.status_code == 200
+
+    [note] = bot.api.wait_calls("chat.postMessage", where=lambda call: call.params.get("thread_ts") == ts
+                                and "disk is full" in call.text(), timeout=60)
+    answers = [call for call in bot.api.calls_to("chat.update")
+               if call.params.get("channel") == "CGENERAL1" and "Implementation of Rosenbrock methods" in call.text()]
+    assert answers, [call.text()[:300] for call in bot.api.calls]  # answered, not dropped
+    assert "paperbot_vote_up" not in json.dumps(answers[-1].params.get("blocks"))  # no buttons to a lost answer
+    text = note.text()
+    assert "PAPERBOT_DATA_DIR" in text and "nothing was lost" in text and "not saved" in text, text
+    assert "Sorry, something went wrong" not in "".join(call.text() for call in bot.api.calls)
