@@ -34,26 +34,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: "CliContext") -> int:
-    from bot.slack.app import EVENTS_PATH, build_slack
+    from bot.slack.app import build_slack
+    from bot.slack.http_door import EVENTS_PATH, bind
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")
     logging.getLogger("bot").setLevel(logging.INFO)
     runtime = build_slack(ctx.settings, ctx.assistant, http=args.http)
     _stop_on_sigterm()
-    server = handler = None
+    handler = None
     try:
         threading.Thread(target=_warm_up, args=(ctx,), name="paperbot-warmup", daemon=True).start()
         if args.http:
             try:
-                server = runtime.http_server(args.host, args.port)
+                sock = bind(args.host, args.port)
             except OSError as exc:
                 raise ConfigError(f"Cannot listen on {args.host}:{args.port} ({exc.strerror or exc}).",
                                   hint="Pick another --port or stop the process using it.") from None
-            host, port = server.server_address[:2]
+            server = runtime.http_server()
+            host, port = sock.getsockname()[:2]
             runtime.scheduler.start()
             ctx.note(f"paperbot: listening on http://{host}:{port}{EVENTS_PATH} (HTTP mode; Ctrl-C stops)")
-            server.serve_forever()
+            # uvicorn takes SIGINT/SIGTERM while it runs: it stops accepting, lets requests in flight
+            # finish, then re-raises the signal, which lands below as KeyboardInterrupt.
+            server.run(sockets=[sock])
+            ctx.note("paperbot: stopping")
         else:
             handler = runtime.socket_mode_handler()
             handler.connect()
@@ -65,9 +70,7 @@ def run(args: argparse.Namespace, ctx: "CliContext") -> int:
     finally:
         if handler is not None:
             handler.close()
-        if server is not None:
-            server.server_close()
-        runtime.close()
+        runtime.close()  # the work queue, the alert scheduler, the stores
     return 0
 
 

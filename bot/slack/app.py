@@ -1,8 +1,9 @@
-"""Build the Slack app: Web API client, Bolt ``App``, middleware, listeners, servers.
+"""Build the Slack app: Web API client, Bolt ``App``, middleware, listeners, the two doors.
 
 Socket Mode (``SLACK_APP_TOKEN``) needs no public URL; HTTP mode serves ``/slack/events``
-(events, the slash command and interactivity share it) and ``/healthz``, and requires
-``SLACK_SIGNING_SECRET``. ``SLACK_API_URL`` replaces the Web API base URL (proxies, tests).
+(events, the slash command and interactivity share it) and ``/healthz`` on uvicorn
+(``bot/slack/http_door.py``: size, time and signature checks before Bolt sees a request), and
+requires ``SLACK_SIGNING_SECRET``. ``SLACK_API_URL`` replaces the Web API base URL (proxies, tests).
 
 Concurrency: Bolt acknowledges every request at once and runs our listeners on a small pool;
 listeners only parse and enqueue. Slow work runs on the ``WorkQueue`` with
@@ -13,29 +14,22 @@ connections with slack_sdk's retry handlers.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 from urllib.error import URLError
-from urllib.parse import parse_qsl
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+import uvicorn
 from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.adapter.socket_mode import SocketModeHandler
-from slack_bolt.adapter.wsgi import SlackRequestHandler
-from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.error import BoltError
 from slack_bolt.logger import get_bolt_logger
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
-from slack_bolt.request.internals import build_context
-from slack_bolt.context import BoltContext
+from slack_bolt.middleware import Middleware
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
@@ -48,6 +42,7 @@ from bot.slack.alerts import AlertScheduler, FollowAlerts
 from bot.slack.blocks import apology_text
 from bot.slack.dedupe import StoredDeduper, dedupe_middleware
 from bot.slack.deps import SlackDeps
+from bot.slack.http_door import DoorLimits, RunningServer, SlackDoor, bind, uvicorn_config
 from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
 from bot.slack.queue import WorkQueue
@@ -62,8 +57,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://slack.com/api"
-EVENTS_PATH = "/slack/events"
-HEALTH_PATH = "/healthz"
 RATE_LIMIT_RETRIES = 4
 
 
@@ -137,28 +130,32 @@ class SlackRuntime:
         self.deps = deps
         self.credentials = credentials
         self.scheduler = scheduler
+        self._doors: list[SlackDoor] = []
 
-    def wsgi(self) -> Callable[..., Iterable[bytes]]:
-        """WSGI application: ``POST /slack/events`` for Slack, ``GET /healthz`` for probes."""
-        slack = _EventsHandler(self.app, path=EVENTS_PATH, signing_secret=self.credentials.signing_secret)
+    def http_door(self, limits: DoorLimits = DoorLimits()) -> SlackDoor:
+        """The ASGI application: ``POST /slack/events`` for Slack, ``GET /healthz`` for probes."""
+        if not self.credentials.signing_secret:
+            raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
+        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits)
+        self._doors.append(door)
+        return door
 
-        def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("PATH_INFO") == HEALTH_PATH and environ.get("REQUEST_METHOD") == "GET":
-                start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
-                return [b"ok"]
-            return slack(environ, start_response)
+    def http_server(self, limits: DoorLimits = DoorLimits()) -> uvicorn.Server:
+        """uvicorn serving the door (``run(sockets=[bind(host, port)])``; SIGINT/SIGTERM stop it)."""
+        return uvicorn.Server(uvicorn_config(self.http_door(limits)))
 
-        return application
-
-    def http_server(self, host: str, port: int) -> WSGIServer:
-        """A threaded WSGI server bound to ``host:port`` (call ``serve_forever``)."""
-        return make_server(host, port, self.wsgi(), server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    def start_http(self, host: str = "127.0.0.1", port: int = 0, *,
+                   limits: DoorLimits = DoorLimits()) -> RunningServer:
+        """uvicorn serving the door in a background thread; ``shutdown()`` stops it."""
+        return RunningServer(self.http_door(limits), bind(host, port))
 
     def socket_mode_handler(self) -> SocketModeHandler:
         assert self.credentials.app_token
         return SocketModeHandler(self.app, app_token=self.credentials.app_token, web_client=self.app.client)
 
     def close(self) -> None:
+        for door in self._doors:
+            door.close()
         self.scheduler.stop()
         self.deps.close()
 
@@ -230,7 +227,8 @@ def build_slack(
         update_interval=update_interval,
         secrets=_secrets(settings),
     )
-    app.use(dedupe_middleware(deps.deduper))  # first: a retried refusal is not sent twice
+    app.use(_ClickWithoutActions())  # before any function middleware: Bolt raises building their arguments
+    app.use(dedupe_middleware(deps.deduper))  # next: a retried refusal is not sent twice
     app.use(access_middleware(settings, client, deps.run_in_background))
     register_all(app, deps)
     app.error(_log_unhandled)
@@ -261,77 +259,20 @@ def _log_unhandled(error: Exception, body: dict[str, Any]) -> BoltResponse:
     return BoltResponse(status=200, body="")
 
 
-# --- HTTP plumbing ---------------------------------------------------------------------------
+class _ClickWithoutActions(Middleware):
+    """Acknowledges a ``block_actions`` / ``interactive_message`` payload with no usable action.
 
-
-REPLAY_WINDOW = 60 * 5  # seconds; Slack's documented limit
-
-
-class _EventsHandler(SlackRequestHandler):
-    """Bolt's WSGI adapter, hardened.
-
-    * The signature is checked *before* the body is parsed, so unsigned garbage costs nothing
-      and never reaches a parser (Bolt parses first, then verifies: a malformed unsigned body
-      became a 500 with a traceback, and a non-numeric timestamp slipped past as a 200).
-    * An unreadable signed body is a 400, not a 500.
-    * Bolt 1.30 treats any form body containing the substring ``payload`` as an interactivity
-      post and, finding no ``payload`` field, parses it to ``{}`` (no listener matches -> 404).
-      Here a form body without a ``payload`` field is parsed as the plain form it is.
+    Bolt 1.30 reads ``actions[0]`` of such a payload to build the arguments of every function
+    middleware, listener and error handler (``to_action``), so an empty ``actions`` list raised
+    ``IndexError`` before any of our code ran: a 500 in HTTP mode, an error in Socket Mode. A click
+    without an action has nothing to do: an empty 200, in both modes.
     """
 
-    def __init__(self, app: App, *, path: str, signing_secret: str | None) -> None:
-        super().__init__(app, path=path)
-        self._secret = signing_secret.encode("utf-8") if signing_secret else None
-
-    def _signed(self, body: bytes, headers: dict[str, Any]) -> bool:
-        """Slack's v0 signature over the raw bytes, inside the five-minute replay window.
-
-        Computed on bytes here because slack_sdk's verifier decodes the body as UTF-8 first and
-        raises on a body that is not text.
-        """
-
-        def header(name: str) -> str:
-            value = headers.get(name) or ""
-            return value[0] if isinstance(value, (list, tuple)) and value else str(value or "")
-
-        timestamp, signature = header("x-slack-request-timestamp"), header("x-slack-signature")
-        if self._secret is None or not timestamp.isdigit() or abs(time.time() - int(timestamp)) > REPLAY_WINDOW:
-            return False
-        digest = hmac.new(self._secret, b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(f"v0={digest}", signature)
-
-    def dispatch(self, request: WsgiHttpRequest) -> BoltResponse:
-        headers = request.get_headers()
-        length = int(request.environ.get("CONTENT_LENGTH") or 0)
-        raw = request.environ["wsgi.input"].read(length) if "wsgi.input" in request.environ else b""
-        if self._secret is not None and not self._signed(raw, headers):
-            return BoltResponse(status=401, body="")
-        try:
-            body = raw.decode("utf-8")
-            bolt_request = BoltRequest(body=body, query=request.query_string, headers=headers)
-        except (UnicodeDecodeError, ValueError, TypeError, AttributeError):  # signed, but unreadable
-            return BoltResponse(status=400, body="")
-        if not isinstance(bolt_request.body, dict):  # e.g. a JSON array
-            return BoltResponse(status=400, body="")
-        raw = bolt_request.raw_body
-        if not bolt_request.body and raw and not raw.lstrip().startswith("{"):
-            fields = dict(parse_qsl(raw, keep_blank_values=True))
-            if fields and "payload" not in fields:
-                bolt_request.body = fields
-                bolt_request.context = build_context(BoltContext({}), fields)
-        return self.app.dispatch(bolt_request)
-
-
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    # socketserver's default listen backlog is 5: a burst of events beyond that was reset by
-    # the kernel (154 of 200 in bench/load.py) and Slack would redeliver them minutes later.
-    request_queue_size = 128
-
-
-class _QuietHandler(WSGIRequestHandler):
-    """Access log lines go to logging (debug), not stderr."""
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
-        log.debug("%s - " + format, self.address_string(), *args)
+    def process(self, *, req: BoltRequest, resp: BoltResponse,
+                next: Callable[[], BoltResponse]) -> BoltResponse | None:  # noqa: A002 (Bolt's name)
+        body = req.body
+        if body.get("type") in ("block_actions", "interactive_message"):
+            actions = body.get("actions")
+            if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
+                return BoltResponse(status=200, body="")
+        return next()

@@ -77,16 +77,13 @@ def installation(tmp_path_factory: pytest.TempPathFactory, encoder: Encoder, cor
     report = assistant.ingest_files([corpus[0]])
     assert len(report.added) == 60, report.as_dict()
     runtime = build_slack(settings, assistant, http=True)
-    server = runtime.http_server("127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    host, port = server.server_address[:2]
-    sender = SlackSender(f"http://{host}:{port}/slack/events", FAKE_SECRETS["SLACK_SIGNING_SECRET"],
+    server = runtime.start_http("127.0.0.1", 0)
+    sender = SlackSender(server.events_url, FAKE_SECRETS["SLACK_SIGNING_SECRET"],
                          bot_user_id=api.bot_user_id, team=api.team_id)
     try:
         yield Installation(chroma, assistant, runtime, api, sender, settings.data_dir)
     finally:
         server.shutdown()
-        server.server_close()
         runtime.close()
         api.stop()
         chroma.stop()

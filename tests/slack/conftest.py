@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.slack.app import SlackRuntime, build_slack
+from bot.slack.http_door import DoorLimits, RunningServer
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from tests.slack import namesakes
@@ -93,7 +94,7 @@ def stand_in() -> Iterator[SlackStandIn]:
 
 @dataclass
 class Bot:
-    """The app under test, served on 127.0.0.1, with its sender and the stand-in."""
+    """The app under test, served by uvicorn on 127.0.0.1, with its sender and the stand-in."""
 
     runtime: SlackRuntime
     sender: SlackSender
@@ -124,11 +125,13 @@ BotFactory = Callable[..., Bot]
 
 @pytest.fixture
 def make_bot(stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path) -> Iterator[BotFactory]:
-    """Build and serve an app; keyword arguments override settings (or pass ``assistant=``)."""
-    started: list[tuple[SlackRuntime, Any]] = []
+    """Build and serve an app; keyword arguments override settings (or pass ``core=``, or the
+    door's ``limits=``)."""
+    started: list[tuple[SlackRuntime, RunningServer]] = []
 
     def start(*, core: Assistant | None = None, clock: Callable[[], float] | None = None,
-              sleep: Callable[[float], None] | None = None, **overrides: Any) -> Bot:
+              sleep: Callable[[float], None] | None = None, limits: DoorLimits = DoorLimits(),
+              **overrides: Any) -> Bot:
         settings = make_settings(
             tmp_path / f"bot{len(started)}", slack_bot_token=BOT_TOKEN, slack_signing_secret=SECRET,
             slack_api_url=stand_in.api_url, **overrides,
@@ -138,18 +141,14 @@ def make_bot(stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path) -> It
         if clock is not None:
             extra["clock"] = clock
         runtime = build_slack(settings, core or assistant, http=True, **extra)
-        server = runtime.http_server("127.0.0.1", 0)
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        server = runtime.start_http("127.0.0.1", 0, limits=limits)
         started.append((runtime, server))
-        host, port = server.server_address[:2]
-        sender = SlackSender(f"http://{host}:{port}/slack/events", SECRET, bot_user_id=stand_in.bot_user_id,
-                             team=stand_in.team_id)
+        sender = SlackSender(server.events_url, SECRET, bot_user_id=stand_in.bot_user_id, team=stand_in.team_id)
         return Bot(runtime=runtime, sender=sender, api=stand_in, settings=settings, sleeps=sleeps)
 
     yield start
     for runtime, server in started:
         server.shutdown()
-        server.server_close()
         runtime.close()
 
 

@@ -39,6 +39,11 @@ class SlackSender:
         }
         return self.http.post(self.url, content=body, headers=sent)
 
+    def replay(self, response: httpx.Response) -> httpx.Response:
+        """Send the request of ``response`` again, byte for byte (same timestamp and signature)."""
+        sent = response.request
+        return self.http.post(sent.url, content=sent.content, headers=sent.headers)
+
     def event(self, event: dict[str, Any], *, event_id: str | None = None, retry: int | None = None,
               **options: Any) -> httpx.Response:
         body = {
@@ -79,7 +84,9 @@ class SlackSender:
 
     def action(self, action_id: str, value: str, *, user: str = "UALICE01", channel: str = "CGENERAL1",
                message_ts: str = "1700000000.000001", thread_ts: str | None = None,
-               response_url: str = "http://127.0.0.1:9/unused", **options: Any) -> httpx.Response:
+               response_url: str = "http://127.0.0.1:9/unused", actions: list[dict[str, Any]] | None = None,
+               **options: Any) -> httpx.Response:
+        """A ``block_actions`` click on button ``action_id``; ``actions`` replaces the clicked actions."""
         container = {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False}
         if thread_ts:
             container["thread_ts"] = thread_ts
@@ -90,7 +97,7 @@ class SlackSender:
             "message": {"type": "message", "ts": message_ts, "thread_ts": thread_ts},
             "response_url": response_url,
             "actions": [{"action_id": action_id, "block_id": "b1", "type": "button", "value": value,
-                         "action_ts": str(time.time())}],
+                         "action_ts": str(time.time())}] if actions is None else actions,
         }
         body = urlencode({"payload": json.dumps(payload)}).encode()
         return self.post(body, "application/x-www-form-urlencoded", **options)

@@ -1,0 +1,360 @@
+"""The HTTP door (uvicorn + ``bot/slack/http_door.py``) under hostile HTTP, over real sockets.
+
+Each probe failed on the wsgiref server this door replaced: a body claimed to be 300 MB was
+waited for, a slow body held a thread forever, every half-open connection held a thread, a
+timestamp of ``²`` or 5,000 digits and a non-numeric ``Content-Length`` were 500s with a
+traceback, replayed slash commands and clicks ran again, deeply nested signed JSON and a click
+without actions were 500s. The checks of the door's parts without a server come last.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from urllib.parse import quote, urlsplit
+
+import httpx
+import pytest
+from slack_bolt import BoltRequest
+
+from bot.slack.http_door import MAX_HEADER_BYTES, DoorLimits, ReplayGuard, SignatureCheck
+from tests.slack.conftest import SECRET, Bot, BotFactory
+from tests.slack.slack_requests import signature
+
+slow = pytest.mark.slow  # the app fixture holds the session index (embedding model)
+CHALLENGE = "door-challenge-0123456789"
+
+
+def _challenge() -> bytes:
+    return json.dumps({"token": "x", "challenge": CHALLENGE, "type": "url_verification"}).encode()
+
+
+def _signed(body: bytes, timestamp: str | None = None) -> dict[str, str]:
+    ts = timestamp or str(int(time.time()))
+    return {"Content-Type": "application/json", "X-Slack-Request-Timestamp": ts,
+            "X-Slack-Signature": signature(SECRET, ts, body)}
+
+
+def _connect(bot: Bot, timeout: float = 3.0) -> socket.socket:
+    parts = urlsplit(bot.sender.url)
+    return socket.create_connection((parts.hostname, parts.port), timeout=timeout)
+
+
+def _head(headers: dict[str, str] | list[tuple[str, str]], *, method: str = "POST", path: str = "/slack/events") -> bytes:
+    items = headers.items() if isinstance(headers, dict) else headers
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"] + [f"{name}: {value}" for name, value in items]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+
+
+def _response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP response read from ``sock`` (raises ``TimeoutError`` if it does not come)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed before a response: {data!r}")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in header_lines)}
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(status_line.split()[1]), headers, body
+
+
+def _closed(sock: socket.socket) -> bool:
+    """The server closed the connection (EOF or reset) within the socket's timeout; whatever it
+    still sends before (a body without a length) is read and dropped."""
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def tracebacks(self) -> list[str]:
+        return [record.getMessage() for record in self.records
+                if record.exc_info or "Traceback" in record.getMessage()]
+
+
+@pytest.fixture
+def records() -> Iterator[_Records]:
+    """Every log record while the test runs (the door and uvicorn log through ``logging``)."""
+    handler = _Records()
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+
+
+def _still_serving(bot: Bot) -> None:
+    health = httpx.get(bot.sender.url.replace("/slack/events", "/healthz"), timeout=5, trust_env=False)
+    assert health.status_code == 200 and health.text == "ok"
+
+
+# --- sizes and time ----------------------------------------------------------------------------
+
+
+@slow
+def test_a_300_mb_claim_is_refused_before_the_body_is_read(bot: Bot) -> None:
+    with _connect(bot, timeout=2.0) as sock:  # the old server read (and waited for) the 300 MB
+        sock.sendall(_head({"Content-Type": "application/json", "Content-Length": "300000000"}) + b"{}")
+        started = time.monotonic()
+        status, headers, _ = _response(sock)
+        assert status == 413 and time.monotonic() - started < 1.0
+        assert headers.get("connection") == "close" and _closed(sock)
+    _still_serving(bot)
+
+
+@slow
+@pytest.mark.parametrize(("headers", "expected"), [
+    pytest.param({"Transfer-Encoding": "chunked"}, 411, id="chunked"),
+    pytest.param({}, 411, id="no-length"),
+    pytest.param({"Content-Length": str(1024 * 1024 + 1)}, 413, id="one-byte-over-the-cap"),
+])
+def test_bodies_without_a_length_or_over_the_cap_are_refused_unread(bot: Bot, headers: dict[str, str],
+                                                                     expected: int) -> None:
+    body = _challenge()
+    with _connect(bot) as sock:
+        sock.sendall(_head({**_signed(body), **headers}))  # headers only: the answer must not wait for a body
+        status, _, _ = _response(sock)
+    assert status == expected
+
+
+@slow
+def test_a_body_slower_than_the_deadline_gets_408_and_the_connection_closed(make_bot: BotFactory) -> None:
+    bot = make_bot(limits=DoorLimits(body_deadline_seconds=0.5))
+    body = _challenge()
+    with _connect(bot, timeout=3.0) as sock:  # the old server had no read timeout at all
+        sock.sendall(_head({**_signed(body), "Content-Length": str(len(body))}) + body[:10])
+        started = time.monotonic()
+        status, _, _ = _response(sock)
+        assert status == 408 and 0.4 < time.monotonic() - started < 2.5
+        assert _closed(sock)
+    _still_serving(bot)
+
+
+@slow
+def test_half_open_connections_hold_no_thread_and_health_still_answers(bot: Bot) -> None:
+    _still_serving(bot)  # the server's own threads exist before counting
+    threads = threading.active_count()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(200):  # the old server started a thread for each and kept it
+            sock = _connect(bot)
+            sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+            held.append(sock)
+        _still_serving(bot)  # queued after the 200, so all of them were accepted by now
+        assert threading.active_count() <= threads + 2, threading.enumerate()
+    finally:
+        for sock in held:
+            sock.close()
+
+
+@slow
+def test_a_header_block_that_never_ends_is_cut_at_the_limit(bot: Bot) -> None:
+    """What a half-open connection can hold: at most ``MAX_HEADER_BYTES`` of unfinished headers."""
+    with _connect(bot) as sock:
+        sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        sent = 0
+        while sent < 4 * MAX_HEADER_BYTES and not select.select([sock], [], [], 0.01)[0]:  # until it answers
+            sock.sendall(b"X-Padding: " + b"a" * 4096 + b"\r\n")
+            sent += 4096
+        assert sent <= 2 * MAX_HEADER_BYTES
+        status, headers, _ = _response(sock)
+        assert status == 400 and headers.get("connection") == "close" and _closed(sock)
+
+
+# --- malformed headers ---------------------------------------------------------------------------
+
+
+@slow
+@pytest.mark.parametrize("timestamp", [
+    pytest.param([b"\xb2"], id="superscript-two-latin-1"),  # "²" once decoded as HTTP headers are
+    pytest.param(["²".encode()], id="superscript-two-utf-8"),
+    pytest.param([b"1" * 5000], id="5000-digits"),
+    pytest.param([], id="missing"),
+    pytest.param([b""], id="empty"),
+    pytest.param([b"1700000000.5"], id="fraction"),
+    pytest.param([b"-1"], id="negative"),
+    pytest.param([b"now", b"now"], id="twice"),
+])
+def test_malformed_timestamps_are_401_without_a_traceback(bot: Bot, records: _Records,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          timestamp: list[bytes]) -> None:
+    body = _challenge()
+    now = str(int(time.time()))
+    headers: list[tuple[str, bytes]] = [("Content-Type", b"application/json"),
+                                        ("X-Slack-Signature", signature(SECRET, now, body).encode())]
+    headers += [("X-Slack-Request-Timestamp", now.encode() if value == b"now" else value) for value in timestamp]
+    response = httpx.post(bot.sender.url, content=body, headers=headers, timeout=5, trust_env=False)
+    assert response.status_code == 401, (response.status_code, response.text[:200])
+    assert CHALLENGE not in response.text
+    assert records.tracebacks() == [] and "Traceback" not in capsys.readouterr().err
+    assert [call.method for call in bot.api.calls] == ["auth.test"]  # nothing reached a listener
+
+
+@slow
+@pytest.mark.parametrize("length", ["abc", "²", "1e3", "-1", "0x10"])
+def test_a_content_length_that_is_not_a_number_is_400_without_a_traceback(
+    bot: Bot, records: _Records, capsys: pytest.CaptureFixture[str], length: str
+) -> None:
+    with _connect(bot) as sock:
+        sock.sendall(_head({"Content-Type": "application/json", "Content-Length": length}) + b"{}")
+        status, _, _ = _response(sock)
+    assert status == 400
+    assert records.tracebacks() == [] and "Traceback" not in capsys.readouterr().err
+    _still_serving(bot)
+
+
+# --- replays -------------------------------------------------------------------------------------
+
+
+def _top_level(bot: Bot, channel: str = "CGENERAL1") -> list[dict[str, object]]:
+    with bot.api._changed:  # the stand-in's lock: its server threads write messages
+        return [message for message in bot.api.messages[channel].values() if not message.get("thread_ts")]
+
+
+@slow
+def test_a_replayed_slash_command_runs_once(bot: Bot, records: _Records) -> None:
+    first = bot.sender.command("ask which methods use nonequilibrium entropy limiters?")
+    again = bot.sender.replay(first)
+    assert first.status_code == 200 and again.status_code == 200 and again.text == ""
+    bot.api.wait_calls("chat.update", where=lambda call: "paperbot_vote_up" in json.dumps(call.params.get("blocks")))
+    bot.idle()
+    assert len(_top_level(bot)) == 1, [m.get("text") for m in _top_level(bot)]
+    assert any("replayed Slack request" in record.getMessage() and record.levelno == logging.INFO
+               for record in records.records)
+
+
+@slow
+def test_a_replayed_button_click_runs_once(bot: Bot) -> None:
+    value = '{"answer_id": "ab12cd34ab12cd34"}'
+    click = bot.sender.action("paperbot_vote_up", value, response_url=bot.api.response_url("vote"))
+    again = bot.sender.replay(click)
+    assert click.status_code == 200 and again.status_code == 200
+    bot.sender.action("paperbot_vote_up", value, response_url=bot.api.response_url("marker"))  # a new click
+    bot.api.wait_calls("respond", where=lambda call: call.path.endswith("/marker"))
+    bot.api.wait_calls("respond", where=lambda call: call.path.endswith("/vote"))
+    assert len([call for call in bot.api.calls_to("respond") if call.path.endswith("/vote")]) == 1
+
+
+@slow
+def test_a_request_seen_with_another_signature_is_not_a_replay(bot: Bot) -> None:
+    body = _challenge()
+    ts = int(time.time())
+    for timestamp in (ts, ts - 1):  # the same body, signed twice (as Slack re-signs a redelivery)
+        response = bot.sender.post(body, "application/json", timestamp=str(timestamp))
+        assert response.status_code == 200 and CHALLENGE in response.text
+
+
+# --- signed bodies that cannot be parsed, clicks without actions -----------------------------------
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@slow
+@pytest.mark.parametrize(("body", "content_type"), [
+    pytest.param(b'{"type": "event_callback", "event": ' + DEEP + b"}", "application/json", id="deep-json"),
+    pytest.param(b"payload=" + quote(b'{"type": "block_actions", "actions": ' + DEEP + b"}").encode(),
+                 "application/x-www-form-urlencoded", id="deep-payload"),
+    pytest.param(b'{"type": "event_callback", "text": "\xff\xfe"}', "application/json", id="invalid-utf8"),
+    pytest.param(b'[{"type": "event_callback"}]', "application/json", id="json-array"),
+    pytest.param(b'"event_callback"', "application/json", id="json-string"),
+])
+def test_signed_bodies_that_cannot_be_parsed_are_400(bot: Bot, records: _Records, body: bytes,
+                                                      content_type: str) -> None:
+    response = bot.sender.post(body, content_type)
+    assert response.status_code == 400, (response.status_code, response.text[:200])
+    assert records.tracebacks() == []
+    _still_serving(bot)
+
+
+@slow
+def test_a_click_without_actions_is_acked_and_nothing_is_done(bot: Bot, records: _Records) -> None:
+    response = bot.sender.action("paperbot_vote_up", "", actions=[], response_url=bot.api.response_url("empty"))
+    assert response.status_code == 200 and response.text == ""
+    bot.sender.action("paperbot_vote_up", '{"answer_id": "ab12cd34ab12cd34"}',
+                      response_url=bot.api.response_url("marker"))  # a real click, answered after it
+    bot.api.wait_calls("respond", where=lambda call: call.path.endswith("/marker"))
+    assert [call.method for call in bot.api.calls] == ["auth.test", "respond"]
+    assert records.tracebacks() == []
+
+
+@slow
+def test_a_click_without_actions_is_acked_in_socket_mode_too(bot: Bot) -> None:
+    payload = {"type": "block_actions", "team": {"id": "T0TEST"}, "user": {"id": "UALICE01"},
+               "api_app_id": "A0TEST", "actions": [], "container": {"type": "message", "channel_id": "CGENERAL1"}}
+    response = bot.runtime.app.dispatch(BoltRequest(body=payload, mode="socket_mode"))
+    assert response.status == 200 and response.body == ""
+
+
+# --- the parts, without a server -------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(("timestamp", "sig"), [
+    ("²", "v0=" + "0" * 64), ("1" * 5000, "v0=" + "0" * 64), ("", "v0=" + "0" * 64), (" 1000", "v0=" + "0" * 64),
+    ("1000", ""), ("1000", "v1=" + "0" * 64), ("1000", "v0=" + "0" * 63), ("1000", "v0=" + "G" * 64),
+    ("1000", "v0=" + "0" * 64 + "\n"),
+])
+def test_signature_check_never_raises_on_malformed_headers(timestamp: str, sig: str) -> None:
+    check = SignatureCheck("secret", clock=_Clock(1000))
+    assert check.plausible(timestamp, sig) is False
+    assert check.valid(timestamp, sig, b"{}") is False
+
+
+def test_signature_check_window_edges() -> None:
+    clock = _Clock(10_000)
+    check = SignatureCheck("secret", clock=clock)
+    for offset, accepted in ((0, True), (300, True), (-300, True), (301, False), (-301, False)):
+        ts = str(10_000 + offset)
+        assert check.valid(ts, signature("secret", ts, b"{}"), b"{}") is accepted, offset
+    assert check.valid("10000", signature("other", "10000", b"{}"), b"{}") is False
+    assert check.valid("10000", signature("secret", "10000", b"{}"), b"{ }") is False
+
+
+def test_replay_guard_remembers_for_the_window_then_forgets() -> None:
+    clock = _Clock(10_000)
+    guard = ReplayGuard(clock=clock)
+    assert guard.first_sight("10000", "v0=a") is True
+    assert guard.first_sight("10000", "v0=a") is False
+    assert guard.first_sight("10000", "v0=b") is True
+    assert guard.first_sight("10200", "v0=c") is True  # ahead of the clock: kept until 10500
+    clock.now = 10_301  # the first two can no longer pass the window check: expired
+    assert guard.first_sight("10300", "v0=d") is True
+    assert len(guard) == 2
+    guard.forget("10300", "v0=d")  # not handled: a redelivery is not a replay
+    assert guard.first_sight("10300", "v0=d") is True
