@@ -29,7 +29,7 @@ from retrieval.index import PaperIndex
 from retrieval.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
 from retrieval.records import Paper
 from retrieval.sources.base import SkippedItem
-from retrieval.sources.files import FORMATS, _read_bytes, decode_text, parse_file
+from retrieval.sources.files import FORMATS, parse_file, read_text
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ _NOTHING_IN = {
 def _text_of(path: Path) -> str | None:
     """The file's text, read as ``parse_file`` reads it; None when it cannot be read."""
     try:
-        return decode_text(_read_bytes(path), str(path))
+        return read_text(path)
     except ParseError:
         return None
 

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import re
 import time
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from retrieval.citations import ValidationReport, split_sentences, validate_answer, visible_text
 from retrieval.config import Settings
-from retrieval.records import fold
+from retrieval.records import clean_field_value, fold
 
 #: A reply that leaks this many sentences of the prompt is echoing its instructions: what is
 #: left of it (short lines such as "How to answer:") cannot be trusted either.
@@ -48,29 +47,18 @@ _BARE_URL = re.compile(r"\b(?:(?:https?|ftp|file)://|www\.)[^\s<>\[\]()]+", re.I
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[^\n]*$", re.MULTILINE)
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_TERMINAL_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # Any piece of the boundary marker ("@@PB-3f2a@@", "@PB-3f2a", "PB-3f2a@@"): never in an answer.
 _BOUNDARY_PIECE = re.compile(r"@+\s*PB\s*-\s*[0-9A-Za-z]*@*|\bPB-[0-9a-f]{6,}@*", re.IGNORECASE)
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _CITATION = re.compile(r"\[\s*\d{1,4}(?:\s*[,;\-–—]\s*\d{1,4})*\s*\]")
 _SPACES = re.compile(r"[ \t]+")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s*")
-_INVISIBLE_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Cn"}
-
-
-def _visible_char(char: str) -> bool:
-    """False for control, format (bidi overrides, zero-width), private-use and unassigned
-    characters; line breaks and tabs are kept."""
-    return char in "\n\t" or unicodedata.category(char) not in _INVISIBLE_CATEGORIES
 
 
 def clean_reply(text: str, boundary: str | None = None) -> str:
     """The reply with everything the answer format does not allow removed (module docstring)."""
-    out = _THINK.sub(" ", text)
-    if "\x1b" in out:
-        out = _TERMINAL_ESCAPE.sub("", out)
-    if not out.isprintable():
-        out = "".join(char for char in out if _visible_char(char))
+    # terminal escapes, control, format (bidi, zero-width) and unassigned characters; lines kept
+    out = clean_field_value(_THINK.sub(" ", text))
     # any piece of the marker becomes the whole marker: validation then drops the sentence that
     # echoed it as a prompt leak, instead of keeping the rest of an echoed marker line
     out = _BOUNDARY_PIECE.sub(f" {boundary} " if boundary else " ", out)

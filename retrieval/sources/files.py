@@ -202,10 +202,16 @@ def decode_text(data: bytes, name: str) -> str:
     )
 
 
+def read_text(path: Path) -> str:
+    """The text of one file (``.gz`` too), read and decoded as ``parse_file`` reads it; raises
+    ParseError for a file that is missing, too large, damaged or binary."""
+    return decode_text(_read_bytes(Path(path)), str(path))
+
+
 def parse_file(path: Path, fmt: str | None = None) -> ParseOutcome:
     """Read and parse one file (``.gz`` too); see the module docstring for what raises."""
     path = Path(path)
-    text = decode_text(_read_bytes(path), str(path))
+    text = read_text(path)
     if fmt is None:
         fmt = detect_format(text, path.name)
     return parse_text(text, fmt, str(path))
