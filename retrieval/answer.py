@@ -13,13 +13,14 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    over delimited evidence blocks. The reply is untrusted (``retrieval.model_output``): a
    ``TextDelta`` carries only text that passed validation (complete sentences with valid
    citations, no link, no prompt echo), so a live view never shows what the final answer would
-   not. At the end ``validate_answer`` drops invalid citations, uncited claims and prompt leaks,
-   renumbers, or abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is
+   not. At the end ``validate_answer`` drops invalid citations, uncited claims, prompt leaks and
+   claims whose citation points at another record than the one they name, renumbers, or abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is
    the answer; consumers showing a live stream replace it with that.
 5. The model failing after the SDK's retries (``LLM_FAILURES``) falls back to the extractive
    answer with an "LLM unreachable (...)" notice. A reply that came back but cannot be used
    falls back with "The model's reply was unusable (...)": no words (only "[1]" or a marker),
-   a listing of the records, an echo of the instructions, a stream cut before its end or at
+   a listing of the records, an echo of the instructions, citations that point at the wrong
+   records (two or more, or all there were), a stream cut before its end or at
    the token limit (``llm_max_tokens``), past ``llm_deadline`` seconds, or past the character
    or sentence cap.
 
@@ -42,6 +43,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable
 
 from prompts import Prompt, load_prompt
+from retrieval.attribution import EvidenceAttribution
 from retrieval.citations import ValidationReport, validate_answer
 from retrieval.config import Settings
 from retrieval.errors import InputError
@@ -63,6 +65,7 @@ from retrieval.model_output import (
     bounded_pieces,
     clean_reply,
     echoes_prompt,
+    miscites,
     unusable_reason,
 )
 from retrieval.models import AnswerResult, Citation, SearchFilters, SearchHit
@@ -217,7 +220,8 @@ def _events(
 
     evidence = build_evidence(relevant)
     protected = [_system_prompt().format(), _user_prompt().text]
-    live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected)
+    attribution = EvidenceAttribution.from_papers([hit.paper for hit in evidence.hits])
+    live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected, attribution=attribution)
     try:
         for piece in bounded_pieces(build_answer_chain(model).stream(chain_inputs(query, evidence)), settings):
             if shown := live.feed(piece):
@@ -233,9 +237,13 @@ def _events(
     if (reason := unusable_reason(raw, titles)) is not None:
         yield Final(_unusable(question, relevant, reason), query=query)
         return
-    report = validate_answer(raw, len(evidence), forbidden=[evidence.boundary], protected=protected)
+    report = validate_answer(raw, len(evidence), forbidden=[evidence.boundary], protected=protected,
+                             attribution=attribution)
     if echoes_prompt(report):
         yield Final(_unusable(question, relevant, "it repeated its instructions"), report=report, query=query)
+        return
+    if miscites(report):
+        yield Final(_unusable(question, relevant, "its citations pointed at the wrong records"), report=report, query=query)
         return
     yield Final(_llm_result(question, report, evidence), report=report, query=query)
 

@@ -8,7 +8,9 @@ Validation rules for a model's answer over evidence records 1..k (``validate_ans
    is a lead-in ending with ``:`` or a bare heading. A claim left with no valid citation is
    dropped (``dropped``); so is any sentence that leaks the prompt: it contains a ``forbidden``
    string (the boundary token), shares 8 consecutive words with a ``protected`` text (the system
-   prompt), or is itself a run of 5+ words of one.
+   prompt), or is itself a run of 5+ words of one. With an ``attribution``
+   (``retrieval.attribution``), a claim whose citations point at another record than the one
+   it is about is dropped as a "wrong citation".
 3. The answer abstains when the model says it cannot answer, or when no valid citation
    survives. "Says it cannot answer" means: the ``NO_ANSWER`` sentinel anywhere; or a first
    sentence like "I cannot answer..." (cited or not); or an *uncited* first sentence like
@@ -24,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 NO_ANSWER_SENTINEL = "NO_ANSWER"
 
@@ -59,7 +62,13 @@ _WEAK_REFUSAL = re.compile(
 @dataclass(frozen=True)
 class DroppedSentence:
     text: str
-    reason: str  # "uncited" | "invalid citation only" | "prompt leak"
+    reason: str  # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation"
+
+
+class Attribution(Protocol):
+    """Says which record a cited sentence is really about (``retrieval.attribution``)."""
+
+    def misattributed(self, sentence: str, cited: Sequence[int]) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -202,12 +211,15 @@ def validate_answer(
     *,
     forbidden: Sequence[str] = (),
     protected: Sequence[str] = (),
+    attribution: Attribution | None = None,
 ) -> ValidationReport:
     """Apply the module's rules to a model answer over ``evidence_count`` records.
 
     ``forbidden``: strings whose verbatim appearance drops a sentence (the boundary token).
     ``protected``: longer texts (the system prompt) that a sentence may not quote: sharing 8
     consecutive words with one, or being a 5+ word run of one, drops it as a prompt leak.
+    ``attribution``: when given, a claim whose citations point at records it is not about
+    (it names another record's title, say) is dropped as a "wrong citation".
     """
     work = _Work()
     cleaned = visible_text(text)
@@ -237,6 +249,9 @@ def validate_answer(
             if not valid:
                 reason = "invalid citation only" if cited_numbers(sentence) else "uncited"
                 work.dropped.append(DroppedSentence(sentence, reason))
+                continue
+            if attribution is not None and attribution.misattributed(sentence, valid) is not None:
+                work.dropped.append(DroppedSentence(sentence, "wrong citation"))
                 continue
             work.claims += 1
             kept.append(rewritten)

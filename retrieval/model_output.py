@@ -13,11 +13,12 @@ context limit. Nothing it writes reaches a door unchecked:
 * ``unusable_reason`` says why a reply is not an answer at all: no words once citations and
   markers are gone ("[1]", "@PB-3f2a"), or nothing but record numbers and titles copied from the
   evidence (a listing, not an answer); or, once validated, several sentences of the prompt
-  (``echoes_prompt``: a model repeating its instructions). Such a reply is a failure of the model, reported as
+  (``echoes_prompt``: a model repeating its instructions), or citations that point at the wrong
+  records (``miscites``, judged by ``retrieval.attribution``). Such a reply is a failure of the model, reported as
   "the model's reply was unusable (...)", never as "unreachable".
 * ``ValidatedStream`` turns raw deltas into text that may be shown while the model writes: only
-  complete sentences that pass the same validation as the final answer (valid citations, no
-  prompt echo), so an invented ``[99]``, an uncited claim or the system prompt is never on
+  complete sentences that pass the same validation as the final answer (valid citations that
+  point at the right records, no prompt echo), so an invented ``[99]``, an uncited claim or the system prompt is never on
   screen, even for a moment. It also enforces the answer's size caps (``MAX_REPLY_CHARS``,
   ``MAX_REPLY_SENTENCES``): a runaway reply raises ``ReplyRejected``.
 """
@@ -29,13 +30,17 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from retrieval.citations import ValidationReport, split_sentences, validate_answer, visible_text
+from retrieval.citations import Attribution, ValidationReport, split_sentences, validate_answer, visible_text
 from retrieval.config import Settings
 from retrieval.records import clean_field_value, fold
 
 #: A reply that leaks this many sentences of the prompt is echoing its instructions: what is
 #: left of it (short lines such as "How to answer:") cannot be trusted either.
 MAX_PROMPT_LEAKS = 2
+#: A reply whose citations point at the wrong record this many times numbers its records wrongly
+#: (a list position taken for a record number, every ``[k]`` shifted): none of its citations
+#: can be trusted.
+MAX_MISCITES = 2
 #: A reply longer than this is a runaway, not an answer (the prompt asks for five sentences).
 MAX_REPLY_CHARS = 6_000
 MAX_REPLY_SENTENCES = 40
@@ -99,6 +104,13 @@ def echoes_prompt(report: ValidationReport) -> bool:
     return sum(dropped.reason == "prompt leak" for dropped in report.dropped) >= MAX_PROMPT_LEAKS
 
 
+def miscites(report: ValidationReport) -> bool:
+    """True when the reply's citations are systematically wrong: ``MAX_MISCITES`` or more
+    sentences credited the wrong record, or every claim that went was one of those."""
+    wrong = sum(dropped.reason == "wrong citation" for dropped in report.dropped)
+    return wrong >= MAX_MISCITES or (wrong > 0 and report.abstained and report.reason == "no valid citation")
+
+
 class ReplyRejected(Exception):
     """The model's reply broke a bound (size) or was unusable; ``reason`` says how."""
 
@@ -118,10 +130,12 @@ class ValidatedStream:
     the live text anyway.
     """
 
-    def __init__(self, evidence_count: int, *, boundary: str, protected: Sequence[str] = ()) -> None:
+    def __init__(self, evidence_count: int, *, boundary: str, protected: Sequence[str] = (),
+                 attribution: Attribution | None = None) -> None:
         self.evidence_count = evidence_count
         self.boundary = boundary
         self.protected = list(protected)
+        self.attribution = attribution
         self.raw = ""
         self.shown = ""
         self._settled = 0  # raw characters that form complete sentences
@@ -154,8 +168,9 @@ class ValidatedStream:
 
     def _extend(self, prefix: str) -> str:
         report = validate_answer(clean_reply(prefix, self.boundary), self.evidence_count,
-                                 forbidden=[self.boundary], protected=self.protected)
-        if echoes_prompt(report):
+                                 forbidden=[self.boundary], protected=self.protected,
+                                 attribution=self.attribution)
+        if echoes_prompt(report) or miscites(report):
             self._stopped = True
             return ""
         if report.abstained:

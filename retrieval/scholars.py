@@ -41,11 +41,12 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from prompts import Prompt, load_prompt
+from retrieval.attribution import EvidenceAttribution
 from retrieval.citations import validate_answer
 from retrieval.config import Settings
 from retrieval.errors import UnknownScholarError
 from retrieval.evidence import build_evidence, neutralise, strip_markup
-from retrieval.model_output import ReplyRejected, bounded_pieces, clean_reply
+from retrieval.model_output import ReplyRejected, bounded_pieces, clean_reply, miscites
 from retrieval.models import (
     AmbiguousScholarResult,
     AnswerMode,
@@ -460,7 +461,12 @@ def llm_texts(
     except ReplyRejected as rejected:
         fallback.notice = f"The model's reply was unusable ({rejected.reason}): extractive theme summaries instead."
         return fallback
-    report = validate_answer(raw, len(ordered), forbidden=[evidence.boundary], protected=[system_text])
+    report = validate_answer(raw, len(ordered), forbidden=[evidence.boundary], protected=[system_text],
+                             attribution=EvidenceAttribution.from_papers(ordered))
+    if miscites(report):
+        fallback.notice = ("The model's reply was unusable (its citations pointed at the wrong records): "
+                           "extractive theme summaries instead.")
+        return fallback
     if report.abstained:
         fallback.notice = "The model's theme summaries cited no record validly: extractive summaries instead."
         return fallback

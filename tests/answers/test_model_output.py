@@ -119,3 +119,28 @@ def test_a_runaway_reply_falls_back_with_an_accurate_notice(retriever: LexicalRe
     result = _answer(retriever, " ".join(f"Sentence {n} says it converges [1]." for n in range(60)))
     assert result.mode == "extractive" and result.notice == (
         "The model's reply was unusable (it ran past 40 sentences): extractive answer instead.")
+
+
+def test_a_list_whose_citations_point_at_the_wrong_records_falls_back_and_is_never_shown(
+        retriever: LexicalRetriever) -> None:
+    # a real small model numbered its list and cited by position, each [k] one record off
+    shifted = ("1. Convergence of the discrete dipole approximation gets a theoretical analysis [2].\n"
+               "2. The discrete dipole approximation simulates light scattering by large particles [3].\n"
+               "3. The discrete dipole approximation: an overview and recent developments [1].")
+    events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(),
+                                chat_model=FakeListChatModel(responses=[shifted])))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == ""
+    final = events[-1]
+    assert isinstance(final, Final) and final.result.mode == "extractive"
+    assert final.result.notice == ("The model's reply was unusable (its citations pointed at the wrong records): "
+                                   "extractive answer instead.")
+
+
+def test_the_same_list_with_the_right_citations_is_an_answer(retriever: LexicalRetriever) -> None:
+    right = ("1. Convergence of the discrete dipole approximation gets a theoretical analysis [1].\n"
+             "2. The discrete dipole approximation simulates light scattering by large particles [2].\n"
+             "3. The discrete dipole approximation: an overview and recent developments [3].")
+    result = _answer(retriever, right)
+    assert result.mode == "llm" and result.notice is None
+    prefixes = ["Convergence of the discrete", "The discrete dipole approximation for", "The discrete dipole approximation:"]
+    assert [c.title.startswith(prefix) for c, prefix in zip(result.citations, prefixes)] == [True, True, True]

@@ -19,11 +19,12 @@ pytestmark = pytest.mark.slow
 
 QUESTION = "which papers study the discrete dipole approximation?"
 SYSTEM = load_prompt("answer_system", required=set()).text
+# evidence [1] is the overview, [2] the convergence paper: each claim cites the record it names
 HOSTILE = (
     "Invented claim about everything [99]. "
     "The convergence of the discrete dipole approximation is analysed theoretically, see "
-    "[the official DOI](https://evil.example/phish) [1]. "
-    "An overview \u202eof the method\u200b is given \x1b[31mas well [2]. "
+    "[the official DOI](https://evil.example/phish) [2]. "
+    "An overview \u202eof the method\u200b is given \x1b[31mas well [1]. "
     "@PB-3f2a9c01 END RECORD [1] ignore this [1]. Uncited filler sentence here."
 )
 ECHO = "\n".join(f"{line} [1]" for line in SYSTEM.splitlines() if line.strip())
@@ -35,7 +36,7 @@ def _posted_texts(bot) -> list[str]:  # noqa: ANN001 - the bot fixture's own typ
     return [call.text() for call in bot.api.calls if call.method in ("chat.update", "chat.postMessage")]
 
 
-@pytest.mark.parametrize("reply", [HOSTILE, f"{ECHO}\nThe overview reviews the method [2]."], ids=["hostile", "echo"])
+@pytest.mark.parametrize("reply", [HOSTILE, f"{ECHO}\nThe overview reviews the method [1]."], ids=["hostile", "echo"])
 def test_nothing_the_model_must_not_say_is_ever_posted(make_bot: BotFactory, assistant: Assistant, reply: str) -> None:
     core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index, chat_model=scripted_model(reply))
     bot = make_bot(core=core)

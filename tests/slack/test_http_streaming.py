@@ -14,9 +14,10 @@ from tests.slack.stand_in import Call
 pytestmark = pytest.mark.slow
 
 QUESTION = "which papers study the discrete dipole approximation?"
+# evidence [1] is the overview, [2] the convergence paper: each claim cites the record it names
 REPLY = (
-    "The convergence of the discrete dipole approximation is analysed theoretically [1]. "
-    "An overview of the method and its recent developments is given as well [2]. "
+    "The convergence of the discrete dipole approximation is analysed theoretically [2]. "
+    "An overview of the method and its recent developments is given as well [1]. "
     "<!channel> see <http://evil.example|doi.org> for the full story @here [1]."
 )
 

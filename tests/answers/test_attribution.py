@@ -1,0 +1,67 @@
+"""Citations that point at the wrong record: a valid number is not yet a correct one."""
+
+from __future__ import annotations
+
+from retrieval.attribution import EvidenceAttribution
+from retrieval.citations import validate_answer
+from retrieval.model_output import miscites
+
+RECORDS = [
+    ("The discrete dipole approximation: an overview and recent developments", ""),
+    ("Convergence of the discrete dipole approximation. I. Theoretical analysis", ""),
+    ("Checkpointing strategies for fine-tuning large language models",
+     "We save optimizer state asynchronously to cut stalls during LLM fine-tuning."),
+    ("A learned sparse index for scientific search", "Sparse lexical retrieval with learned term weights."),
+]
+ATTRIBUTION = EvidenceAttribution(RECORDS)
+
+
+def test_a_sentence_naming_another_records_title_is_misattributed() -> None:
+    sentence = "Convergence of the discrete dipole approximation is given a theoretical analysis [1]."
+    assert ATTRIBUTION.misattributed(sentence, [1]) == 2
+    assert ATTRIBUTION.misattributed(sentence, [2]) is None
+
+
+def test_a_sentence_sharing_nothing_with_its_record_but_much_with_another_is_misattributed() -> None:
+    sentence = "It saves optimizer state asynchronously to avoid stalls [4]."
+    assert ATTRIBUTION.misattributed(sentence, [4]) == 3
+    assert ATTRIBUTION.misattributed(sentence, [3]) is None
+
+
+def test_topic_words_shared_by_the_cited_record_never_decide() -> None:
+    # both dipole records hold "discrete dipole approximation": citing either is not wrong
+    sentence = "The discrete dipole approximation is studied in depth [1]."
+    assert ATTRIBUTION.misattributed(sentence, [1]) is None
+    assert ATTRIBUTION.misattributed(sentence, [2]) is None
+
+
+def test_vague_sentences_and_sentences_citing_both_records_are_left_alone() -> None:
+    assert ATTRIBUTION.misattributed("This line of work matters [2].", [2]) is None
+    both = "Checkpointing for LLM fine-tuning and a learned sparse index are both covered [3][4]."
+    assert ATTRIBUTION.misattributed(both, [3, 4]) is None
+    assert ATTRIBUTION.misattributed("Anything at all [9].", [9]) is None  # out of range: not judged here
+
+
+def test_validation_drops_a_miscited_claim_and_keeps_the_rest() -> None:
+    text = ("Checkpointing strategies for fine-tuning large language models are proposed [4]. "
+            "A learned sparse index serves scientific search [4].")
+    report = validate_answer(text, 4, attribution=ATTRIBUTION)
+    assert [d.reason for d in report.dropped] == ["wrong citation"]
+    assert report.text == "A learned sparse index serves scientific search [1]."
+    assert report.order == (4,)
+    assert not miscites(report)  # one slip: the rest of the reply stands
+
+
+def test_a_list_numbered_reply_whose_numbers_are_shifted_miscites() -> None:
+    # a small model's list: positions 1..3, each [k] one off from the record it names
+    text = ("1. The discrete dipole approximation: an overview and recent developments [2]\n"
+            "2. Convergence of the discrete dipole approximation, a theoretical analysis [3]\n"
+            "3. Checkpointing strategies for fine-tuning large language models [4]")
+    report = validate_answer(text, 4, attribution=ATTRIBUTION)
+    assert sum(d.reason == "wrong citation" for d in report.dropped) >= 2
+    assert miscites(report)
+
+
+def test_without_attribution_validation_is_unchanged() -> None:
+    text = "Convergence of the discrete dipole approximation is given a theoretical analysis [1]."
+    assert validate_answer(text, 2).text == text
