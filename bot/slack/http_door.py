@@ -31,7 +31,7 @@ to the block cap with non-ASCII text (0.9-1.4 MB, by how Slack escapes it) would
 
 Server settings (``uvicorn_config``), with reasons:
 
-* ``http="h11"``: h11 bounds the header block (``h11_max_incomplete_event_size``, 16 KiB here;
+* h11, not httptools: h11 bounds the header block (``h11_max_incomplete_event_size``, 16 KiB here;
   Slack's headers are under 2 KB); the httptools parser has no such bound. h11 also rejects a
   non-numeric ``Content-Length`` itself (400, a one-line warning, no traceback).
 * ``limit_concurrency=512``: open connections (idle ones too) or running requests; above it uvicorn
@@ -40,12 +40,14 @@ Server settings (``uvicorn_config``), with reasons:
   rather than failed accepts. With the 1 MiB cap, request bodies in memory stay under 512 MiB.
 * ``backlog=2048``: Slack delivers in bursts; the kernel caps it at ``net.core.somaxconn``.
 * ``timeout_keep_alive=5``: an idle kept-alive connection is closed after 5 s.
-* uvicorn 0.54 has no timeout for a request whose headers never finish (its keep-alive timer only
-  starts after a first response, and stops at the first byte of the next request). Such a
-  connection costs an asyncio transport, about 4.4 KB measured (5,000 of them: +17 MiB RSS, no
-  thread) plus at most 16 KiB of unfinished headers. What bounds them is ``limit_concurrency``:
-  512 of them and every new request gets a 503 until they close. A reverse proxy's header timeout
-  (nginx ``client_header_timeout``) closes them in front of us.
+* ``http=HeadDeadlineProtocol``: uvicorn 0.54 has no timeout for a request whose headers never
+  finish (its keep-alive timer only starts after a first response, and stops at the first byte
+  of the next request), so our h11 protocol adds one: the request line and headers must be
+  complete ``DoorLimits.head_deadline_seconds`` (10 s) after the connection opened or the
+  previous response ended, or the client gets a 408 and the connection is closed. Until then a
+  half-sent request costs an asyncio transport, about 4.4 KB measured (5,000 of them: +17 MiB
+  RSS, no thread), plus at most 16 KiB of unfinished headers; ``limit_concurrency`` bounds how
+  many are open at once.
 * ``timeout_graceful_shutdown=10``: on SIGINT/SIGTERM requests in flight get 10 s to finish.
 * No access log, no ``Server`` header, no proxy headers trusted, no lifespan, no websockets; the
   asyncio event loop (no uvloop dependency); one worker process (replay memory is per process).
@@ -68,10 +70,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+import h11
 import uvicorn
 from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.context import BoltContext
 from slack_bolt.request.internals import build_context
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from bot.slack.jobs import new_reference
 
@@ -104,6 +108,7 @@ class DoorLimits:
 
     max_body_bytes: int = 1024 * 1024
     body_deadline_seconds: float = 10.0  # for the whole body, from the end of the headers
+    head_deadline_seconds: float = 10.0  # for the request line and headers (``HeadDeadlineProtocol``)
     dispatch_threads: int = 32  # Bolt's dispatch: middleware, then the ack; a command waits there for a listener thread
 
 
@@ -367,10 +372,56 @@ def bind(host: str, port: int) -> socket.socket:
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+class HeadDeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request's line and headers.
+
+    The deadline runs from the connection's start, and again from the end of each response on a
+    kept-alive connection; it is met once h11 has parsed a whole request head. A connection that
+    misses it gets a 408 written directly (h11 cannot answer a request it has not parsed) and is
+    closed. ``head_deadline_seconds`` is set per server by ``uvicorn_config``.
+    """
+
+    head_deadline_seconds: float = DoorLimits.head_deadline_seconds
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_head_deadline()  # the next request on this connection gets its own deadline
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def _arm_head_deadline(self) -> None:
+        self._cancel_head_deadline()
+        self._head_timer = self.loop.call_later(self.head_deadline_seconds, self._head_deadline_passed)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_deadline_passed(self) -> None:
+        self._head_timer = None
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            return  # the head arrived (the body has a deadline of its own) or it is closing anyway
+        log.info("closed a connection whose request headers did not arrive within %g s", self.head_deadline_seconds)
+        self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        self.transport.close()
+
+
 def uvicorn_config(app: ASGIApp) -> uvicorn.Config:
+    limits = getattr(app, "limits", None)
+    head_deadline = limits.head_deadline_seconds if isinstance(limits, DoorLimits) else DoorLimits.head_deadline_seconds
+    protocol = type("HeadDeadlineProtocol", (HeadDeadlineProtocol,), {"head_deadline_seconds": head_deadline})
     return uvicorn.Config(
         app,
-        http="h11",
+        http=protocol,
         loop="asyncio",
         ws="none",
         lifespan="off",

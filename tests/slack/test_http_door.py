@@ -159,6 +159,36 @@ def test_a_body_slower_than_the_deadline_gets_408_and_the_connection_closed(make
 
 
 @slow
+def test_headers_that_do_not_arrive_in_time_get_408_and_the_connection_closed(make_bot: BotFactory) -> None:
+    bot = make_bot(limits=DoorLimits(head_deadline_seconds=0.5))
+    with _connect(bot, timeout=3.0) as sock:  # uvicorn alone keeps such a connection open for ever
+        sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        started = time.monotonic()
+        status, headers, _ = _response(sock)
+        assert status == 408 and headers.get("connection") == "close"
+        assert 0.4 < time.monotonic() - started < 2.5 and _closed(sock)
+    with _connect(bot, timeout=3.0) as sock:  # a connection that sends nothing at all: the same
+        status, _, _ = _response(sock)
+        assert status == 408 and _closed(sock)
+    _still_serving(bot)
+
+
+@slow
+def test_a_head_sent_slowly_but_in_time_is_served_and_kept_alive_requests_get_their_own_deadline(
+        make_bot: BotFactory) -> None:
+    bot = make_bot(limits=DoorLimits(head_deadline_seconds=1.0))
+    health = _head({}, method="GET", path="/healthz")
+    with _connect(bot, timeout=5.0) as sock:
+        for delay, piece in ((0.0, health[:10]), (0.3, health[10:20]), (0.3, health[20:])):
+            time.sleep(delay)  # the head takes 0.6 s in all, inside the deadline
+            sock.sendall(piece)
+        assert _response(sock)[0] == 200
+        time.sleep(0.6)  # 1.2 s after the connection opened: the next request's deadline started afresh
+        sock.sendall(health)
+        assert _response(sock)[0] == 200
+
+
+@slow
 def test_half_open_connections_hold_no_thread_and_health_still_answers(bot: Bot) -> None:
     _still_serving(bot)  # the server's own threads exist before counting
     threads = threading.active_count()
