@@ -83,7 +83,7 @@ class EvidenceAttribution:
             named = _named_share(terms, record, cited_records)
             if named is not None and len(terms & record.text) <= len(terms & cited_text):
                 named = None  # the cited records account for the sentence at least as well
-            if named is None and orphan and len((terms & record.text) - cited_text) >= MIN_ORPHAN_TERMS:
+            if named is None and orphan and len(terms & record.text) >= MIN_ORPHAN_TERMS:
                 named = 0.0
             if named is not None and (best is None or named > best[0]):
                 best = (named, number)
