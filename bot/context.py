@@ -1,4 +1,7 @@
-"""What every CLI command receives: settings, the assistant, and where to write."""
+"""What every CLI command receives: settings, the assistant, and where to write.
+
+rich is imported when the first message or progress bar is shown, not before.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
 from retrieval.config import Settings, open_data_dir
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from retrieval.assistant import Assistant
     from retrieval.index import PaperIndex
 
@@ -25,7 +27,7 @@ class CliContext:
 
     settings: Settings
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    console: "Console | None" = None  # for stderr; None: a plain one, made on first use
     _assistant: "Assistant | None" = None
 
     def __post_init__(self) -> None:
@@ -44,6 +46,17 @@ class CliContext:
     def index(self) -> "PaperIndex":
         return self.assistant.index
 
+    @property
+    def width(self) -> int | None:
+        """The columns text results wrap at when stdout is a terminal (``bot.render.text_width``);
+        None for a pipe or a file (``bot.render``: one record per line)."""
+        isatty = getattr(self.stdout, "isatty", None)
+        if isatty is None or not isatty():
+            return None
+        from bot.render import text_width
+
+        return text_width()
+
     def out(self, text: str = "") -> None:
         """Write a line of the command's result to stdout (messages and progress go to stderr)."""
         self.stdout.write(text + "\n")
@@ -53,18 +66,35 @@ class CliContext:
 
     def note(self, text: str) -> None:
         """A one-line message on stderr (never mixed into --json output)."""
-        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        console = self._stderr()  # wrapped at a terminal's width; to a pipe or a file, one line
+        console.print(text, markup=False, highlight=False, soft_wrap=not console.is_terminal)
+
+    def _stderr(self) -> "Console":
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(stderr=True, highlight=False)
+        return self.console
 
     @contextmanager
     def progress(self, description: str, total: int | None = None) -> Iterator[Callable[[int, int], None]]:
         """A progress bar on stderr; yields ``update(done, total)``."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=self.console,
+            console=self._stderr(),
             transient=False,
         )
         with bar:

@@ -1,11 +1,22 @@
-"""Plain-text rendering of results for the terminal (the Slack layer has its own Block Kit)."""
+"""Plain-text rendering of results for the terminal (the Slack layer has its own Block Kit).
+
+Every renderer takes ``width``: the columns of the terminal the text goes to (``text_width``),
+or None for a pipe or a file, which keep one record per line (answer paragraphs at
+``MAX_WIDTH``) for scripts that grep them. At a width, long lines wrap with a hanging indent
+under their first words; URLs, DOIs and ids are never broken.
+"""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
+from typing import TYPE_CHECKING
 
-from retrieval.listing import describe_filters
-from retrieval.models import AnswerResult, Citation, SearchFilters, SearchResult
+if TYPE_CHECKING:
+    from retrieval.models import AnswerResult, Citation, SearchResult
+
+MAX_WIDTH = 100  # wider terminals still get lines a reader can follow
+MIN_WIDTH = 40
 
 MODE_LABELS = {
     "extractive": "extractive (no LLM: each sentence is taken from the cited record's abstract)",
@@ -37,31 +48,68 @@ def citation_line(citation: Citation) -> str:
     return " ".join(pieces)
 
 
-def wrap(text: str, width: int = 100) -> str:
-    return "\n".join(textwrap.fill(par, width=width) if par.strip() else "" for par in text.split("\n"))
+def text_width() -> int:
+    """The terminal's columns (``$COLUMNS`` first), between ``MIN_WIDTH`` and ``MAX_WIDTH``."""
+    return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns))
+
+
+def wrap(text: str, width: int | None = None, indent: str = "") -> str:
+    """Each paragraph (line) of ``text`` filled to ``MAX_WIDTH``; at a terminal's ``width``,
+    continuing under ``indent``, and a "- " item under its first word."""
+    paragraphs = text.split("\n")
+    if width is None:
+        return "\n".join(textwrap.fill(par, width=MAX_WIDTH) if par.strip() else "" for par in paragraphs)
+    return "\n".join(hang(par, width, "  " if par.startswith("- ") else indent) for par in paragraphs)
+
+
+_GLUE = "\xa0"  # textwrap breaks lines at ASCII whitespace only
+
+
+def glue(words: str) -> str:
+    """``words`` kept on one line by ``hang`` (a command to copy, "2021: 4", a name)."""
+    return words.replace(" ", _GLUE)
+
+
+def hang(line: str, width: int | None, indent: str = "    ") -> str:
+    """``line`` wrapped to ``width`` with its continuation lines indented; unchanged for None."""
+    if width is not None and len(line) > width:
+        line = textwrap.fill(line, width=width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False)
+    return line.replace(_GLUE, " ")
+
+
+def hang_items(label: str, items: list[str], width: int | None, empty: str = "none") -> str:
+    """``label`` + ``items`` joined by commas, wrapped between items (never inside one),
+    continuing under the first item."""
+    if not items:
+        return label + empty
+    return hang(label + ", ".join(glue(item) for item in items), width, " " * len(label))
 
 
 def filters_line(result: AnswerResult) -> str | None:
     """"Filters: by Zhao Zhang since 2025" when the answer was restricted, else None."""
     if not result.filters:
         return None
+    from retrieval.listing import describe_filters
+    from retrieval.models import SearchFilters
+
     return "Filters: " + describe_filters(SearchFilters.model_validate(result.filters))
 
 
-def render_answer(result: AnswerResult) -> str:
+def render_answer(result: AnswerResult, *, width: int | None = None) -> str:
     label = LISTING_LABEL if result.kind == "listing" else MODE_LABELS.get(result.mode, result.mode)
-    lines = [f"Mode: {label}"]
+    lines = [hang(f"Mode: {label}", width, "      ")]
     filters = filters_line(result)
     if filters:
-        lines.append(filters)
-    lines += ["", wrap(result.answer)]
+        lines.append(hang(filters, width, "         "))
+    lines += ["", wrap(result.answer, width)]
     if result.citations:
         lines += ["", "Sources:"]
-        lines += [citation_line(c) for c in result.citations]
+        lines += [hang(citation_line(c), width) for c in result.citations]
     return "\n".join(lines)
 
 
-def render_search(result: SearchResult) -> str:
+def render_search(result: SearchResult, *, width: int | None = None) -> str:
     if not result.results:
         return "No indexed paper matches this query."
-    return "\n".join(f"{citation_line(c)}  (score {c.score:.3f})" for c in result.results)
+    return "\n".join(hang(f"{citation_line(c)}  (score {c.score:.3f})", width) for c in result.results)

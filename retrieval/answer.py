@@ -36,11 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import Runnable
+from typing import TYPE_CHECKING
 
 from prompts import Prompt, load_prompt
 from retrieval.attribution import EvidenceAttribution
@@ -58,7 +54,6 @@ from retrieval.evidence import (
 )
 from retrieval.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.followup import heuristic_query, standalone_question
-from retrieval.llm import LLM_FAILURES, NO_LLM_NOTICE, build_chat_model, describe_failure, model_attempts
 from retrieval.model_output import (
     ReplyRejected,
     ValidatedStream,
@@ -69,6 +64,17 @@ from retrieval.model_output import (
     unusable_reason,
 )
 from retrieval.models import AnswerResult, Citation, SearchFilters, SearchHit
+
+if TYPE_CHECKING:  # the LLM stack (langchain, openai) is imported only when a model is configured
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import Runnable
+
+NO_LLM_NOTICE = (
+    "No LLM configured: extractive answer from the records "
+    "(set OPENAI_API_KEY or OPENAI_BASE_URL for written answers)."
+)
 
 Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
 
@@ -108,6 +114,8 @@ def _user_prompt() -> Prompt:
 
 @lru_cache(maxsize=1)
 def _answer_prompt() -> ChatPromptTemplate:
+    from langchain_core.prompts import ChatPromptTemplate
+
     return ChatPromptTemplate.from_messages([("system", _system_prompt().text), ("human", _user_prompt().text)])
 
 
@@ -183,9 +191,18 @@ def stream_answer(
     question; retriever errors (``IndexUnavailableError``) pass through.
     """
     question = _checked_question(question, k)  # eager: bad input raises before iteration
-    model = chat_model if chat_model is not None else build_chat_model(settings)
+    model = chat_model if chat_model is not None else configured_chat_model(settings)
     threshold = resolve_policy(settings, min_relevance)
     return _events(question, retriever, settings, k, filters, history, model, threshold, scorer, rarity)
+
+
+def configured_chat_model(settings: Settings) -> BaseChatModel | None:
+    """``retrieval.llm.build_chat_model``, which is not even imported when no model is configured."""
+    if not settings.llm_configured:
+        return None
+    from retrieval.llm import build_chat_model
+
+    return build_chat_model(settings)
 
 
 def _events(
@@ -200,10 +217,15 @@ def _events(
     scorer: SentenceScorer | None,
     rarity: Rarity | None = None,
 ) -> Iterator[AnswerEvent]:
+    llm_failures: tuple[type[Exception], ...] = ()  # without a model, no model call can fail
+    if model is not None:  # the LLM stack is imported only when there is a model
+        from retrieval.llm import LLM_FAILURES, describe_failure, model_attempts
+
+        llm_failures = LLM_FAILURES
     failure: Exception | None = None
     try:
         query = standalone_question(question, history, model)
-    except LLM_FAILURES as exc:
+    except llm_failures as exc:
         failure, query = exc, heuristic_query(question, history)
     relevant = select_relevant(query, retriever(query, k, filters), threshold, rarity)
 
@@ -226,7 +248,7 @@ def _events(
         for piece in bounded_pieces(build_answer_chain(model).stream(chain_inputs(query, evidence)), settings):
             if shown := live.feed(piece):
                 yield TextDelta(shown)  # only text that passed validation: never a [99] or the prompt
-    except LLM_FAILURES as exc:
+    except llm_failures as exc:
         yield Final(_fallback(question, relevant, describe_failure(exc, attempts)), query=query)
         return
     except ReplyRejected as rejected:

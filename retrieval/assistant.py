@@ -125,9 +125,9 @@ class Assistant:
     @property
     def chat_model(self) -> "BaseChatModel | None":
         if self._chat_model is _UNSET:
-            from retrieval.llm import build_chat_model
+            from retrieval.answer import configured_chat_model  # imports no LLM stack when none is configured
 
-            self._chat_model = build_chat_model(self.settings)
+            self._chat_model = configured_chat_model(self.settings)
         return self._chat_model  # type: ignore[return-value]
 
     def _retrieve(self, query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:

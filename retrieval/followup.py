@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from typing import TYPE_CHECKING
 
 from prompts import load_prompt
 from retrieval.citations import NO_ANSWER_SENTINEL
 from retrieval.evidence import content_words, neutralise, new_boundary
+
+if TYPE_CHECKING:  # langchain-core is imported only when a model is configured
+    from langchain_core.language_models import BaseChatModel
 
 MAX_HISTORY_TURNS = 3
 MAX_TURN_CHARS = 600
@@ -89,6 +90,8 @@ def condense_question(question: str, history: Sequence[tuple[str, str]], model: 
 
     Raises one of ``retrieval.llm.LLM_FAILURES`` when the model call itself fails.
     """
+    from langchain_core.messages import HumanMessage
+
     prompt = load_prompt("condense_question", required={"boundary", "history", "question"})
     boundary = new_boundary()
     text = prompt.format(

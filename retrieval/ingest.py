@@ -23,13 +23,16 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from retrieval.errors import InputError, ParseError
-from retrieval.index import PaperIndex
 from retrieval.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
 from retrieval.records import Paper
 from retrieval.sources.base import SkippedItem
 from retrieval.sources.files import FORMATS, parse_file, read_text
+
+if TYPE_CHECKING:
+    from retrieval.index import PaperIndex  # the caller's: reading files needs no vector store
 
 log = logging.getLogger(__name__)
 

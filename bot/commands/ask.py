@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
 from bot.render import render_answer, render_search
-from retrieval.models import AnswerResult, SearchFilters, SearchResult
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.models import AnswerResult, SearchFilters, SearchResult
 
 
 def _add_retrieval_options(parser: argparse.ArgumentParser, default_k: int) -> None:
@@ -30,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _filters(args: argparse.Namespace) -> SearchFilters:
+    from retrieval.models import SearchFilters
+
     return SearchFilters(since=args.since, authors=list(args.author))
 
 
@@ -48,7 +53,7 @@ def _show(result: AnswerResult | SearchResult, args: argparse.Namespace, ctx: Cl
     if args.json:
         ctx.out_json(result.model_dump(mode="json"))
     else:
-        ctx.out(render(result))
+        ctx.out(render(result, width=ctx.width))
     return 0
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
-from bot.render import citation_line, wrap
-from retrieval.models import Citation, CollaboratorsResult
+from bot.render import citation_line, hang, wrap
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.models import Citation, CollaboratorsResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,24 +30,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def render_collaborators(result: CollaboratorsResult, *, for_name: str | None = None, new_only: bool = False) -> str:
+def render_collaborators(result: CollaboratorsResult, *, for_name: str | None = None, new_only: bool = False,
+                         width: int | None = None) -> str:
     if not result.scholars:
         return result.notice or "Nobody in the index has a paper on this topic."
     heading = f"People working on “{result.topic}”"
     if for_name:
         heading += f" (leaving out {for_name}" + (" and their co-authors)" if new_only else ")")
-    lines = [heading + ":", ""]
+    lines = [hang(heading + ":", width), ""]
     papers: dict[int, Citation] = {}
     for rank, scholar in enumerate(result.scholars, start=1):
         where = scholar.affiliation or "no affiliation on record"
         refs = "".join(f"[{c.n}]" for c in scholar.papers)
         who = scholar.name + (f" [{scholar.person_id}]" if scholar.person_id else "")
-        lines.append(f"{rank:>2}. {who} — {where} — score {scholar.score:.2f} {refs}")
-        lines.append(wrap(f"    {scholar.reason}"))
+        lines.append(hang(f"{rank:>2}. {who} — {where} — score {scholar.score:.2f} {refs}", width))
+        lines.append(wrap(f"    {scholar.reason}", width, indent="    "))
         for citation in scholar.papers:
             papers.setdefault(citation.n, citation)
     lines += ["", "Papers:"]
-    lines += [citation_line(papers[n]) for n in sorted(papers)]
+    lines += [hang(citation_line(papers[n]), width) for n in sorted(papers)]
     return "\n".join(lines)
 
 
@@ -55,5 +59,6 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         ctx.out_json(result.model_dump(mode="json"))
     else:
-        ctx.out(render_collaborators(result, for_name=result.for_person or args.for_name, new_only=args.new_only))
+        ctx.out(render_collaborators(result, for_name=result.for_person or args.for_name, new_only=args.new_only,
+                                     width=ctx.width))
     return 0

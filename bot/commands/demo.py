@@ -6,10 +6,12 @@ import argparse
 import hashlib
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
 from bot.render import render_answer
-from bot.commands.ingest import print_report
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
 
 SAMPLE_FILE = "arxiv_sample.jsonl"
 DEFAULT_QUESTION = "Which papers use large language models to generate unit tests?"
@@ -29,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from bot.commands.ingest import print_report
+
     path = sample_path()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     index = ctx.index
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.out_json(result.model_dump(mode="json"))
     else:
         ctx.out(f"Q: {args.question}")
-        ctx.out(render_answer(result))
+        ctx.out(render_answer(result, width=ctx.width))
         ctx.out()
         ctx.out('Try your own: paperbot ask "..."   (paperbot --help lists every command)')
     return 0

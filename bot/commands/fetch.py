@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from datetime import date
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
 from retrieval.errors import InputError, SourceError
-from retrieval.ingest import IngestReport
-from retrieval.names import names_compatible
-from retrieval.records import Paper, normalize_openalex_id, normalize_orcid
-from retrieval.sources.base import SkippedItem
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.records import Paper
+    from retrieval.sources.base import SkippedItem
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 LABELS = {"arxiv": "arXiv", "openalex": "OpenAlex", "crossref": "Crossref"}
@@ -99,6 +100,8 @@ class _Plan:
 
 
 def _doi_lookup(lookup: Callable[[str], Paper | None], dois: list[str], source: str, skipped: list[SkippedItem]) -> Iterator[Paper]:
+    from retrieval.sources.base import SkippedItem
+
     for doi in dois:
         paper = lookup(doi)
         if paper is None:
@@ -122,6 +125,8 @@ def _arxiv_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[Skipped
 
 def _by_author(source: object, name: str, args: argparse.Namespace, plan: _Plan) -> Iterator[Paper]:
     """arXiv's author search also matches other people's names: keep the compatible ones."""
+    from retrieval.names import names_compatible
+
     dropped = 0
     for paper in source.by_author(name, since=args.since, max_results=args.max_results):  # type: ignore[attr-defined]
         if any(names_compatible(name, author.name) for author in paper.authors):
@@ -134,6 +139,7 @@ def _by_author(source: object, name: str, args: argparse.Namespace, plan: _Plan)
 
 def _openalex_author(source: object, value: str) -> str:
     """An OpenAlex author id from ``--author``: the id itself, or the one profile a name search finds."""
+    from retrieval.records import normalize_openalex_id
     from retrieval.sync import choose_openalex_profile
 
     bare = normalize_openalex_id(value)
@@ -176,6 +182,8 @@ def _crossref_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[Skip
 
 
 def _orcid(value: str) -> str:
+    from retrieval.records import normalize_orcid
+
     orcid = normalize_orcid(value)
     if orcid is None:
         raise InputError(f"{value!r} is not an ORCID.", hint="An ORCID looks like 0000-0002-1825-0097.")
@@ -188,6 +196,7 @@ PLANS = {"arxiv": _arxiv_plan, "openalex": _openalex_plan, "crossref": _crossref
 def run_fetch(source: str, args: argparse.Namespace, ctx: CliContext) -> int:
     """Fetch what ``args`` select from ``source`` ("arxiv", "openalex", "crossref") and index it."""
     from bot.commands.ingest import print_report
+    from retrieval.ingest import IngestReport
 
     if source not in PLANS:
         raise InputError(f"Unknown source {source!r}.", hint="Use one of: " + ", ".join(FETCH_SOURCES))

@@ -11,12 +11,15 @@ given files could be read (each unreadable, empty or fully skipped): the report 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
 from retrieval.errors import InputError
-from retrieval.ingest import EMPTY_FILE, IngestReport
-from retrieval.sources import files as source_files
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.ingest import IngestReport
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
@@ -30,6 +33,23 @@ def rewrite_fetch_argv(argv: list[str]) -> list[str]:
     return argv
 
 
+class _Formats:
+    """``retrieval.sources.files.FORMATS`` (formats may be added there) as argparse choices, read
+    when argparse first looks at them: building the parser imports none of the file readers."""
+
+    @staticmethod
+    def _names() -> tuple[str, ...]:
+        from retrieval.sources import files as source_files
+
+        return source_files.FORMATS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ingest",
@@ -38,9 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first word, fetch from that API (see `paperbot fetch --help`).",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files to index")
-    formats = source_files.FORMATS  # read when the parser is built: formats may be added
-    parser.add_argument("--format", choices=formats, metavar="FMT",
-                        help=f"read every file as FMT ({', '.join(formats)}); default: detected per file")
+    parser.add_argument("--format", choices=_Formats(), metavar="FMT",
+                        help="read every file as FMT (%(choices)s); default: detected per file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(handler=run)
 
@@ -68,6 +87,9 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
 
 def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:
     """The one-line error of an ingest that read nothing: what each file held, and what to do."""
+    from retrieval.ingest import EMPTY_FILE
+    from retrieval.sources import files as source_files
+
     problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in report.files if result.problem]
     listed = "; ".join(f"{path}: {problem}" for path, problem in problems[:PROBLEMS_SHOWN])
     if len(problems) > PROBLEMS_SHOWN:

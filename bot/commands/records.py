@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
+from bot.render import hang, hang_items
 from retrieval.errors import InputError
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,11 +59,13 @@ def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         ctx.out_json(payload)
         return 0
-    ctx.out(f"Papers: {stats.papers:,}   Scholars on the roster: {stats.scholars}   Last sync: {stats.last_sync or 'never'}")
-    ctx.out("By source:  " + (", ".join(f"{k} {v:,}" for k, v in stats.by_source.items()) or "none"))
-    ctx.out("By year:    " + (", ".join(f"{k}: {v}" for k, v in stats.by_year.items()) or "none"))
+    width = ctx.width
+    ctx.out(hang(f"Papers: {stats.papers:,}   Scholars on the roster: {stats.scholars}   "
+                 f"Last sync: {stats.last_sync or 'never'}", width))
+    ctx.out(hang_items("By source:  ", [f"{k} {v:,}" for k, v in stats.by_source.items()], width))
+    ctx.out(hang_items("By year:    ", [f"{k}: {v}" for k, v in stats.by_year.items()], width))
     if per_scholar:
-        ctx.out("By scholar: " + ", ".join(f"{k} {v}" for k, v in per_scholar.items()))
+        ctx.out(hang_items("By scholar: ", [f"{k} {v}" for k, v in per_scholar.items()], width))
     return 0
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
-from retrieval.roster import SOURCES, Roster, Scholar
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.roster import Scholar
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,11 +52,15 @@ def _describe(scholar: Scholar) -> str:
 
 
 def _synced(scholar: Scholar) -> str:
+    from retrieval.roster import SOURCES
+
     marks = [f"{source} {scholar.last_synced[source][:10]}" for source in SOURCES if source in scholar.last_synced]
     return "last synced: " + (", ".join(marks) if marks else "never")
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from retrieval.roster import Roster
+
     roster = Roster.load(ctx.settings)
     if args.scholars_action == "add":
         scholar = roster.add(args.name, orcid=args.orcid, openalex_id=args.openalex, arxiv_name=args.arxiv_name,

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
-from bot.render import MODE_LABELS, citation_line, wrap
+from bot.render import MODE_LABELS, citation_line, glue, hang, hang_items, wrap
 from retrieval.errors import InputError
-from retrieval.models import AmbiguousScholarResult, ScholarSummaryResult
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.models import AmbiguousScholarResult, ScholarSummaryResult
 
 MODE_LABELS_SUMMARY = {
     "extractive": "extractive (no LLM: titles and abstract sentences of the cited records)",
@@ -18,6 +21,7 @@ MODE_LABELS_SUMMARY = {
 
 
 ID_LABELS = {"orcid": "ORCID", "openalex": "OpenAlex"}
+PICK = "paperbot summarize "  # + a person id: kept on one line at a terminal's width
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,9 +49,9 @@ def _papers(n: int) -> str:
     return f"{n} paper" + ("" if n == 1 else "s")
 
 
-def render_ambiguous(result: AmbiguousScholarResult) -> str:
+def render_ambiguous(result: AmbiguousScholarResult, *, width: int | None = None) -> str:
     count = len(result.candidates) + result.more
-    lines = [f"“{result.query}” matches {count} different people in the index. Which one?"]
+    lines = [hang(f"“{result.query}” matches {count} different people in the index. Which one?", width)]
     for i, c in enumerate(result.candidates, start=1):
         facts = [c.affiliation or "no affiliation on record", _papers(c.papers)]
         if c.latest_year:
@@ -59,17 +63,17 @@ def render_ambiguous(result: AmbiguousScholarResult) -> str:
             line += f" — with {', '.join(c.coauthors)}"
         if c.ids:
             line += " — " + ", ".join(f"{k} {v}" for k, v in sorted(c.ids.items()))
-        lines.append(line)
+        lines.append(hang(line, width))
     if result.more:
         lines.append(f"    … and {result.more} more.")
     lines += ["", "They are kept apart because their co-authors, topics or ids differ."]
     example = next((c.person_id for c in result.candidates if c.person_id), None)
     if example:
-        lines.append(f"Pick one in one step with the id in brackets, e.g. paperbot summarize {example}")
+        lines.append(hang(f"Pick one in one step with the id in brackets, e.g. {glue(PICK)}{example}", width, ""))
         lines.append("(or ask again with a fuller name, an ORCID or OpenAlex author id).")
     else:
-        lines.append("Ask again with a fuller name, an ORCID or OpenAlex author id, or a roster alias "
-                     "(paperbot scholars add NAME --openalex ID).")
+        lines.append(hang("Ask again with a fuller name, an ORCID or OpenAlex author id, or a roster alias "
+                          "(paperbot scholars add NAME --openalex ID).", width, ""))
     return "\n".join(lines)
 
 
@@ -100,45 +104,53 @@ def _years(counts: dict[int, int]) -> str:
     return ", ".join(f"{year}: {n}" for year, n in sorted(counts.items()))
 
 
-def render_summary(result: ScholarSummaryResult) -> str:
+def render_summary(result: ScholarSummaryResult, *, width: int | None = None) -> str:
     scholar = result.scholar
     lines = [scholar.name]
     if scholar.ids:
-        lines.append("  " + "   ".join(f"{ID_LABELS.get(k, k)} {v}" for k, v in sorted(scholar.ids.items())))
+        lines.append(hang("  " + "   ".join(f"{ID_LABELS.get(k, k)} {v}" for k, v in sorted(scholar.ids.items())),
+                          width, "  "))
     current = scholar.affiliations.get("current", [])
     previous = scholar.affiliations.get("previous", [])
     affiliation = "; ".join(current) if current else "none on record"
     if previous:
         affiliation += f" (previously: {'; '.join(previous)})"
-    lines.append(f"Affiliation: {affiliation}")
+    lines.append(hang(f"Affiliation: {affiliation}", width))
     if result.counts_by_year:
         years = sorted(result.counts_by_year)
         span = str(years[0]) if years[0] == years[-1] else f"{years[0]}–{years[-1]}"
-        lines.append(f"Papers in the index: {result.paper_count} ({span}) — by year: {_years(result.counts_by_year)}")
+        head = f"Papers in the index: {result.paper_count} ({span}) — by year: "
+        if width is None or len(head + _years(result.counts_by_year)) <= width:
+            lines.append(head + _years(result.counts_by_year))
+        else:  # the years on lines of their own, under the label
+            lines.append(head.rstrip())
+            lines.append(hang_items("    ", [f"{y}: {n}" for y, n in sorted(result.counts_by_year.items())], width))
     else:
         lines.append(f"Papers in the index: {result.paper_count}")
     if result.topics:
-        lines.append(wrap("Topics: " + ", ".join(result.topics)))
+        lines.append(wrap("Topics: " + ", ".join(result.topics), width, "    "))
     if result.coauthors:
         top = ", ".join(f"{c.name} ({c.shared})" for c in result.coauthors)
-        lines.append(wrap(f"Co-authors: {result.coauthor_count} in the index; most shared papers: {top}"))
+        lines.append(wrap(f"Co-authors: {result.coauthor_count} in the index; most shared papers: {top}", width, "    "))
     if result.person_id:
-        lines.append(f"Person id: {result.person_id} (summarize and collaborators --for accept it)")
+        lines.append(hang(f"Person id: {result.person_id} (summarize and collaborators --for accept it)", width))
     namesakes = namesake_line(result)
     if namesakes:
-        lines.append(namesakes)
+        lines.append(hang(namesakes.replace(PICK, glue(PICK)), width))  # each command on one line
     lines.append("")
     if result.window_note:
-        lines += [wrap(f"Note: {result.window_note}"), ""]
-    lines.append(wrap(result.summary))
-    lines += ["", f"Mode: {MODE_LABELS_SUMMARY.get(result.mode, result.mode)}"]
+        lines += [wrap(f"Note: {result.window_note}", width), ""]
+    lines.append(wrap(result.summary, width))
+    lines += ["", hang(f"Mode: {MODE_LABELS_SUMMARY.get(result.mode, result.mode)}", width, "      ")]
     if result.papers:
         lines += ["", "Papers:"]
-        lines += [citation_line(c) for c in result.papers]
+        lines += [hang(citation_line(c), width) for c in result.papers]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from retrieval.models import AmbiguousScholarResult
+
     _check_since(args.since)
     result = ctx.assistant.summarize(args.name, since=args.since)
     if isinstance(result, AmbiguousScholarResult):
@@ -147,7 +159,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         if args.json:
             ctx.out_json(result.model_dump(mode="json"))
         else:
-            ctx.out(render_ambiguous(result))
+            ctx.out(render_ambiguous(result, width=ctx.width))
         return 0
     if result.notice:
         ctx.note(result.notice)
@@ -157,5 +169,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         ctx.out_json(result.model_dump(mode="json"))
     else:
-        ctx.out(render_summary(result))
+        ctx.out(render_summary(result, width=ctx.width))
     return 0

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from bot.context import CliContext
 from retrieval.errors import InputError, PaperbotError
-from retrieval.roster import Roster
-from retrieval.sync import SyncEvent, SyncReport
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.sync import SyncEvent, SyncReport
 
 NEW_SHOWN = 10
 
@@ -64,6 +66,8 @@ def print_report(report: SyncReport, ctx: CliContext) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from retrieval.roster import Roster
+
     scholars = Roster.load(ctx.settings).list()
     if not scholars:
         raise InputError(
