@@ -14,15 +14,17 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    ``TextDelta`` carries only text that passed validation (complete sentences with valid
    citations, no link, no prompt echo), so a live view never shows what the final answer would
    not. At the end ``validate_answer`` drops invalid citations, uncited claims, prompt leaks and
-   claims whose citation points at another record than the one they name, renumbers, or abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is
-   the answer; consumers showing a live stream replace it with that.
+   claims whose citation points at another record than the one they name, renumbers, or
+   abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is the
+   answer; consumers showing a live stream replace it with that.
 5. The model failing after the SDK's retries (``LLM_FAILURES``) falls back to the extractive
    answer with an "LLM unreachable (...)" notice. A reply that came back but cannot be used
    falls back with "The model's reply was unusable (...)": no words (only "[1]" or a marker),
-   a listing of the records, an echo of the instructions, citations that point at the wrong
-   records (two or more, or all there were), a stream cut before its end or at
-   the token limit (``llm_max_tokens``), past ``llm_deadline`` seconds, or past the character
-   or sentence cap.
+   a listing of the records, a stream cut before its end or at the token limit
+   (``llm_max_tokens``), past ``llm_deadline`` seconds, past the character or sentence cap;
+   or, once validated (``unusable_answer_reason``), an echo of the instructions, citations
+   that point at the wrong records, claims none of which cites a record validly, or claims
+   that share no word with the records they cite.
 
 The system prompt is the same bytes for every question (the random boundary is announced in the
 user turn), so a server can reuse its prompt cache between questions.
@@ -59,8 +61,7 @@ from retrieval.model_output import (
     ValidatedStream,
     bounded_pieces,
     clean_reply,
-    echoes_prompt,
-    miscites,
+    unusable_answer_reason,
     unusable_reason,
 )
 from retrieval.models import AnswerResult, Citation, SearchFilters, SearchHit
@@ -261,11 +262,8 @@ def _events(
         return
     report = validate_answer(raw, len(evidence), forbidden=[evidence.boundary], protected=protected,
                              attribution=attribution)
-    if echoes_prompt(report):
-        yield Final(_unusable(question, relevant, "it repeated its instructions"), report=report, query=query)
-        return
-    if miscites(report):
-        yield Final(_unusable(question, relevant, "its citations pointed at the wrong records"), report=report, query=query)
+    if (reason := unusable_answer_reason(report, attribution)) is not None:
+        yield Final(_unusable(question, relevant, reason), report=report, query=query)
         return
     yield Final(_llm_result(question, report, evidence), report=report, query=query)
 

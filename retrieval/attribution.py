@@ -65,6 +65,12 @@ class EvidenceAttribution:
     def __len__(self) -> int:
         return len(self._records)
 
+    def says_something(self, sentence: str, cited: Sequence[int]) -> bool:
+        """True when the sentence shares a content term with a record it cites ("The answer to
+        the question is [2]." shares none: it cites without saying anything)."""
+        terms = content_terms(_CITATION_GROUP.sub(" ", sentence))
+        return any(terms & self._records[n - 1].text for n in cited if 1 <= n <= len(self._records))
+
     def misattributed(self, sentence: str, cited: Sequence[int]) -> int | None:
         """The record (1-based) the sentence is about instead of those it ``cited``, or None."""
         numbers = [n for n in dict.fromkeys(cited) if 1 <= n <= len(self._records)]

@@ -30,7 +30,14 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from retrieval.citations import Attribution, ValidationReport, split_sentences, validate_answer, visible_text
+from retrieval.citations import (
+    Attribution,
+    ValidationReport,
+    cited_numbers,
+    split_sentences,
+    validate_answer,
+    visible_text,
+)
 from retrieval.config import Settings
 from retrieval.records import clean_field_value, fold
 
@@ -74,8 +81,41 @@ def clean_reply(text: str, boundary: str | None = None) -> str:
     out = _FENCE.sub("", out)
     out = _HEADING.sub("", out)
     out = _EMPHASIS.sub(lambda m: m.group(2), out)
-    lines = (_SPACES.sub(" ", line).strip() for line in out.split("\n"))
+    lines = (_citations_after_sentences(_SPACES.sub(" ", line).strip()) for line in out.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+# a citation group opening a line or a sentence, before the sentence it belongs to
+_LEADING_CITATION = re.compile(
+    r"(?:^|(?<=[.!?]))\s*(" + _CITATION.pattern + r"(?:\s*" + _CITATION.pattern + r")*)\s+(?=[A-Z\"“(])")
+
+
+_DANGLING_CITATIONS = re.compile(r"(?<=[.!?])\s*" + _CITATION.pattern + r"(?:\s*" + _CITATION.pattern + r")*\s*$")
+
+
+def _citations_after_sentences(line: str) -> str:
+    """``[2] Claim one. [3] Claim two.`` -> ``Claim one [2]. Claim two [3].``
+
+    Some models put each citation before its sentence. Read the usual way, every number would
+    belong to the sentence before it and the first sentence would have none. A line that opens
+    (after any list marker) with a citation group is taken to be written that way throughout:
+    each group that opens a sentence moves to that sentence's end, and a group with no sentence
+    after it is dropped.
+    """
+    marker = _LIST_MARK.match(line)
+    start = marker.end() if marker else 0
+    body = line[start:]
+    matches = list(_LEADING_CITATION.finditer(body))
+    if not matches or matches[0].start() != 0:
+        return line
+    body = _DANGLING_CITATIONS.sub("", body)  # a group with no sentence after it (yet, when streaming)
+    pieces = [body[: matches[0].start()]] if matches[0].start() else []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
+        sentence = body[match.end() : end].rstrip()
+        stop = len(sentence) - len(sentence.rstrip(".!?"))
+        pieces.append(f"{sentence[: len(sentence) - stop].rstrip()} {match.group(1)}{sentence[len(sentence) - stop :]}")
+    return line[:start] + " ".join(pieces)
 
 
 def unusable_reason(text: str, titles: Sequence[str] = ()) -> str | None:
@@ -109,6 +149,31 @@ def miscites(report: ValidationReport) -> bool:
     sentences credited the wrong record, or every claim that went was one of those."""
     wrong = sum(dropped.reason == "wrong citation" for dropped in report.dropped)
     return wrong >= MAX_MISCITES or (wrong > 0 and report.abstained and report.reason == "no valid citation")
+
+
+def unusable_answer_reason(report: ValidationReport, attribution: Attribution | None = None) -> str | None:
+    """Why a validated reply cannot be used as the answer, or None when it can.
+
+    Beyond ``echoes_prompt`` and ``miscites``: a reply that made claims but cited none of them
+    validly is the model failing to cite, not the records failing to answer (the evidence
+    passed the relevance policy), so it is unusable rather than an abstention; and a reply whose
+    every kept claim shares no content term with the records it cites ("The answer to the
+    question is [2].") says nothing about them.
+    """
+    if echoes_prompt(report):
+        return "it repeated its instructions"
+    if miscites(report):
+        return "its citations pointed at the wrong records"
+    if report.abstained:
+        if report.reason == "no valid citation" and any(
+                d.reason in ("uncited", "invalid citation only") for d in report.dropped):
+            return "none of its claims cited a record validly"
+        return None
+    if attribution is not None and not any(
+            attribution.says_something(sentence, [report.order[n - 1] for n in cited_numbers(sentence)])
+            for line in report.text.split("\n") for sentence in split_sentences(line) if cited_numbers(sentence)):
+        return "its sentences said nothing the cited records say"
+    return None
 
 
 class ReplyRejected(Exception):

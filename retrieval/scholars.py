@@ -46,7 +46,7 @@ from retrieval.citations import validate_answer
 from retrieval.config import Settings
 from retrieval.errors import UnknownScholarError
 from retrieval.evidence import build_evidence, neutralise, strip_markup
-from retrieval.model_output import ReplyRejected, bounded_pieces, clean_reply, miscites
+from retrieval.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
 from retrieval.models import (
     AmbiguousScholarResult,
     AnswerMode,
@@ -461,11 +461,11 @@ def llm_texts(
     except ReplyRejected as rejected:
         fallback.notice = f"The model's reply was unusable ({rejected.reason}): extractive theme summaries instead."
         return fallback
+    attribution = EvidenceAttribution.from_papers(ordered)
     report = validate_answer(raw, len(ordered), forbidden=[evidence.boundary], protected=[system_text],
-                             attribution=EvidenceAttribution.from_papers(ordered))
-    if miscites(report):
-        fallback.notice = ("The model's reply was unusable (its citations pointed at the wrong records): "
-                           "extractive theme summaries instead.")
+                             attribution=attribution)
+    if (reason := unusable_answer_reason(report, attribution)) is not None:
+        fallback.notice = f"The model's reply was unusable ({reason}): extractive theme summaries instead."
         return fallback
     if report.abstained:
         fallback.notice = "The model's theme summaries cited no record validly: extractive summaries instead."

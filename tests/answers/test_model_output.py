@@ -144,3 +144,25 @@ def test_the_same_list_with_the_right_citations_is_an_answer(retriever: LexicalR
     assert result.mode == "llm" and result.notice is None
     prefixes = ["Convergence of the discrete", "The discrete dipole approximation for", "The discrete dipole approximation:"]
     assert [c.title.startswith(prefix) for c, prefix in zip(result.citations, prefixes)] == [True, True, True]
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [  # a real small model wrote each citation before its sentence
+        ("[2] The paper discusses flaky tests. [3] This is a study on Scratch. [4] Whisker tests them",
+         "The paper discusses flaky tests [2]. This is a study on Scratch [3]. Whisker tests them [4]"),
+        ("1. [2] Flaky tests are common.", "1. Flaky tests are common [2]."),
+        ("[1][2] Both study flaky tests! [3]", "Both study flaky tests [1][2]!"),
+        ("Flaky tests are common [2]. [3] is odd", "Flaky tests are common [2]. [3] is odd"),  # not that style
+    ],
+)
+def test_citations_written_before_their_sentence_move_after_it(raw: str, clean: str) -> None:
+    assert clean_reply(raw) == clean
+
+
+def test_a_reply_citing_without_saying_anything_about_the_records_is_unusable(retriever: LexicalRetriever) -> None:
+    # SmolLM2-135M's whole answer to two questions, after the boundary fragment it opened with
+    result = _answer(retriever, "@@PB-FC1BB4B7A980DF06@\nThe answer to the question is [2].")
+    assert result.mode == "extractive" and result.notice == (
+        "The model's reply was unusable (its sentences said nothing the cited records say): extractive answer instead.")
+    assert _answer(retriever, "The overview reviews the method [3].").mode == "llm"

@@ -354,4 +354,4 @@ def test_llm_failure_falls_back_to_extractive_with_notice(index, settings, direc
 def test_llm_reply_without_valid_citation_falls_back(index, settings, directory):
     model = ScriptedModel(messages=iter([AIMessage(content="THEME 1: Great work on physics.\nTHEME 2: More [77].")]))
     result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
-    assert result.mode == "extractive" and "cited no record" in (result.notice or "")
+    assert result.mode == "extractive" and "none of its claims cited a record validly" in (result.notice or "")
