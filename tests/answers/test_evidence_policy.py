@@ -146,13 +146,12 @@ def test_a_record_far_below_the_best_hit_is_not_evidence() -> None:
 
 
 @pytest.fixture(scope="module")
-def real_assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
-    from retrieval.embeddings import TorchEncoder
+def real_assistant(tmp_path_factory: pytest.TempPathFactory, reference_encoder) -> Iterator[Assistant]:
     from retrieval.index import PaperIndex
 
     settings = Settings(_env_file=None, data_dir=tmp_path_factory.mktemp("policy-real"), openai_api_key=None,  # type: ignore[call-arg]
                         openai_base_url=None, min_relevance=None)
-    index = PaperIndex.open(settings, encoder=TorchEncoder())
+    index = PaperIndex.open(settings, encoder=reference_encoder)
     index.upsert(list(PAPERS.values()))
     yield Assistant(settings, index=index, chat_model=None)
     index.close()

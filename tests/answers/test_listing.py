@@ -205,10 +205,8 @@ def test_a_title_only_record_in_a_topic_answer_shows_title_venue_and_year():
 
 
 @pytest.fixture(scope="module")
-def real_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from retrieval.embeddings import TorchEncoder
-
-    index = open_index(tmp_path_factory.mktemp("listing-real"), TorchEncoder())
+def real_index(tmp_path_factory: pytest.TempPathFactory, reference_encoder) -> Iterator[object]:
+    index = open_index(tmp_path_factory.mktemp("listing-real"), reference_encoder)
     yield index
     index.close()
 

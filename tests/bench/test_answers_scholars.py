@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.model_cache import link_model_cache
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 SET = REPO / "bench" / "data" / "scholars_questions.jsonl"
@@ -55,7 +57,7 @@ def test_the_set_has_every_kind_in_the_agreed_numbers() -> None:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
-    out = tmp_path_factory.mktemp("bench-out")
+    out = link_model_cache(tmp_path_factory.mktemp("bench-out"))  # the session's ONNX export, not a new one
     figures = out / "answers-scholars.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.model_cache import link_model_cache
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 QUICK_OWNERS = 15
@@ -28,7 +30,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
-    out = tmp_path_factory.mktemp("bench-out")
+    out = link_model_cache(tmp_path_factory.mktemp("bench-out"))  # the session's ONNX export, not a new one
     figures = out / "people.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.model_cache import link_model_cache
+
 REPO = Path(__file__).resolve().parents[2]
 SCIFACT = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
 
@@ -26,7 +28,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def bench_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("bench-out")
+    return link_model_cache(tmp_path_factory.mktemp("bench-out"))  # the session's ONNX export, not a new one
 
 
 def run_bench(script: str, out: Path) -> str:

@@ -1,7 +1,8 @@
-"""`paperbot ask` on listing questions (issue #13), through the real console script.
+"""`paperbot ask` on listing questions (issue #13), through the CLI's entry point.
 
 The index holds publication-list records, most without an abstract
-(``tests/answers/listing_records.py``).
+(``tests/answers/listing_records.py``), ingested by the real console script; the questions
+call the same entry point in this process (``paperbot_here``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.answers.listing_records import ZHAO_PAPERS, write_records
-from tests.cli.conftest import paperbot
+from tests.cli.conftest import paperbot, paperbot_here
+from tests.support.model_cache import link_model_cache
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +24,7 @@ OLD_KEYS = {"question", "answer", "mode", "abstained", "citations"}
 def listing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("listing-cli")
     records = write_records(root / "records.jsonl")
-    data_dir = root / "data"
+    data_dir = link_model_cache(root / "data")
     run = paperbot("ingest", str(records), "--json", data_dir=data_dir)
     assert run.code == 0, run.stderr
     return data_dir
@@ -34,7 +36,7 @@ def listing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     "what has Luanzheng Guo worked on lately?",
 ])
 def test_the_three_questions_answer_with_a_listing(listing_dir, question):
-    run = paperbot("ask", question, "--json", data_dir=listing_dir)
+    run = paperbot_here("ask", question, "--json", data_dir=listing_dir)
     assert run.code == 0, run.stderr
     payload = run.json()
     assert set(payload) == OLD_KEYS | {"kind", "filters"}
@@ -46,21 +48,21 @@ def test_the_three_questions_answer_with_a_listing(listing_dir, question):
 
 
 def test_json_filters_name_what_was_applied(listing_dir):
-    payload = paperbot("ask", "What did Zhao Zhang publish since 2025?", "--json", data_dir=listing_dir).json()
+    payload = paperbot_here("ask", "What did Zhao Zhang publish since 2025?", "--json", data_dir=listing_dir).json()
     assert payload["filters"] == {"authors": ["Zhao Zhang"], "since": 2025}
     want = [row["title"] for row in ZHAO_PAPERS if int(row["published"][:4]) >= 2025]
     assert [c["title"] for c in payload["citations"]] == want
 
 
 def test_author_option_with_a_bare_listing_word(listing_dir):
-    payload = paperbot("ask", "papers", "--author", "Z. Zhang", "--since", "2026", "--json", data_dir=listing_dir).json()
+    payload = paperbot_here("ask", "papers", "--author", "Z. Zhang", "--since", "2026", "--json", data_dir=listing_dir).json()
     assert payload["kind"] == "listing"
     assert payload["filters"] == {"authors": ["Z. Zhang"], "since": 2026}
     assert len(payload["citations"]) == 2
 
 
 def test_human_output_names_the_listing_and_its_filters(listing_dir):
-    run = paperbot("ask", "papers by Zhao Zhang since 2025", data_dir=listing_dir)
+    run = paperbot_here("ask", "papers by Zhao Zhang since 2025", data_dir=listing_dir)
     assert run.code == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0].startswith("Mode: extractive (listing")
@@ -72,7 +74,7 @@ def test_human_output_names_the_listing_and_its_filters(listing_dir):
 
 
 def test_an_empty_filter_abstains_with_the_reason(listing_dir):
-    run = paperbot("ask", "papers by Zhao Zhang since 2030", "--json", data_dir=listing_dir)
+    run = paperbot_here("ask", "papers by Zhao Zhang since 2030", "--json", data_dir=listing_dir)
     payload = run.json()
     assert payload["abstained"] is True and payload["citations"] == []
     assert "No indexed paper is from 2030 or later" in run.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
-from tests.cli.conftest import paperbot
+from tests.cli.conftest import paperbot_here
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +25,13 @@ def _llm_env(server: OpenAIStubServer) -> dict[str, str]:
 def test_llm_answer_keeps_only_validated_citations(indexed):
     reply = (
         "Large language models have been used to generate unit tests directly [2]. "
-        "Fine-tuned models were compared on unit testing tasks [1][17]. "
+        # [1] is the record on readability (a sentence that fits another record is dropped as a wrong citation)
+        "Large language models were used to improve the readability of automatically generated tests [1][17]. "
         "Everyone agrees this is solved. "
         "See also the famous paper [12]."
     )
     with OpenAIStubServer(default=StubReply(text=reply)) as server:
-        run = paperbot("ask", QUESTION, "--json", data_dir=indexed, **_llm_env(server))
+        run = paperbot_here("ask", QUESTION, "--json", data_dir=indexed, **_llm_env(server))
         assert run.code == 0, run.stderr
         payload = run.json()
         prompt = str(server.chat_requests[-1].body)
@@ -48,7 +49,7 @@ def test_llm_answer_keeps_only_validated_citations(indexed):
 
 def test_llm_is_not_called_when_nothing_is_relevant(indexed):
     with OpenAIStubServer(default=StubReply(text="Bread needs flour [1].")) as server:
-        run = paperbot("ask", "What is the best recipe for sourdough bread?", "--json", data_dir=indexed,
+        run = paperbot_here("ask", "What is the best recipe for sourdough bread?", "--json", data_dir=indexed,
                        **_llm_env(server))
         assert run.code == 0, run.stderr
         assert server.chat_requests == []
@@ -57,7 +58,7 @@ def test_llm_is_not_called_when_nothing_is_relevant(indexed):
 
 def test_unreachable_llm_falls_back_to_extractive_with_one_line_notice(indexed):
     with OpenAIStubServer(default=StubReply(status=503)) as server:
-        run = paperbot("ask", QUESTION, "--json", data_dir=indexed, **_llm_env(server))
+        run = paperbot_here("ask", QUESTION, "--json", data_dir=indexed, **_llm_env(server))
     assert run.code == 0, run.stderr
     payload = run.json()
     assert payload["mode"] == "extractive" and payload["citations"]

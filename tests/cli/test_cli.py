@@ -1,4 +1,9 @@
-"""The command-line contract, exercised through the installed console script."""
+"""The command-line contract, exercised through the installed console script.
+
+The index is built, re-ingested and asked once through the real ``paperbot`` process; the
+other checks of what a command prints call the same entry point in this process
+(``paperbot_here``), which sees the same environment, files and streams.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ import json
 
 import pytest
 
-from tests.cli.conftest import paperbot
+from tests.cli.conftest import paperbot, paperbot_here
+from tests.support.model_cache import link_model_cache
 
 pytestmark = pytest.mark.slow
 
@@ -14,7 +20,7 @@ CITATION_KEYS = {"n", "id", "title", "authors", "year", "venue", "doi", "arxiv_i
 
 
 def _indexed_ids(data_dir) -> set[str]:
-    run = paperbot("export", data_dir=data_dir)
+    run = paperbot_here("export", data_dir=data_dir)
     assert run.code == 0, run.stderr
     from retrieval.records import Paper
 
@@ -46,7 +52,7 @@ def test_ask_json_contract_cites_only_indexed_records(indexed):
 
 
 def test_ask_abstains_when_nothing_supports_an_answer(indexed):
-    run = paperbot("ask", "What is the best recipe for sourdough bread?", "--json", data_dir=indexed)
+    run = paperbot_here("ask", "What is the best recipe for sourdough bread?", "--json", data_dir=indexed)
     assert run.code == 0, run.stderr
     payload = run.json()
     assert payload["abstained"] is True
@@ -55,14 +61,14 @@ def test_ask_abstains_when_nothing_supports_an_answer(indexed):
 
 
 def test_human_output_names_the_mode_and_lists_sources(indexed):
-    run = paperbot("ask", "metamorphic testing of deep learning systems", data_dir=indexed)
+    run = paperbot_here("ask", "metamorphic testing of deep learning systems", data_dir=indexed)
     assert run.code == 0, run.stderr
     assert run.stdout.startswith("Mode: extractive")
     assert "Sources:" in run.stdout and "[1] " in run.stdout
 
 
 def test_search_json_is_ranked(indexed):
-    run = paperbot("search", "regression test selection in continuous integration", "--k", "5", "--json", data_dir=indexed)
+    run = paperbot_here("search", "regression test selection in continuous integration", "--k", "5", "--json", data_dir=indexed)
     assert run.code == 0, run.stderr
     payload = run.json()
     assert payload["query"] == "regression test selection in continuous integration"
@@ -72,7 +78,7 @@ def test_search_json_is_ranked(indexed):
 
 
 def test_since_filter_applies(indexed):
-    run = paperbot("search", "testing", "--since", "2024", "--json", data_dir=indexed)
+    run = paperbot_here("search", "testing", "--since", "2024", "--json", data_dir=indexed)
     assert run.code == 0, run.stderr
     years = [r["year"] for r in run.json()["results"]]
     assert years and all(year >= 2024 for year in years)
@@ -87,7 +93,7 @@ def test_since_filter_applies(indexed):
     ],
 )
 def test_bad_input_is_one_clear_line(indexed, args, needle):
-    run = paperbot(*args, data_dir=indexed)
+    run = paperbot_here(*args, data_dir=indexed)
     assert run.code == 2
     assert needle in run.stderr.lower()
     assert len(run.stderr.strip().splitlines()) == 1
@@ -95,25 +101,25 @@ def test_bad_input_is_one_clear_line(indexed, args, needle):
 
 
 def test_huge_question_is_capped_and_says_so(indexed):
-    run = paperbot("search", "regression tests " * 400, "--json", data_dir=indexed)
+    run = paperbot_here("search", "regression tests " * 400, "--json", data_dir=indexed)
     assert run.code == 0, run.stderr
     assert "capped at 2,000 characters" in run.stderr
 
 
 def test_invalid_setting_names_the_variable(tmp_path):
-    run = paperbot("ask", "anything", data_dir=tmp_path / "d", PAPERBOT_ENCODER="gpu")
+    run = paperbot_here("ask", "anything", data_dir=tmp_path / "d", PAPERBOT_ENCODER="gpu")
     assert run.code == 2
     assert "PAPERBOT_ENCODER" in run.stderr and "Traceback" not in run.stderr
 
 
 def test_data_dirs_are_isolated(indexed, tmp_path):
-    run = paperbot("search", "flaky tests", "--json", data_dir=tmp_path / "other")
+    run = paperbot_here("search", "flaky tests", "--json", data_dir=link_model_cache(tmp_path / "other"))
     assert run.code == 0, run.stderr
     assert run.json()["results"] == []
 
 
 def test_export_jsonl_carries_provenance(indexed):
-    run = paperbot("export", data_dir=indexed)
+    run = paperbot_here("export", data_dir=indexed)
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert len(records) == 40
     assert all(record["provenance"] for record in records)

@@ -12,6 +12,7 @@ from bot.cli import build_parser
 from bot.commands.ingest import rewrite_fetch_argv
 from retrieval.sources.files import FORMATS
 from tests.cli.conftest import Run, paperbot
+from tests.support.model_cache import link_model_cache
 
 BIBTEX = "@article{k1,\n  title = {A real title},\n  author = {Ada Lovelace},\n  year = 2020\n}\n"
 NO_TITLES = "@article{x,\n  author = {A B}\n}\n@misc{y, year = 2020}\n"
@@ -75,8 +76,10 @@ def test_several_bad_files_json_is_one_document_with_the_error(files: Path) -> N
     assert [f["problem"] is not None for f in report["files"]] == [True, True, True]
 
 
+@pytest.mark.slow  # the good file is embedded
 def test_good_and_bad_files_exit_0_with_every_skip_and_format_forced(files: Path) -> None:
-    run = paperbot("ingest", "refs.txt", "broken.bib", "--format", "bibtex", data_dir=files / "data", cwd=files)
+    data_dir = link_model_cache(files / "data")
+    run = paperbot("ingest", "refs.txt", "broken.bib", "--format", "bibtex", data_dir=data_dir, cwd=files)
     assert run.code == 0, run.stderr
     assert "added 1," in run.stdout
     assert "skipped broken.bib: entry 'x' (line 1): no title" in run.stdout

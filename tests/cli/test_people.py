@@ -1,7 +1,8 @@
 """One person, one profile on the command line: person ids in the output, picking by id.
 
-The renderers are tested on result models directly; the commands run as the installed console
-script over a small index with namesakes (the made-up records of ``tests/slack/namesakes.py``:
+The renderers are tested on result models directly; the commands run through the CLI's entry
+point (the index ingested by the installed console script, the questions in this process) over
+a small index with namesakes (the made-up records of ``tests/slack/namesakes.py``:
 two comparable "Wei Zhang", one prolific "Lena Fischer" beside two with one paper each).
 """
 
@@ -25,8 +26,9 @@ from retrieval.models import (
     ScholarIdentity,
     ScholarSummaryResult,
 )
-from tests.cli.conftest import paperbot
+from tests.cli.conftest import paperbot, paperbot_here
 from tests.slack import namesakes as scenario
+from tests.support.model_cache import link_model_cache
 
 # the --json keys before person ids existed: scripts may rely on every one of them
 SUMMARY_KEYS = {"scholar", "summary", "mode", "themes", "papers", "coauthors", "topics", "counts_by_year",
@@ -121,7 +123,7 @@ def test_help_says_a_name_may_be_a_person_id(command: str) -> None:
 @pytest.fixture(scope="module")
 def namesake_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     records = scenario.write_records(tmp_path_factory.mktemp("namesakes") / "namesakes.jsonl")
-    data_dir = tmp_path_factory.mktemp("pb-people") / "data"
+    data_dir = link_model_cache(tmp_path_factory.mktemp("pb-people") / "data")
     run = paperbot("ingest", str(records), "--json", data_dir=data_dir)
     assert run.code == 0, run.stderr
     assert run.json()["added"] == len(scenario.RECORDS)
@@ -130,7 +132,7 @@ def namesake_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_an_ambiguous_name_prints_ids_and_one_of_them_picks_exactly_that_person(namesake_dir: Path) -> None:
-    listed = paperbot("summarize", scenario.AMBIGUOUS_NAME, "--json", data_dir=namesake_dir)
+    listed = paperbot_here("summarize", scenario.AMBIGUOUS_NAME, "--json", data_dir=namesake_dir)
     assert listed.code == 0, listed.stderr
     payload = listed.json()
     assert AMBIGUOUS_KEYS <= set(payload) and payload["ambiguous"] is True
@@ -139,13 +141,13 @@ def test_an_ambiguous_name_prints_ids_and_one_of_them_picks_exactly_that_person(
     ids = [c["person_id"] for c in candidates]
     assert all(i and i.startswith("person:") for i in ids) and len(set(ids)) == 2
 
-    text = paperbot("summarize", scenario.AMBIGUOUS_NAME, data_dir=namesake_dir)
+    text = paperbot_here("summarize", scenario.AMBIGUOUS_NAME, data_dir=namesake_dir)
     assert text.code == 0, text.stderr
     assert all(f"[{i}]" in text.stdout for i in ids)
     assert f"paperbot summarize {ids[0]}" in text.stdout
 
     for picked, other in ((candidates[0], candidates[1]), (candidates[1], candidates[0])):
-        run = paperbot("summarize", picked["person_id"], "--json", data_dir=namesake_dir)
+        run = paperbot_here("summarize", picked["person_id"], "--json", data_dir=namesake_dir)
         assert run.code == 0, run.stderr
         summary = run.json()
         assert SUMMARY_KEYS <= set(summary)
@@ -157,7 +159,7 @@ def test_an_ambiguous_name_prints_ids_and_one_of_them_picks_exactly_that_person(
 
 @pytest.mark.slow
 def test_a_dominant_person_is_summarized_and_the_namesakes_are_named(namesake_dir: Path) -> None:
-    run = paperbot("summarize", scenario.DOMINANT_NAME, "--json", data_dir=namesake_dir)
+    run = paperbot_here("summarize", scenario.DOMINANT_NAME, "--json", data_dir=namesake_dir)
     assert run.code == 0, run.stderr
     summary = run.json()
     assert SUMMARY_KEYS <= set(summary) and "ambiguous" not in summary
@@ -165,14 +167,14 @@ def test_a_dominant_person_is_summarized_and_the_namesakes_are_named(namesake_di
     others = [n["person_id"] for n in summary["namesakes"]]
     assert len(others) == 2 and summary["person_id"] not in others
 
-    text = paperbot("summarize", scenario.DOMINANT_NAME, data_dir=namesake_dir)
+    text = paperbot_here("summarize", scenario.DOMINANT_NAME, data_dir=namesake_dir)
     assert text.code == 0, text.stderr
     [line] = [line for line in text.stdout.splitlines() if line.startswith("Also in the index:")]
     assert line.startswith(f"Also in the index: 2 other people named {scenario.DOMINANT_NAME} — paperbot summarize ")
     assert all(f"paperbot summarize {i} (" in line for i in others)
     assert "University of Bergen" in line and "James Cook University" in line
 
-    namesake = paperbot("summarize", others[0], "--json", data_dir=namesake_dir)
+    namesake = paperbot_here("summarize", others[0], "--json", data_dir=namesake_dir)
     assert namesake.code == 0, namesake.stderr
     assert namesake.json()["person_id"] == others[0] and namesake.json()["paper_count"] == 1
 
@@ -180,17 +182,17 @@ def test_a_dominant_person_is_summarized_and_the_namesakes_are_named(namesake_di
 @pytest.mark.slow
 def test_collaborators_show_person_ids_and_accept_one_for_the_asker(namesake_dir: Path) -> None:
     topic = "graph neural networks for molecules"
-    run = paperbot("collaborators", topic, "--limit", "3", "--json", data_dir=namesake_dir)
+    run = paperbot_here("collaborators", topic, "--limit", "3", "--json", data_dir=namesake_dir)
     assert run.code == 0, run.stderr
     experts = run.json()["scholars"]
     assert experts and all(EXPERT_KEYS <= set(e) and e["person_id"] for e in experts)
     top = experts[0]
     assert top["name"] == scenario.DOMINANT_NAME
 
-    text = paperbot("collaborators", topic, "--limit", "3", data_dir=namesake_dir)
+    text = paperbot_here("collaborators", topic, "--limit", "3", data_dir=namesake_dir)
     assert f" 1. {top['name']} [{top['person_id']}] — " in text.stdout
 
-    without = paperbot("collaborators", topic, "--for", top["person_id"], "--limit", "3", "--json",
+    without = paperbot_here("collaborators", topic, "--for", top["person_id"], "--limit", "3", "--json",
                        data_dir=namesake_dir)
     assert without.code == 0, without.stderr
     assert top["person_id"] not in {e["person_id"] for e in without.json()["scholars"]}

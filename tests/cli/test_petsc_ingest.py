@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import paperbot
+from tests.cli.conftest import paperbot, paperbot_here
+from tests.support.model_cache import link_model_cache
 
 pytestmark = pytest.mark.slow
 
@@ -15,6 +16,7 @@ PETSC = Path(__file__).resolve().parents[1] / "fixtures" / "files" / "petsc.bib"
 
 
 def test_petsc_ingest_reports_and_second_run_changes_nothing(tmp_path):
+    link_model_cache(tmp_path / "data")
     first = paperbot("ingest", str(PETSC), "--json", data_dir=tmp_path / "data", timeout=900)
     assert first.code == 0, first.stderr
     report = first.json()
@@ -30,12 +32,12 @@ def test_petsc_ingest_reports_and_second_run_changes_nothing(tmp_path):
     assert again["unchanged"] == report["added"] + report["updated"]
 
     # every answer cites records that exist in this index
-    ask = paperbot("ask", "multigrid preconditioners for saddle point problems", "--json",
+    ask = paperbot_here("ask", "multigrid preconditioners for saddle point problems", "--json",
                    data_dir=tmp_path / "data", PAPERBOT_MIN_RELEVANCE="0.3")
     assert ask.code == 0, ask.stderr
     cited = {c["id"] for c in ask.json()["citations"]}
     assert cited
-    exported = paperbot("export", data_dir=tmp_path / "data")
+    exported = paperbot_here("export", data_dir=tmp_path / "data")
     indexed_ids = {json.loads(line)["id"] for line in exported.stdout.splitlines() if line.strip()}
     assert len(indexed_ids) == report["added"]
     assert cited <= indexed_ids

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import paperbot
+from tests.cli.conftest import paperbot, paperbot_here
 from tests.sources.replay import load
+from tests.support.model_cache import link_model_cache
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 SAVED = {
@@ -37,13 +38,14 @@ def _body(relative: str) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.slow  # the records are embedded
 def test_saved_responses_are_ingested_and_searchable(tmp_path: Path) -> None:
     files = []
     for name, relative in SAVED.items():
         target = tmp_path / name
         target.write_bytes(_body(relative))
         files.append(str(target))
-    data_dir = tmp_path / "data"
+    data_dir = link_model_cache(tmp_path / "data")
     run = paperbot("ingest", *files, "--json", data_dir=data_dir)
     assert run.code == 0, run.stderr
     report = run.json()
@@ -53,15 +55,15 @@ def test_saved_responses_are_ingested_and_searchable(tmp_path: Path) -> None:
     assert all(item["records"] > 0 and item["problem"] is None for item in report["files"])
     assert report["added"] >= 8 and report["ok"] is True
 
-    found = paperbot("search", "Augmenting large language models with chemistry tools", "--json", data_dir=data_dir)
+    found = paperbot_here("search", "Augmenting large language models with chemistry tools", "--json", data_dir=data_dir)
     assert found.code == 0, found.stderr
     top = found.json()["results"][0]
     assert top["title"] == "Augmenting large language models with chemistry tools"
     assert top["authors"][0] == "Andres M. Bran" and top["year"] == 2024 and top["doi"]
 
-    oa = paperbot("search", "state of open access large-scale analysis", "--json", data_dir=data_dir)
+    oa = paperbot_here("search", "state of open access large-scale analysis", "--json", data_dir=data_dir)
     first = oa.json()["results"][0]
     assert first["title"].startswith("The state of OA") and first["venue"] == "PeerJ" and first["year"] == 2018
 
-    exported = paperbot("export", "--format", "bibtex", data_dir=data_dir)
+    exported = paperbot_here("export", "--format", "bibtex", data_dir=data_dir)
     assert exported.code == 0 and "Piwowar, Heather" in exported.stdout and "paperbot-record" in exported.stdout

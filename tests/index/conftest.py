@@ -147,10 +147,8 @@ class HashEncoder:
 
 
 @pytest.fixture(scope="session")
-def shared_encoder() -> MemoEncoder:
-    from retrieval.embeddings import TorchEncoder
-
-    return MemoEncoder(TorchEncoder())
+def shared_encoder(reference_encoder) -> MemoEncoder:
+    return MemoEncoder(reference_encoder)  # the session's torch encoder (tests/conftest.py)
 
 
 @pytest.fixture

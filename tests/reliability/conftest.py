@@ -1,7 +1,8 @@
 """Fixtures of the reliability suite: the real ``paperbot`` command over temporary data dirs.
 
-* ``model_cache``: the encoder's on-disk cache (the ONNX export that ``auto`` picks), made once
-  per session; every data dir of the suite links to it, so a subprocess never exports again.
+* ``model_cache`` (``tests/conftest.py``): the encoder's on-disk cache (the ONNX export that
+  ``auto`` picks), made once per session; every data dir of the suite links to it, so a
+  subprocess never exports again.
 * ``encoder``: the same encoder loaded in this process, for the in-process tests.
 * ``corpus`` / ``base_index``: 60 arXiv snapshot records (with abstracts), 40 PETSc BibTeX
   entries, a RIS and a CSL-JSON export (about 100 records), ingested once through the CLI. Tests
@@ -22,16 +23,6 @@ import pytest
 
 from retrieval.embeddings import Encoder
 from tests.reliability.helpers import FILES, bib_entries, link_model_cache, make_settings, paperbot
-
-
-@pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache dir holding whatever the default (``auto``) encoder keeps on disk."""
-    from retrieval.embeddings import load_encoder
-
-    holder = tmp_path_factory.mktemp("model-cache")
-    load_encoder(make_settings(holder))  # exports the ONNX model into holder/cache when auto uses it
-    return holder / "cache"
 
 
 @pytest.fixture(scope="session")

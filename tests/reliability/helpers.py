@@ -27,6 +27,7 @@ from unittest import mock
 
 from bench.common import clean_env
 from retrieval.config import Settings
+from tests.support.model_cache import link_model_cache  # noqa: F401 - the suite's helpers import it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERBOT = Path(sys.executable).with_name("paperbot")
@@ -149,14 +150,6 @@ def bib_entries(count: int, start: int = 0) -> str:
     starts = [match.start() for match in _ENTRY.finditer(text)] + [len(text)]
     end = min(start + count, len(starts) - 1)
     return text[starts[start] : starts[end]]
-
-
-def link_model_cache(data_dir: Path, cache: Path) -> Path:
-    """Create ``data_dir`` with ``cache/onnx`` linked to the session's exported encoder."""
-    (data_dir / "cache").mkdir(parents=True, exist_ok=True)
-    if (cache / "onnx").is_dir():
-        (data_dir / "cache" / "onnx").symlink_to(cache / "onnx", target_is_directory=True)
-    return data_dir
 
 
 def query(path: Path, sql: str) -> list[tuple]:

@@ -35,6 +35,7 @@ from retrieval.records import Paper, Provenance
 from retrieval.sources import base
 from retrieval.sources.files import parse_file, parse_text
 from tests.cli.conftest import paperbot
+from tests.support.model_cache import link_model_cache
 
 DEEP = 3_000
 GOOD_BIB = "@article{good1,\n  title = {A perfectly ordinary paper},\n  author = {Lovelace, Ada},\n  year = 2020\n}\n"
@@ -101,7 +102,8 @@ def test_a_deep_jsonl_line_is_skipped_with_its_reason() -> None:
 def test_the_cli_ingests_the_good_file_beside_a_deep_one(tmp_path: Path) -> None:
     (tmp_path / "deep.jsonl").write_text('{"title": "Deep", "authors": %s}\n' % _nested(DEEP), encoding="utf-8")
     (tmp_path / "good.bib").write_text(GOOD_BIB, encoding="utf-8")
-    run = paperbot("ingest", "deep.jsonl", "good.bib", "--json", data_dir=tmp_path / "data", cwd=tmp_path)
+    run = paperbot("ingest", "deep.jsonl", "good.bib", "--json", data_dir=link_model_cache(tmp_path / "data"),
+                   cwd=tmp_path)
     assert run.code == 0, run.stderr
     report = run.json()
     assert report["added"] == 1

@@ -63,10 +63,8 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def encoder():
-    from retrieval.embeddings import TorchEncoder
-
-    return TorchEncoder()
+def encoder(reference_encoder):
+    return reference_encoder  # the session's torch encoder (tests/conftest.py)
 
 
 def namesake_papers() -> list[Paper]:

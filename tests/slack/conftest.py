@@ -19,6 +19,7 @@ from retrieval.config import Settings
 from tests.slack import namesakes
 from tests.slack.slack_requests import SlackSender
 from tests.slack.stand_in import SlackStandIn
+from tests.support.model_cache import link_model_cache
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slack"
 RECORDS = FIXTURES / "records.jsonl"
@@ -51,7 +52,7 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
 @pytest.fixture(scope="session")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with the 22 fixture records ingested (built once per session)."""
-    data_dir = tmp_path_factory.mktemp("slack-index")
+    data_dir = link_model_cache(tmp_path_factory.mktemp("slack-index"))
     builder = Assistant(make_settings(data_dir), chat_model=None)
     report = builder.ingest_files([RECORDS])
     assert len(report.added) == 22, report
@@ -70,7 +71,7 @@ def namesake_assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ass
     """The real facade over a small index with namesakes (``tests/slack/namesakes.py``): two
     comparable "Wei Zhang", and one prolific "Lena Fischer" next to two with one paper each."""
     records = namesakes.write_records(tmp_path_factory.mktemp("namesake-records") / "namesakes.jsonl")
-    core = Assistant(make_settings(tmp_path_factory.mktemp("namesake-index")), chat_model=None)
+    core = Assistant(make_settings(link_model_cache(tmp_path_factory.mktemp("namesake-index"))), chat_model=None)
     report = core.ingest_files([records])
     assert len(report.added) == len(namesakes.RECORDS), report
     yield core
@@ -81,7 +82,7 @@ def namesake_assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ass
 def index_copy(index_dir: Path, tmp_path: Path) -> Path:
     """A private copy of the index data dir (for a process of its own)."""
     target = tmp_path / "data"
-    shutil.copytree(index_dir, target)
+    shutil.copytree(index_dir, target, symlinks=True)  # the encoder cache stays a link
     return target
 
 

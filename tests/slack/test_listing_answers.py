@@ -17,6 +17,7 @@ from retrieval.records import Paper
 from tests.answers.listing_records import ZHAO_PAPERS, write_records
 from tests.slack.conftest import BotFactory, make_settings
 from tests.slack.helpers import final_answer
+from tests.support.model_cache import link_model_cache
 
 FILTERS = SearchFilters(authors=["Zhao Zhang"], since=2025)
 
@@ -67,7 +68,7 @@ def test_no_bullet_is_empty() -> None:
 @pytest.fixture(scope="module")
 def listing_core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
     records = write_records(tmp_path_factory.mktemp("listing-records") / "records.jsonl")
-    core = Assistant(make_settings(tmp_path_factory.mktemp("listing-index")), chat_model=None)
+    core = Assistant(make_settings(link_model_cache(tmp_path_factory.mktemp("listing-index"))), chat_model=None)
     core.ingest_files([records])
     yield core
     core.index.close()

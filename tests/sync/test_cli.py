@@ -26,6 +26,7 @@ from retrieval.follows import FollowStore
 from retrieval.roster import Roster
 from retrieval.sync import OVERLAP
 from tests.sources.replay import ReplayServer, recording
+from tests.support.model_cache import link_model_cache
 from tests.sync.conftest import add_roster, make_settings
 from tests.sync.recorded import (
     DEL_MAESTRO,
@@ -186,6 +187,7 @@ def test_paperbot_sync_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     with ReplayServer(replay([])) as server:
         server.replay = replay(roster_recordings(server.url))
         monkeypatch.chdir(tmp_path)  # no .env here
+        link_model_cache(tmp_path / "data")  # the session's encoder cache: no export here
         for name, value in {
             "PAPERBOT_DATA_DIR": str(tmp_path / "data"), "PAPERBOT_ARXIV_URL": f"{server.url}/api/query",
             "PAPERBOT_OPENALEX_URL": server.url, "PAPERBOT_CROSSREF_URL": server.url, "PAPERBOT_ARXIV_DELAY": "0",
