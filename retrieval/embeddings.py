@@ -40,6 +40,10 @@ import numpy as np
 from retrieval.atomic import atomic_write
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, StorageError
+from retrieval.offline import keep_onnxruntime_local
+
+# onnxruntime reads its telemetry switch when it loads: set it before anything imports it.
+keep_onnxruntime_local()
 
 log = logging.getLogger(__name__)
 
