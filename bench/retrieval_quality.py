@@ -9,7 +9,10 @@
   Recall@100 from ``k=100`` calls.
 * ``--encoders``: one row per encoder variant: encoding speed on the same texts in the same run
   (interleaved rounds, median ratio to torch), cosine of its corpus vectors to torch's, and the
-  dense / hybrid figures of its own index. This is the table behind ``AUTO_CHOICE``.
+  dense / hybrid figures of its own index, plus the cosine to torch on the bundled probe texts
+  that ``auto``'s own probe uses (``retrieval.encoder_choice``): the table behind its quality
+  bar (``docs/encoders.md``). ``auto`` is the variant that probe chose on this machine. The host
+  (CPU model, SIMD flags, cores, load averages) is printed with the figures.
 * ``--tune``: grid search on the TRAIN claims only (fusion weights, candidate depth, BM25 k1/b,
   title repetition, dense pseudo-relevance feedback), evaluated by an exact numpy replica of the
   index's fusion; the best train configuration is then reported on TEST.
@@ -53,6 +56,7 @@ from bench.common import (  # noqa: E402
     shared_cache_dir,
 )
 from retrieval import embeddings  # noqa: E402
+from retrieval.encoder_choice import host_description, probe_texts  # noqa: E402
 from retrieval.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
 from retrieval.fusion import FusionConfig  # noqa: E402
 from retrieval.index import PaperIndex  # noqa: E402
@@ -398,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     encoders = {choice: make_encoder(choice) for choice in choices}
     print(f"# Retrieval quality: SciFact test, {len(qrels)} claims over {len(papers):,} docs"
-          f"{' (--quick subset)' if args.quick else ''}\n")
+          f"{' (--quick subset)' if args.quick else ''}\n\nHost: {host_description()}\n")
     rows_main: list[list[str]] = []
     rows_enc: list[dict[str, object]] = []
     vectors: dict[str, np.ndarray] = {}
@@ -423,21 +427,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(encoders) > 1:
         sample_size = args.speed_texts or (48 if args.quick else 200)
         sample = [p.embedding_text for p in papers[:: max(1, len(papers) // sample_size)]][:sample_size]
+        host_before = host_description()
         speed = speed_ratios(encoders, sample, rounds=3 if args.quick else 5)
+        host_after = host_description()
         reference = vectors.get("torch")
+        probe = probe_texts()
+        probe_vectors = {choice: encoder.encode(probe) for choice, encoder in encoders.items()}
         table = []
         for entry in rows_enc:
             choice = str(entry["choice"])
             if reference is not None:
                 cos = np.sum(vectors[choice] * reference, axis=1)
                 cosine = f"{cos.mean():.5f} / {cos.min():.5f}"
+                near = np.sum(probe_vectors[choice] * probe_vectors["torch"], axis=1)
+                on_probe = f"{near.mean():.5f} / {near.min():.5f}"
             else:
-                cosine = "n/a (no torch run)"
+                cosine = on_probe = "n/a (no torch run)"
             dense, hybrid = entry["dense"], entry["hybrid"]
-            table.append([entry["name"], f"{speed[choice + '/s']:.1f}", f"{speed[choice]:.2f}x", cosine,
+            label = f"auto = {entry['name']}" if choice == "auto" else str(entry["name"])
+            table.append([label, f"{speed[choice + '/s']:.1f}", f"{speed[choice]:.2f}x", cosine, on_probe,
                           f"{dense['ndcg@10']:.4f}", f"{dense['recall@100']:.4f}", f"{hybrid['ndcg@10']:.4f}"])  # type: ignore[index]
-        print(f"\n## Encoders ({len(sample)} abstracts per round, interleaved, median of rounds; {load_note()})\n")
-        print(markdown_table(["encoder", "texts/s", "vs first", "cosine to torch (mean / min)", "dense nDCG@10",
+        print(f"\n## Encoders ({len(sample)} abstracts per round, interleaved, median of rounds)\n")
+        print(f"Host before the speed rounds: {host_before}\nHost after: {host_after}\n")
+        print(markdown_table(["encoder", "texts/s", "vs torch" if "torch" in encoders else "vs first",
+                              "cosine to torch, corpus (mean / min)",
+                              f"cosine to torch, {len(probe)} probe texts (mean / min)", "dense nDCG@10",
                               "dense R@100", "hybrid nDCG@10"], table))
         if "torch" not in encoders:
             print("\n(speed ratios are relative to the first encoder listed; add torch to compare with it)")

@@ -17,7 +17,8 @@
   0.9 to it), so near-duplicate removal and HNSW see distinct vectors. Built indexes are kept
   under ``bench/out/speed-*`` and reused by later runs.
 
-``--quick``: 64 records for the indexing rows and the 1k index only (under a minute).
+``--quick``: 64 records for the indexing rows and the 1k index only (under a minute). The host
+(CPU model, SIMD flags, cores, load averages) is printed at the start and the end.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from bench.common import (  # noqa: E402
 )
 from retrieval import embeddings  # noqa: E402
 from retrieval.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
+from retrieval.encoder_choice import host_description  # noqa: E402
 from retrieval.index import PaperIndex  # noqa: E402
 from retrieval.models import SearchFilters  # noqa: E402
 from retrieval.records import Paper  # noqa: E402
@@ -257,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = args.index_records or (64 if args.quick else 300)
     step = max(1, len(base) // records)
     sample = list(base[::step])[:records]
-    print(f"# Retrieval speed ({load_note()})\n")
+    print(f"# Retrieval speed ({load_note()})\n\nHost at start: {host_description()}\n")
     print(f"## Indexing {len(sample)} SciFact abstracts (median of {2 if args.quick else 5} interleaved rounds)\n")
     print(markdown_table(["what", "records/s", "time vs encoder", "overhead"],
                          indexing_rows(encoder, sample, rounds=2 if args.quick else 5)))
@@ -280,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(markdown_table(["records", "p50 / p95", f"filtered ({YEAR_FILTER.describe()}) p50 / p95",
                           "query encoding p50", "peak RSS MB (serving process)"], rows))
     print("\nReplicas reuse the original's cached vector plus noise (cosine ~0.9) instead of being encoded.")
+    print(f"\nHost at end: {host_description()}")
     print(f"\n({time.perf_counter() - started:.0f} s; this process peaked at {peak_rss_mb():.0f} MB; {load_note()})")
     return 0
 

@@ -74,7 +74,8 @@ class Settings(BaseSettings):
     encoder: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
         default="auto",
         validation_alias=_env("PAPERBOT_ENCODER"),
-        description="Local encoder backend for all-MiniLM-L6-v2; auto picks the fastest accurate one.",
+        description="Local encoder backend for all-MiniLM-L6-v2; auto: the fastest within the quality bar, "
+                    "measured once per CPU (retrieval.encoder_choice); an existing index keeps its encoder.",
     )
 
     # --- LLM -------------------------------------------------------------------------------

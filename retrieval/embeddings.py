@@ -9,11 +9,12 @@ cut at 256 word pieces like sentence-transformers):
 * ``onnx``: the same weights exported once with ``torch.onnx.export`` and run by onnxruntime
   (identical vectors, cosine 1.00000 to torch).
 * ``onnx-int8``: that export with its weight matrices quantised to int8 per output channel
-  (dynamic quantisation of the MatMul weights; activations are quantised on the fly), about
-  3.7x torch's speed with SciFact dense nDCG@10 unchanged (0.6490 vs 0.6484): the default.
+  (dynamic quantisation of the MatMul weights; activations are quantised on the fly).
 
-ONNX encoders run one text at a time (see ``OnnxEncoder``): fastest here, and an int8 vector
-then depends only on its own text.
+``auto`` is not a constant: the first ``auto`` load on a machine measures the variants there
+and keeps the fastest whose vectors stay within the quality bar (``retrieval.encoder_choice``;
+figures and rejected experiments in ``docs/encoders.md``). An index keeps the encoder that made
+its vectors.
 
 The exported files live in ``settings.cache_dir / "onnx" / <digest>/``, where the digest covers
 the weights, the torch and onnxruntime versions and the export recipe; they are written to a
@@ -28,8 +29,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 import threading
+import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +43,7 @@ import numpy as np
 
 from retrieval.atomic import atomic_write
 from retrieval.config import Settings
+from retrieval.encoder_choice import AutoChoice, Notify, cpu_signature, read_choice, remembered_or_probed
 from retrieval.errors import ConfigError, StorageError
 from retrieval.offline import keep_onnxruntime_local
 
@@ -54,26 +59,9 @@ EXPORT_RECIPE = 1  # bump when the export or quantisation recipe changes (new fi
 
 EncoderChoice = Literal["auto", "torch", "onnx", "onnx-int8"]
 
-# The fastest variant whose SciFact dense nDCG@10 stays within 0.005 of torch. Measured with
-# `bench/retrieval_quality.py --encoders torch,onnx,onnx-int8,onnx-int8-per-tensor --speed-texts 128`
-# (full corpus, 300 test claims, through the real PaperIndex; speed = 128 abstracts per round,
-# 5 interleaved rounds, one text per run for ONNX, load average 1.6 on the 2 shared cores):
-#
-#   | encoder             | texts/s | vs torch | cosine to torch (mean/min) | dense nDCG@10 | hybrid |
-#   | torch (batch 32)    | 25.9    | 1.00x    | 1 / 1                      | 0.6484        | 0.7395 |
-#   | onnx (fp32)         | 55.6    | 2.14x    | 1.00000 / 1.00000          | 0.6484        | 0.7395 |
-#   | onnx-int8 (per-ch.) | 94.1    | 3.67x    | 0.99524 / 0.98914          | 0.6490        | 0.7360 |
-#   | int8 per-tensor     | 97.0    | 3.79x    | 0.93740 / 0.86989          | 0.6356 (fails)| 0.7344 |
-#
-# Per-channel int8 meets the bar (+0.0006) at nearly the speed of per-tensor; its hybrid figure
-# is 0.0035 below torch's, inside the noise of the test split (paired bootstrap +-0.011, see
-# retrieval/index.py). Under heavy load (load average 4) the ratios were larger still (fp32
-# 2.1x, int8 3.9x: torch suffers most from shared cores). Rejected: keeping the FFN or
-# first/last layers in fp32 (cosine 0.997, but 1.4x over fp32 instead of 1.75x), onnxruntime's
-# transformer fusions (no gain within noise), float16 (1.33x slower than fp32: no fp16 kernels
-# on this CPU), batches of 8-32 (slower than one text per run, see OnnxEncoder), busy-wait
-# spinning of idle threads (slower on shared cores).
-AUTO_CHOICE: EncoderChoice = "onnx-int8"
+# What ``auto`` may choose from, measured on each machine (``retrieval.encoder_choice``); the
+# figures and the rejected variants are in docs/encoders.md.
+AUTO_CANDIDATES: tuple[EncoderChoice, ...] = ("torch", "onnx", "onnx-int8")
 
 
 class Encoder(Protocol):
@@ -170,10 +158,15 @@ class OnnxRecipe:
     file_name: str
     encoder_name: str
     quantize: Literal["none", "per-channel", "per-tensor"] = "none"
+    # how ``OnnxEncoder`` runs it (see its docstring; measured in docs/encoders.md)
+    batch_size: int = 1
+    token_budget: int | None = None
+    workers: int = 1
 
 
 RECIPES: dict[str, OnnxRecipe] = {
-    "onnx": OnnxRecipe("model.onnx", f"{MODEL_NAME}/onnx-fp32"),
+    # fp32 vectors do not depend on their batch: short texts share runs, two sessions in parallel
+    "onnx": OnnxRecipe("model.onnx", f"{MODEL_NAME}/onnx-fp32", batch_size=32, token_budget=512, workers=2),
     "onnx-int8": OnnxRecipe("model.int8-per-channel.onnx", f"{MODEL_NAME}/onnx-int8-pc", "per-channel"),
     # Not selectable in the settings: kept so the benchmark can show why it is not used
     # (per-tensor scales lose too much: cosine to torch about 0.94).
@@ -396,14 +389,17 @@ def _session(model_file: Path, threads: int | None = None, spin: bool = False) -
 class OnnxEncoder:
     """An exported all-MiniLM-L6-v2 run by onnxruntime on the CPU.
 
-    One text per ``run`` by default. On this 2-core machine that is the fastest (texts/s, 128
-    SciFact abstracts, interleaved rounds: int8 56 at batch 1, 50 at 8, 46 at 32; fp32 32, 25,
-    23: a single 256-token activation stays in cache) and it makes vectors deterministic: the
-    int8 model quantises activations with one scale per *batch* tensor, so in a batch a text's
-    vector depends on its neighbours and on their padding (cosine down to 0.995 between the
-    same text encoded alone and in a batch of 32). With ``batch_size`` > 1, texts are
-    tokenized in windows of ``window``, sorted by length and batched with little padding; the
-    output always keeps the input order.
+    Texts are tokenized in windows of ``window``, sorted by length and cut into batches: at most
+    ``batch_size`` texts, and (with ``token_budget``) at most that many padded tokens per batch,
+    so short texts share a run while long ones go alone. The output keeps the input order.
+    ``workers`` sessions (each with ``threads / workers`` intra-op threads) take the batches in
+    turn from parallel threads; onnxruntime releases the GIL while it runs.
+
+    The int8 model quantises activations with one scale per *run*, so an int8 vector depends on
+    the texts it shares a run with (cosine down to 0.98 between a title encoded alone and in a
+    batch of 16): int8 is run one text at a time (``batch_size=1``), which keeps every vector a
+    function of its own text. The defaults come from measurements on the machine at hand
+    (``docs/encoders.md``).
     """
 
     dimension = DIMENSION
@@ -414,58 +410,151 @@ class OnnxEncoder:
         *,
         name: str,
         batch_size: int = 1,
+        token_budget: int | None = None,
         threads: int | None = None,
+        workers: int = 1,
         spin: bool = False,
         sort_by_length: bool = True,
         window: int = 1024,
     ) -> None:
         self.name = name
         self.model_file = Path(model_file)
-        self._session = _session(self.model_file, threads, spin)
+        workers = max(1, min(workers, cpu_count()))
+        per_worker = max(1, (threads or cpu_count()) // workers)
+        self._sessions = [_session(self.model_file, per_worker, spin) for _ in range(workers)]
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="onnx") if workers > 1 else None
         self._tokens = _Tokens(Path(model_path()) / "tokenizer.json")
-        self._batch_size = batch_size
+        self._batch_size = max(1, batch_size)
+        self._token_budget = token_budget
         self._sort = sort_by_length
         self._window = window
+
+    def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """Row numbers per run: longest first, within ``batch_size`` and ``token_budget``."""
+        order = np.argsort(-lengths, kind="stable") if self._sort else np.arange(len(lengths))
+        batches: list[np.ndarray] = []
+        first = 0
+        while first < len(order):
+            size = self._batch_size
+            if self._token_budget:  # the first (longest) text sets the padded width
+                size = min(size, max(1, self._token_budget // max(1, int(lengths[order[first]]))))
+            batches.append(order[first : first + size])
+            first += size
+        return batches
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(texts), self._window):
             rows = self._tokens.ids(texts[start : start + self._window])
             lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
-            order = np.argsort(-lengths, kind="stable") if self._sort else np.arange(len(rows))
-            for first in range(0, len(order), self._batch_size):
-                chosen = order[first : first + self._batch_size]
-                ids, mask = _pad([rows[i] for i in chosen])
-                out[start + chosen] = self._session.run(None, _feed(ids, mask))[0]
+            batches = self._batches(lengths)
+
+            def run(worker: int) -> None:
+                session = self._sessions[worker]
+                for chosen in batches[worker :: len(self._sessions)]:
+                    ids, mask = _pad([rows[i] for i in chosen])
+                    out[start + chosen] = session.run(None, _feed(ids, mask))[0]
+
+            if self._pool is None:
+                run(0)
+            else:
+                for done in [self._pool.submit(run, w) for w in range(len(self._sessions))]:
+                    done.result()
         return out
 
 
 def onnx_encoder(cache_dir: Path, variant: str = "onnx", **options: Any) -> OnnxEncoder:
     """An ``OnnxEncoder`` for ``variant`` (a key of ``RECIPES``), exporting on first use."""
     recipe = RECIPES[variant]
-    return OnnxEncoder(ensure_onnx_model(cache_dir, variant), name=recipe.encoder_name, **options)
+    runtime = {"batch_size": recipe.batch_size, "token_budget": recipe.token_budget, "workers": recipe.workers}
+    return OnnxEncoder(ensure_onnx_model(cache_dir, variant), name=recipe.encoder_name, **{**runtime, **options})
 
 
-def load_encoder(settings: Settings) -> Encoder:
+def load_encoder(settings: Settings, *, indexed: str | None = None, notify: Notify | None = None) -> Encoder:
     """The encoder the settings ask for (``PAPERBOT_ENCODER``).
 
-    ``auto`` is ``AUTO_CHOICE`` and falls back to torch, with a logged warning, when the
-    ONNX export cannot be made. An explicit ``onnx``/``onnx-int8`` raises instead, because the
-    user asked for that vector space.
+    ``auto`` keeps the encoder that made an existing index's vectors (``indexed``, the name the
+    index recorded) when it is one of ours: vectors are never mixed and never silently
+    re-embedded. Without such an index it is the variant measured fastest within the quality bar
+    on this CPU (``auto_choice``: probed once per CPU signature, then read from the cache; the
+    probe reports on ``notify``, by default stderr). Candidates whose ONNX export cannot be
+    made are left out, so ``auto`` falls back to torch with a logged warning. An explicit
+    ``onnx``/``onnx-int8`` raises instead, because the user asked for that vector space.
     """
     choice = settings.encoder
+    if choice == "auto":
+        kept = choice_for_name(indexed) if indexed else None
+        if kept is not None:
+            return _explicit(settings, kept, why=f"the index's vectors were made by {indexed!r}")
+        made, loaded = auto_choice(settings.cache_dir, notify=notify)
+        return loaded.get(made.variant) or _candidates(settings.cache_dir)[made.variant]()
+    return _explicit(settings, choice)
+
+
+def _explicit(settings: Settings, choice: EncoderChoice, why: str = "") -> Encoder:
     if choice == "torch":
         return TorchEncoder()
-    variant = AUTO_CHOICE if choice == "auto" else choice
-    if variant == "torch":
-        return TorchEncoder()
     try:
-        return onnx_encoder(settings.cache_dir, variant)
+        return onnx_encoder(settings.cache_dir, choice)
     except (ExportError, StorageError, OSError, ImportError) as exc:
-        if choice != "auto":
-            raise ConfigError(
-                f"The {choice} encoder could not be prepared ({exc}).",
-                hint="Set PAPERBOT_ENCODER=torch (or auto) to use the reference encoder.",
-            ) from exc
-        log.warning("ONNX encoder unavailable (%s); using the slower torch encoder.", exc)
-        return TorchEncoder()
+        because = f" ({why})" if why else ""
+        raise ConfigError(
+            f"The {choice} encoder{because} could not be prepared ({exc}).",
+            hint="Set PAPERBOT_ENCODER=torch to use the reference encoder"
+                 + (" (then `paperbot doctor --repair` re-embeds the index)." if why else "."),
+        ) from exc
+
+
+def _candidates(cache_dir: Path) -> dict[str, Callable[[], Encoder]]:
+    """How to load each ``AUTO_CANDIDATES`` variant (called only when it is probed or chosen)."""
+    def load(variant: str) -> Callable[[], Encoder]:
+        return TorchEncoder if variant == "torch" else lambda: onnx_encoder(cache_dir, variant)
+
+    return {variant: load(variant) for variant in AUTO_CANDIDATES}
+
+
+def auto_signature(cache_dir: Path) -> dict[str, Any]:
+    """The CPU signature ``auto`` remembers its choice under (``encoder_choice.cpu_signature``)."""
+    return cpu_signature(runtime=f"{MODEL_NAME}-{export_digest()}", cores=cpu_count())
+
+
+def auto_choice(cache_dir: Path, *, notify: Notify | None = None) -> tuple[AutoChoice, dict[str, Encoder]]:
+    """This CPU's remembered choice, or a probe of ``AUTO_CANDIDATES`` now (see ``encoder_choice``).
+
+    Returns the choice and the encoders the probe loaded (empty when it was remembered).
+    """
+    folder = Path(cache_dir) / "onnx"
+    made, loaded = remembered_or_probed(
+        folder, auto_signature(cache_dir), _candidates(cache_dir), notify=notify or _stderr_notice()
+    )
+    return made, loaded  # type: ignore[return-value]  # the candidates are Encoders
+
+
+def _stderr_notice() -> Notify:
+    """Progress lines of the probe on stderr, with the seconds since it started."""
+    started = time.perf_counter()
+
+    def notify(message: str) -> None:
+        sys.stderr.write(f"Encoder probe ({time.perf_counter() - started:.0f} s): {message}\n")
+        sys.stderr.flush()
+
+    return notify
+
+
+def describe_encoder_choice(settings: Settings, current: str) -> str:
+    """One line for ``paperbot doctor``: the encoder in use, and what ``auto`` measured on this CPU."""
+    try:
+        made = read_choice(Path(settings.cache_dir) / "onnx", auto_signature(settings.cache_dir))
+    except (OSError, ImportError) as exc:
+        return f"Encoder {current!r} (the auto choice cannot be read: {exc})."
+    measured = made.describe() if made else "Encoder auto choice: not measured on this CPU yet."
+    if settings.encoder != "auto":
+        return f"Encoder {current!r}, set by PAPERBOT_ENCODER={settings.encoder}. {measured}"
+    if made is None:
+        return f"Encoder {current!r} (kept: it made this index's vectors). {measured}"
+    chosen = made.results[[r.variant for r in made.results].index(made.variant)].encoder_name
+    if chosen == current:
+        return measured
+    return (f"{measured} This index keeps {current!r}, which made its vectors; to switch, run "
+            f"`PAPERBOT_ENCODER={made.variant} paperbot doctor --repair` (re-embeds every record) and keep "
+            f"PAPERBOT_ENCODER=auto afterwards.")

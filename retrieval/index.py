@@ -123,7 +123,7 @@ import numpy as np
 
 from retrieval.chroma_client import DenseStore, record_metadata
 from retrieval.config import Settings
-from retrieval.embeddings import Encoder, choice_for_name, load_encoder
+from retrieval.embeddings import Encoder, choice_for_name, describe_encoder_choice, load_encoder
 from retrieval.errors import ConfigError, IndexDamagedError, InputError, PaperbotError, RepairRefusedError
 from retrieval.evidence import CALIBRATED_MIN_RELEVANCE, resolve_min_relevance
 from retrieval.fusion import FusionConfig, drop_near_duplicates, fused_score, scaled_lexical
@@ -193,6 +193,7 @@ class ConsistencyReport:
     current_encoder: str | None = None  # the encoder these settings load
     damaged: str | None = None  # why the embedded vector index cannot be read (its files are damaged)
     damaged_copy: str | None = None  # where repair moved the damaged vector index (kept for inspection)
+    encoder_choice: str | None = None  # which encoder is used and why (auto: the choice measured on this CPU)
 
     @property
     def encoder_changed(self) -> bool:
@@ -441,9 +442,17 @@ class PaperIndex:
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
-                    factory = self._encoder_factory or load_encoder
+                    factory = self._encoder_factory or self._load_encoder
                     self._encoder = factory(self.settings)
         return self._encoder
+
+    def _load_encoder(self, settings: Settings) -> Encoder:
+        """``load_encoder`` told which encoder made the stored vectors (or is re-embedding them):
+        with ``auto`` the index keeps that one, whatever this machine's own choice would be."""
+        recorded = self.indexed_encoder()
+        if recorded is not None and _switching_from(recorded) is not None:
+            recorded = recorded.rsplit(" to ", 1)[1]
+        return load_encoder(settings, indexed=recorded)
 
     # --- which encoder made the vectors ---------------------------------------------------------
 
@@ -868,6 +877,7 @@ class PaperIndex:
             return ConsistencyReport(
                 records=self.store.count(), vectors=0, lexical_current=self.lexical.is_current(),
                 damaged=exc.detail or exc.user_message, current_encoder=self.encoder.name,
+                encoder_choice=describe_encoder_choice(self.settings, self.encoder.name),
             )
         return ConsistencyReport(
             records=len(expected),
@@ -878,6 +888,7 @@ class PaperIndex:
             lexical_current=self.lexical.is_current(),
             indexed_encoder=self.indexed_encoder() if expected or present else None,
             current_encoder=self.encoder.name,
+            encoder_choice=describe_encoder_choice(self.settings, self.encoder.name),
         )
 
     def repair(self, progress: Callable[[int, int], None] | None = None, *, force: bool = False) -> ConsistencyReport:

@@ -82,4 +82,6 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok})
     else:
         ctx.out(str(report))
+        if report.encoder_choice:
+            ctx.out(report.encoder_choice)
     return 0 if (args.repair or report.ok) else 3

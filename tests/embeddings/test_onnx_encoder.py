@@ -66,6 +66,15 @@ def test_small_batches_and_windows_give_the_same_vectors(onnx_cache, fp32, abstr
     np.testing.assert_allclose(batched.encode(abstracts), fp32.encode(abstracts), atol=1e-5)
 
 
+def test_token_budget_batches_and_parallel_workers_give_the_same_vectors(onnx_cache, fp32, int8, abstracts):
+    texts = [*abstracts, *(text.split(".")[0] for text in abstracts)]  # long and short texts
+    budget = embeddings.onnx_encoder(onnx_cache, "onnx", batch_size=16, token_budget=512, window=7)
+    np.testing.assert_allclose(budget.encode(texts), fp32.encode(texts), atol=1e-5)
+    for variant, reference in (("onnx", fp32), ("onnx-int8", int8)):
+        parallel = embeddings.onnx_encoder(onnx_cache, variant, workers=2, threads=2)
+        np.testing.assert_allclose(parallel.encode(texts), reference.encode(texts), atol=1e-6)
+
+
 def test_input_longer_than_256_tokens_is_cut_like_sentence_transformers(fp32, torch_encoder):
     text = " ".join(["protein folding kinetics of membrane channels"] * 120)
     longer = text + " completely different trailing words about galaxies"
@@ -136,9 +145,29 @@ def test_load_encoder_follows_the_setting(encoder_data_dir):
 
     assert load("onnx").name == embeddings.RECIPES["onnx"].encoder_name
     assert load("onnx-int8").name == embeddings.RECIPES["onnx-int8"].encoder_name
-    auto = load("auto")
-    expected = embeddings.TorchEncoder.name if embeddings.AUTO_CHOICE == "torch" else embeddings.RECIPES[embeddings.AUTO_CHOICE].encoder_name
-    assert auto.name == expected
+    assert load("torch").name == embeddings.TorchEncoder.name
+
+
+def test_a_real_probe_chooses_a_candidate_within_the_bar_and_remembers_it(encoder_data_dir, capsys):
+    from retrieval.encoder_choice import QUALITY_BAR, read_choice
+
+    settings = Settings(data_dir=encoder_data_dir, encoder="auto")
+    auto = embeddings.load_encoder(settings)
+    said = capsys.readouterr().err
+    assert "Encoder probe" in said and "chose " in said  # long work is announced on stderr
+    made = read_choice(encoder_data_dir / "cache" / "onnx", embeddings.auto_signature(settings.cache_dir))
+    assert made is not None and made.variant in embeddings.AUTO_CANDIDATES
+    by_variant = {r.variant: r for r in made.results}
+    assert set(by_variant) == set(embeddings.AUTO_CANDIDATES)
+    assert by_variant["onnx"].cosine_min > 0.999  # fp32 ONNX is torch's vector space
+    chosen = by_variant[made.variant]
+    assert auto.name == chosen.encoder_name
+    assert made.variant == "torch" or QUALITY_BAR.admits(chosen)
+    assert chosen.texts_per_second == max(r.texts_per_second for r in made.results if
+                                          r.variant == "torch" or QUALITY_BAR.admits(r))
+    print(made.describe())
+    assert embeddings.load_encoder(settings).name == auto.name
+    assert "Encoder probe" not in capsys.readouterr().err  # remembered: no second probe
 
 
 def test_auto_falls_back_to_torch_when_the_export_fails(tmp_path, monkeypatch, caplog, torch_encoder):
@@ -147,7 +176,7 @@ def test_auto_falls_back_to_torch_when_the_export_fails(tmp_path, monkeypatch, c
 
     monkeypatch.setattr(embeddings, "ensure_onnx_model", broken)
     monkeypatch.setattr(embeddings, "TorchEncoder", lambda: torch_encoder)
-    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING):
         encoder = embeddings.load_encoder(Settings(data_dir=tmp_path, encoder="auto"))
     assert encoder is torch_encoder
     assert "simulated: no onnx package" in caplog.text

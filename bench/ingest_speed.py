@@ -1,0 +1,190 @@
+"""End-to-end ingest throughput beside the raw encoder rate, in one run, with the host stated.
+
+    python bench/ingest_speed.py [--quick] [--datasets DIR] [--encoder auto|torch|onnx|onnx-int8]
+                                 [--rounds N] [--scifact N]
+
+* **Pipeline**: what ``paperbot ingest FILES`` does, through the project's own functions: parse
+  the files (``ingest.read_files``), dedupe and merge with the index (``ingest.ingest_papers``),
+  write the record store, embed through a cold embedding cache, upsert into embedded Chroma,
+  then build BM25 (``lexical.current()``). Each round ingests into a fresh data dir. The encoder
+  is loaded once beforehand (loading it is a one-off of a few seconds per process, not a rate).
+* **Raw encoder**: the same encoder on the same texts (every distinct ``embedding_text`` the
+  parsed records carry), timed in the same round, just before the pipeline: rounds are
+  interleaved so that other load on the machine hits both alike.
+* **Corpora** (read at run time, never copied into the project): the real publication lists of
+  ``scholars-real/bib/*.bib`` (1,645 entries, mostly titles without abstracts) and SciFact
+  abstracts written as a paperbot JSONL file in a scratch folder. A corpus whose files are
+  absent is skipped with the reason.
+
+The figure of interest is the pipeline's records/s against the encoder's texts/s: the shortfall
+``1 - pipeline rate / encoder rate`` (median over rounds of the per-round ratio). The stage
+columns split the pipeline's time (median seconds) so that a shortfall can be traced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (  # noqa: E402
+    DEFAULT_DATASETS,
+    bench_settings,
+    load_scifact,
+    markdown_table,
+    out_dir,
+    set_out_dir,
+    setup_logging,
+)
+from retrieval import embeddings  # noqa: E402
+from retrieval.embedding_cache import EmbeddingCache, paper_embedder  # noqa: E402
+from retrieval.encoder_choice import host_description  # noqa: E402
+from retrieval.index import PaperIndex  # noqa: E402
+from retrieval.ingest import ingest_papers, read_files  # noqa: E402
+
+GOAL = 0.15  # the pipeline may be at most 15 % slower than the encoder alone
+
+
+@dataclass
+class Corpus:
+    label: str
+    files: list[Path]
+
+
+@dataclass
+class Timings:
+    raw: list[float] = field(default_factory=list)
+    parse: list[float] = field(default_factory=list)
+    ingest: list[float] = field(default_factory=list)
+    bm25: list[float] = field(default_factory=list)
+    records: int = 0
+    texts: int = 0
+
+    def pipeline(self) -> list[float]:
+        return [p + i + b for p, i, b in zip(self.parse, self.ingest, self.bm25)]
+
+
+def scholars_corpus(datasets: Path) -> Corpus | str:
+    """The 40 real publication lists, or why they are skipped."""
+    files = sorted((Path(datasets) / "scholars-real" / "bib").glob("*.bib"))
+    if not files:
+        return f"scholars-real skipped: no .bib files under {Path(datasets) / 'scholars-real' / 'bib'}"
+    return Corpus(f"scholars-real: {len(files)} .bib files", files)
+
+
+def scifact_corpus(datasets: Path, count: int, scratch: Path) -> Corpus | str:
+    """``count`` SciFact abstracts (spread over the corpus) as one paperbot JSONL file in ``scratch``."""
+    if not (Path(datasets) / "scifact" / "corpus.jsonl.gz").exists():
+        return f"SciFact skipped: not found under {Path(datasets) / 'scifact'}"
+    data = load_scifact(datasets)
+    docs = list(data.corpus.items())
+    chosen = docs[:: max(1, len(docs) // count)][:count]
+    path = scratch / "scifact.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for doc_id, (title, text) in chosen:
+            row = {"title": title or text[:120], "abstract": text or None, "doi": f"10.0000/scifact.{doc_id}"}
+            handle.write(json.dumps(row) + "\n")
+    return Corpus(f"SciFact: {len(chosen)} abstracts (JSONL)", [path])
+
+
+def measure(corpus: Corpus, encoder: embeddings.Encoder, rounds: int, scratch: Path) -> Timings:
+    papers, _ = read_files(corpus.files)
+    texts = list(dict.fromkeys(p.embedding_text for p in papers))
+    timings = Timings(texts=len(texts))
+    encoder.encode(texts[:8])  # warm-up
+    for n in range(rounds):
+        start = time.perf_counter()
+        encoder.encode(texts)
+        timings.raw.append(time.perf_counter() - start)
+
+        folder = scratch / f"{abs(hash(corpus.label))}-{n}"
+        cache = EmbeddingCache(folder / "cache" / "embeddings.sqlite3")
+        index = PaperIndex.open(bench_settings(folder / "data"), encoder, embed=paper_embedder(cache))
+        try:
+            start = time.perf_counter()
+            parsed, report = read_files(corpus.files)
+            parsed_at = time.perf_counter()
+            ingest_papers(index, parsed)
+            ingested_at = time.perf_counter()
+            index.lexical.current()
+            done_at = time.perf_counter()
+            timings.records = index.count()
+        finally:
+            index.close()
+            cache.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        timings.parse.append(parsed_at - start)
+        timings.ingest.append(ingested_at - parsed_at)
+        timings.bm25.append(done_at - ingested_at)
+        print(f"  {corpus.label}: round {n + 1}/{rounds}: encoder {len(texts) / timings.raw[-1]:.1f} texts/s, "
+              f"pipeline {timings.records / timings.pipeline()[-1]:.1f} records/s", file=sys.stderr, flush=True)
+    return timings
+
+
+def rows(corpus: Corpus, timings: Timings) -> list[list[str]]:
+    pipeline = timings.pipeline()
+    raw_rate = timings.texts / statistics.median(timings.raw)
+    pipe_rate = timings.records / statistics.median(pipeline)
+    # per-round ratio of rates, then the median: robust to load that slows a whole round
+    shortfalls = [1 - (timings.records / p) / (timings.texts / r) for p, r in zip(pipeline, timings.raw)]
+    shortfall = statistics.median(shortfalls)
+    verdict = "meets" if shortfall <= GOAL else "misses"
+    return [
+        [corpus.label, f"encoder alone: {timings.texts:,} texts", f"{raw_rate:.1f}", "-", "-", "-", "-", "-"],
+        [corpus.label, f"ingest end to end: {timings.records:,} records", f"{pipe_rate:.1f}",
+         f"{shortfall:+.1%} ({verdict} the {GOAL:.0%} goal; rounds " + ", ".join(f"{s:+.0%}" for s in shortfalls) + ")",
+         f"{statistics.median(timings.parse):.2f}", f"{statistics.median(timings.ingest):.2f}",
+         f"{statistics.median(timings.bm25):.2f}", f"{statistics.median(pipeline):.2f}"],
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds, 96 SciFact abstracts")
+    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="folder holding scifact/, scholars-real/")
+    parser.add_argument("--out", type=Path, default=None, help="scratch folder (default bench/out)")
+    parser.add_argument("--encoder", default="auto", choices=["auto", "torch", "onnx", "onnx-int8"])
+    parser.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 3, quick 2)")
+    parser.add_argument("--scifact", type=int, default=0, help="SciFact abstracts to ingest (default 400, quick 96)")
+    args = parser.parse_args(argv)
+    setup_logging()
+    if args.out:
+        set_out_dir(args.out)
+    rounds = args.rounds or (2 if args.quick else 3)
+    started = time.perf_counter()
+    print(f"# Ingest speed (encoder PAPERBOT_ENCODER={args.encoder})\n\nHost at start: {host_description()}\n")
+    encoder = embeddings.load_encoder(bench_settings(out_dir(), encoder=args.encoder))
+    scratch = Path(tempfile.mkdtemp(prefix="ingest-speed-", dir=out_dir()))
+    table: list[list[str]] = []
+    skipped: list[str] = []
+    try:
+        for corpus in (scholars_corpus(args.datasets),
+                       scifact_corpus(args.datasets, args.scifact or (96 if args.quick else 400), scratch)):
+            if isinstance(corpus, str):
+                skipped.append(corpus)
+                print(f"  {corpus}", file=sys.stderr)
+                continue
+            table += rows(corpus, measure(corpus, encoder, rounds, scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"## {encoder.name}: {rounds} interleaved rounds, median\n")
+    print(markdown_table(["corpus", "what", "per s", "shortfall vs encoder", "parse s", "merge+store+encode+Chroma s",
+                          "BM25 s", "pipeline s"], table))
+    for reason in skipped:
+        print(f"\n({reason})")
+    print(f"\nHost at end: {host_description()}\n({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,371 @@
+"""``auto`` chooses by measurement: the rule, the per-CPU memory, doctor's line, an index's own encoder.
+
+Nothing here loads a model: candidates are fakes whose vectors are the reference's plus chosen
+noise, and ``embeddings`` is patched where it would load torch or onnxruntime.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from argparse import Namespace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from bot.commands.records import run_doctor
+from retrieval import embeddings, encoder_choice
+from retrieval.config import Settings
+from retrieval.encoder_choice import (
+    REFERENCE,
+    AutoChoice,
+    ProbeResult,
+    QualityBar,
+    choice_path,
+    cpu_model_and_flags,
+    cpu_signature,
+    measure,
+    read_choice,
+    remembered_or_probed,
+    select,
+)
+from retrieval.index import ENCODER_META_KEY, ConsistencyReport, PaperIndex
+
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 9R14
+flags\t\t: fpu sse4_1 sse4_2 avx avx2 fma f16c avx512f avx512_vnni hypervisor
+processor\t: 1
+model name\t: AMD EPYC 9R14
+flags\t\t: fpu sse4_1 sse4_2 avx avx2 fma f16c avx512f avx512_vnni hypervisor
+"""
+
+
+def result(variant: str, speed: float, mean: float = 1.0, low: float = 1.0) -> ProbeResult:
+    return ProbeResult(variant, f"model/{variant}", speed, mean, low)
+
+
+# --- the selection rule ----------------------------------------------------------------------
+
+
+def test_the_fastest_candidate_within_the_bar_is_chosen():
+    results = [result("torch", 18.0), result("onnx", 27.0, 1.0, 1.0), result("onnx-int8", 33.0, 0.995, 0.99)]
+    assert select(results) == "onnx-int8"
+
+
+def test_a_faster_candidate_below_the_bar_is_passed_over():
+    bar = QualityBar(mean=0.99, min=0.97)
+    per_tensor = result("onnx-int8-per-tensor", 40.0, 0.937, 0.870)
+    low_min = result("onnx-int8", 35.0, 0.995, 0.96)  # good on average, one text far off
+    assert select([result("torch", 18.0), result("onnx", 27.0), per_tensor, low_min], bar) == "onnx"
+
+
+def test_the_reference_wins_when_it_is_fastest_and_always_qualifies():
+    assert select([result("torch", 30.0), result("onnx-int8", 25.0, 0.995, 0.99)]) == "torch"
+    assert select([result("torch", 10.0), result("onnx-int8", 25.0, 0.5, 0.1)]) == "torch"
+
+
+def test_the_bar_is_inclusive_and_select_needs_results():
+    bar = QualityBar(mean=0.99, min=0.97)
+    assert bar.admits(result("onnx-int8", 1.0, 0.99, 0.97))
+    assert not bar.admits(result("onnx-int8", 1.0, 0.9899, 0.99))
+    with pytest.raises(ValueError):
+        select([])
+
+
+class FakeEncoder:
+    """Vectors of a fixed random basis, optionally perturbed: cosine to the reference is known."""
+
+    dimension = 8
+
+    def __init__(self, name: str, noise: float = 0.0, seconds: float = 0.0, clock: list[float] | None = None) -> None:
+        self.name = name
+        self._noise = noise
+        self._seconds = seconds
+        self._clock = clock
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        if self._clock is not None:
+            self._clock[0] += self._seconds * len(texts)
+        rows = []
+        for text in texts:
+            rng = np.random.default_rng(abs(hash(text)) % 2**32)
+            vector = rng.standard_normal(self.dimension)
+            vector += self._noise * np.random.default_rng(7).standard_normal(self.dimension)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def test_measure_times_in_interleaved_rounds_and_compares_with_the_reference():
+    clock = [0.0]
+    encoders = {
+        "torch": FakeEncoder("m/torch", seconds=0.05, clock=clock),
+        "fast-but-far": FakeEncoder("m/far", noise=3.0, seconds=0.01, clock=clock),
+        "onnx": FakeEncoder("m/onnx", seconds=0.02, clock=clock),
+    }
+    texts = [f"text {n}" for n in range(10)]
+    seen: list[str] = []
+    results = {r.variant: r for r in measure(encoders, texts, rounds=2, notify=seen.append, clock=lambda: clock[0])}
+    assert seen == ["round 1/2: torch", "round 1/2: fast-but-far", "round 1/2: onnx",
+                    "round 2/2: torch", "round 2/2: fast-but-far", "round 2/2: onnx"]
+    assert results["torch"].texts_per_second == pytest.approx(20.0)
+    assert results["onnx"].texts_per_second == pytest.approx(50.0)
+    assert results["onnx"].cosine_min == pytest.approx(1.0)
+    assert results["fast-but-far"].cosine_mean < 0.9
+    assert select(list(results.values())) == "onnx"
+
+
+# --- the signature ---------------------------------------------------------------------------
+
+
+def test_cpu_model_and_simd_flags_are_read_from_cpuinfo():
+    model, flags = cpu_model_and_flags(X86_CPUINFO)
+    assert model == "AMD EPYC 9R14"
+    assert flags == ["avx", "avx2", "avx512_vnni", "avx512f", "f16c", "fma", "sse4_1", "sse4_2"]
+    arm = "processor\t: 0\nFeatures\t: fp asimd asimddp sve\nCPU part\t: 0xd0c\n"
+    assert cpu_model_and_flags(arm)[1] == []  # no x86 SIMD names; the model falls back to platform
+    assert cpu_model_and_flags("")[0]
+
+
+def test_the_signature_names_cpu_flags_cores_and_runtime():
+    signature = cpu_signature("runtime-1", cores=2, cpuinfo=X86_CPUINFO)
+    assert signature["cpu"] == "AMD EPYC 9R14" and "avx512_vnni" in signature["flags"]
+    assert signature["cores"] == 2 and signature["runtime"] == "runtime-1"
+    others = [cpu_signature("runtime-1", 2, X86_CPUINFO.replace(" avx512_vnni", "")),
+              cpu_signature("runtime-1", 4, X86_CPUINFO), cpu_signature("runtime-2", 2, X86_CPUINFO)]
+    paths = {choice_path(Path("/c"), s) for s in [signature, *others]}
+    assert len(paths) == 4
+
+
+# --- remembering per signature ---------------------------------------------------------------
+
+
+class Candidates:
+    """Loader functions that count how often each candidate is loaded (= probed)."""
+
+    def __init__(self, noise: dict[str, float] | None = None, broken: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.loads: list[str] = []
+        self._noise = noise or {}
+        self._broken = broken
+
+    def loaders(self) -> dict[str, object]:
+        def make(variant: str):  # noqa: ANN202
+            def load() -> FakeEncoder:
+                self.loads.append(variant)
+                if variant in self._broken:
+                    raise RuntimeError(f"simulated: {variant} cannot be exported")
+                return FakeEncoder(f"m/{variant}", noise=self._noise.get(variant, 0.0))
+
+            return load
+
+        return {variant: make(variant) for variant in ("torch", "onnx", "onnx-int8")}
+
+
+TEXTS = [f"probe text number {n}" for n in range(6)]
+
+
+def probe(folder: Path, signature: dict, candidates: Candidates, notify=None):  # noqa: ANN001, ANN201
+    return remembered_or_probed(folder, signature, candidates.loaders(), texts=TEXTS, rounds=1, notify=notify)  # type: ignore[arg-type]
+
+
+def test_the_choice_is_probed_once_and_then_read(tmp_path):
+    signature = cpu_signature("rt", 2, X86_CPUINFO)
+    candidates = Candidates()
+    said: list[str] = []
+    first, loaded = probe(tmp_path, signature, candidates, notify=said.append)
+    assert sorted(candidates.loads) == ["onnx", "onnx-int8", "torch"] and set(loaded) == set(candidates.loads)
+    assert said[0].startswith("choosing the fastest accurate encoder") and said[-1].startswith(f"chose {first.variant}")
+    path = choice_path(tmp_path, signature)
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    assert stored["variant"] == first.variant and stored["signature"] == signature
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []  # written atomically
+
+    again, loaded_again = probe(tmp_path, signature, candidates)
+    assert len(candidates.loads) == 3 and loaded_again == {}  # nothing loaded, nothing timed
+    assert again.variant == first.variant and again.results == first.results
+
+
+def test_another_cpu_signature_is_probed_again(tmp_path):
+    candidates = Candidates()
+    probe(tmp_path, cpu_signature("rt", 2, X86_CPUINFO), candidates)
+    probe(tmp_path, cpu_signature("rt", 2, X86_CPUINFO.replace(" avx512_vnni", "")), candidates)
+    probe(tmp_path, cpu_signature("rt-upgraded", 2, X86_CPUINFO), candidates)
+    assert len(candidates.loads) == 9
+    assert len(list(tmp_path.glob("auto-choice-*.json"))) == 3
+
+
+@pytest.mark.parametrize("content", ["{ not json", "", '{"version": 1}', '{"version": 99, "variant": "torch"}',
+                                     '[1, 2, 3]'])
+def test_a_corrupt_choice_file_is_probed_again_with_a_warning(tmp_path, caplog, content):
+    signature = cpu_signature("rt", 2, X86_CPUINFO)
+    choice_path(tmp_path, signature).write_text(content, encoding="utf-8")
+    candidates = Candidates()
+    with caplog.at_level(logging.WARNING, logger="retrieval.encoder_choice"):
+        made, _ = probe(tmp_path, signature, candidates)
+    assert "unreadable" in caplog.text and "measuring again" in caplog.text
+    assert len(candidates.loads) == 3
+    assert read_choice(tmp_path, signature) == made  # replaced by a good file
+
+
+def test_a_file_made_for_another_signature_is_not_trusted(tmp_path, caplog):
+    signature = cpu_signature("rt", 2, X86_CPUINFO)
+    foreign = AutoChoice("onnx-int8", signature={**signature, "cores": 64}, results=[result("onnx-int8", 99.0)])
+    choice_path(tmp_path, signature).write_text(foreign.to_json(), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="retrieval.encoder_choice"):
+        assert read_choice(tmp_path, signature) is None
+    assert "another CPU" in caplog.text
+
+
+def test_a_candidate_that_cannot_be_loaded_is_left_out(tmp_path):
+    candidates = Candidates(broken={"onnx", "onnx-int8"})
+    made, loaded = probe(tmp_path, cpu_signature("rt", 2, X86_CPUINFO), candidates)
+    assert made.variant == "torch" and set(loaded) == {"torch"}
+    assert any("simulated: onnx-int8 cannot be exported" in note for note in made.notes)
+
+
+def test_candidates_far_from_the_reference_are_not_chosen(tmp_path):
+    made, _ = probe(tmp_path, cpu_signature("rt", 2, X86_CPUINFO), Candidates(noise={"onnx": 5.0, "onnx-int8": 5.0}))
+    assert made.variant == REFERENCE
+    far = {r.variant: r for r in made.results}["onnx-int8"]
+    assert far.cosine_mean < QualityBar().mean and "below the bar" in made.describe()
+
+
+def test_the_description_names_the_cpu_the_figures_and_the_bar():
+    signature = cpu_signature("rt", 2, X86_CPUINFO)
+    made = AutoChoice("onnx-int8", signature, [result("torch", 18.0), result("onnx", 27.0),
+                                               result("onnx-int8", 36.0, 0.995, 0.991)],
+                      probed_at="2026-12-01 16:05 UTC", load_average=0.4, probe_texts=32)
+    line = made.describe()
+    assert line.startswith("Encoder auto choice on this CPU: onnx-int8 (probed 2026-12-01 16:05 UTC, load average 0.4")
+    assert "AMD EPYC 9R14, 2 cores" in line and "avx512_vnni" in line
+    assert "onnx-int8 36.0/s (2.00x), cosine 0.9950/0.9910" in line and "torch 18.0/s (1.00x)" in line
+    assert "mean >= 0.99, min >= 0.97 on 32 texts" in line
+
+
+def test_the_probe_texts_are_bundled_and_spread_over_lengths():
+    texts = encoder_choice.probe_texts()
+    assert len(texts) == encoder_choice.PROBE_TEXTS and len(set(texts)) == len(texts)
+    lengths = sorted(len(t) for t in texts)
+    assert lengths[0] < 400 < lengths[-1]  # short and long records both
+
+
+# --- load_encoder, an existing index and doctor ----------------------------------------------
+
+
+class Named:
+    dimension = embeddings.DIMENSION
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.zeros((len(texts), self.dimension), dtype=np.float32)
+
+
+@pytest.fixture()
+def no_models(monkeypatch):
+    """``embeddings`` with fakes where it would load torch or onnxruntime; records every load."""
+    loads: list[str] = []
+
+    def torch_encoder() -> Named:
+        loads.append("torch")
+        return Named(embeddings.TorchEncoder.name)
+
+    def onnx_encoder(cache_dir: Path, variant: str = "onnx", **options: object) -> Named:
+        loads.append(variant)
+        return Named(embeddings.RECIPES[variant].encoder_name)
+
+    monkeypatch.setattr(embeddings, "TorchEncoder", type("T", (), {"name": embeddings.TorchEncoder.name,
+                                                                   "__new__": lambda cls: torch_encoder()}))
+    monkeypatch.setattr(embeddings, "onnx_encoder", onnx_encoder)
+    monkeypatch.setattr(embeddings, "auto_signature", lambda cache_dir: cpu_signature("rt", 2, X86_CPUINFO))
+    return loads
+
+
+def remember(settings: Settings, variant: str) -> AutoChoice:
+    """This machine's remembered auto choice, as a probe would have written it."""
+    made = AutoChoice(variant, embeddings.auto_signature(settings.cache_dir),
+                      [result("torch", 18.0), result("onnx", 25.0), result("onnx-int8", 33.0, 0.995, 0.99)],
+                      probed_at="2026-12-01 16:05 UTC", probe_texts=32)
+    made.results = [ProbeResult(r.variant, embeddings.TorchEncoder.name if r.variant == "torch"
+                                else embeddings.RECIPES[r.variant].encoder_name, r.texts_per_second,
+                                r.cosine_mean, r.cosine_min) for r in made.results]
+    encoder_choice.write_choice(settings.cache_dir / "onnx", made)
+    return made
+
+
+def test_auto_uses_the_remembered_choice_without_probing(tmp_path, no_models):
+    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    remember(settings, "onnx")
+    assert embeddings.load_encoder(settings).name == embeddings.RECIPES["onnx"].encoder_name
+    assert no_models == ["onnx"]
+
+
+def test_a_pinned_encoder_never_probes(tmp_path, no_models):
+    for choice, name in (("torch", embeddings.TorchEncoder.name), ("onnx-int8", embeddings.RECIPES["onnx-int8"].encoder_name)):
+        settings = Settings(data_dir=tmp_path, encoder=choice, _env_file=None)  # type: ignore[call-arg]
+        assert embeddings.load_encoder(settings).name == name
+    assert no_models == ["torch", "onnx-int8"]
+    assert not (tmp_path / "cache" / "onnx").exists()
+
+
+@pytest.mark.parametrize("indexed", ["all-MiniLM-L6-v2/torch", "all-MiniLM-L6-v2/onnx-fp32"])
+def test_auto_keeps_the_encoder_of_an_existing_index(tmp_path, no_models, indexed):
+    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    remember(settings, "onnx-int8")  # this machine would choose int8
+    assert embeddings.load_encoder(settings, indexed=indexed).name == indexed
+    assert embeddings.load_encoder(settings, indexed="some-other-model/v3").name == embeddings.RECIPES["onnx-int8"].encoder_name
+
+    index = PaperIndex.open(settings)  # the real seam: the index tells load_encoder its recorded name
+    try:
+        index.store.set_meta(ENCODER_META_KEY, indexed)
+        assert index.encoder.name == indexed
+        index.check_encoder()  # no ConfigError: nothing to mix, nothing re-embedded
+    finally:
+        index.close()
+
+
+def test_an_unfinished_re_embedding_goes_on_with_its_target(tmp_path, no_models):
+    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    remember(settings, "onnx-int8")
+    index = PaperIndex.open(settings)
+    try:
+        index.store.set_meta(ENCODER_META_KEY, "unfinished re-embedding from all-MiniLM-L6-v2/torch to "
+                                               "all-MiniLM-L6-v2/onnx-fp32")
+        assert index.encoder.name == "all-MiniLM-L6-v2/onnx-fp32"
+    finally:
+        index.close()
+
+
+def test_doctor_line_says_what_auto_chose_and_what_the_index_keeps(tmp_path, no_models):
+    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    assert "not measured on this CPU yet" in embeddings.describe_encoder_choice(settings, embeddings.TorchEncoder.name)
+    made = remember(settings, "onnx-int8")
+    int8 = embeddings.RECIPES["onnx-int8"].encoder_name
+    assert embeddings.describe_encoder_choice(settings, int8) == made.describe()
+    kept = embeddings.describe_encoder_choice(settings, embeddings.TorchEncoder.name)
+    assert kept.startswith(made.describe()) and "This index keeps 'all-MiniLM-L6-v2/torch'" in kept
+    assert "PAPERBOT_ENCODER=onnx-int8 paperbot doctor --repair" in kept
+    pinned = Settings(data_dir=tmp_path, encoder="torch", _env_file=None)  # type: ignore[call-arg]
+    assert embeddings.describe_encoder_choice(pinned, embeddings.TorchEncoder.name).startswith(
+        "Encoder 'all-MiniLM-L6-v2/torch', set by PAPERBOT_ENCODER=torch. Encoder auto choice on this CPU: onnx-int8")
+
+
+def test_doctor_prints_the_choice(tmp_path):
+    line = "Encoder auto choice on this CPU: onnx-int8 (probed ...)."
+    report = ConsistencyReport(records=2, vectors=2, indexed_encoder="x", current_encoder="x", encoder_choice=line)
+    out = io.StringIO()
+    ctx = SimpleNamespace(index=SimpleNamespace(check_consistency=lambda: report), stdout=out,
+                          out=lambda text="": out.write(text + "\n"),
+                          out_json=lambda payload: out.write(json.dumps(payload) + "\n"))
+    assert run_doctor(Namespace(force=False, repair=False, json=False), ctx) == 0  # type: ignore[arg-type]
+    assert out.getvalue().splitlines() == ["Index consistent: 2 records, 2 vectors.", line]
+    out.truncate(0), out.seek(0)
+    run_doctor(Namespace(force=False, repair=False, json=True), ctx)  # type: ignore[arg-type]
+    assert json.loads(out.getvalue())["encoder_choice"] == line
