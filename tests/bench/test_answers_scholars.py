@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.model_cache import link_model_cache
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
@@ -56,12 +55,12 @@ def test_the_set_has_every_kind_in_the_agreed_numbers() -> None:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
-    out = link_model_cache(tmp_path_factory.mktemp("bench-out"))  # the session's ONNX export, not a new one
+def run(scholars_bench_out: Path) -> tuple[dict, str]:
+    out = scholars_bench_out  # shared with the other scholars benchmark: one ingest of the 40 files
     figures = out / "answers-scholars.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(
-        [sys.executable, "bench/answers_scholars.py", "--out", str(out), "--json", str(figures)],
+        [sys.executable, "bench/answers_scholars.py", "--reuse-index", "--out", str(out), "--json", str(figures)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
