@@ -4,8 +4,8 @@ A valid citation number is not yet a correct one. Small models number their outp
 and then cite by list position, or shift every ``[k]`` by one: "1. *Title of record 3* [1]".
 Each such sentence has a valid citation and would be kept, while it credits one record with
 another's work. ``EvidenceAttribution.misattributed`` catches the clear cases by comparing the
-sentence's content terms (stemmed, stopwords out, ``evidence.content_terms``) with the
-evidence records:
+sentence's content terms (``evidence.content_terms``: stemmed, without stopwords and numbers, so
+citation marks never count) with the evidence records:
 
 * the sentence **names an uncited record**: it holds at least half (``TITLE_COVER``), and at
   least ``MIN_OWN_TERMS``, of the terms of that record's title that the cited records' titles
@@ -23,7 +23,6 @@ alone: the check is about credit given to the wrong record, not about vagueness.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,9 +35,6 @@ TITLE_COVER = 0.5
 MIN_OWN_TERMS = 2
 #: Terms shared with one uncited record when the sentence shares none with its cited ones.
 MIN_ORPHAN_TERMS = 3
-
-_CITATION_GROUP = re.compile(r"\[[\d\s,;\-–—]{1,40}\]")
-
 
 @dataclass(frozen=True)
 class _RecordTerms:
@@ -68,7 +64,7 @@ class EvidenceAttribution:
     def says_something(self, sentence: str, cited: Sequence[int]) -> bool:
         """True when the sentence shares a content term with a record it cites ("The answer to
         the question is [2]." shares none: it cites without saying anything)."""
-        terms = content_terms(_CITATION_GROUP.sub(" ", sentence))
+        terms = content_terms(sentence)
         return any(terms & self._records[n - 1].text for n in cited if 1 <= n <= len(self._records))
 
     def misattributed(self, sentence: str, cited: Sequence[int]) -> int | None:
@@ -76,7 +72,7 @@ class EvidenceAttribution:
         numbers = [n for n in dict.fromkeys(cited) if 1 <= n <= len(self._records)]
         if not numbers:
             return None
-        terms = content_terms(_CITATION_GROUP.sub(" ", sentence))
+        terms = content_terms(sentence)
         if not terms:
             return None
         cited_records = [self._records[n - 1] for n in numbers]

@@ -86,11 +86,11 @@ def clean_reply(text: str, boundary: str | None = None) -> str:
 
 
 # a citation group opening a line or a sentence, before the sentence it belongs to
-_LEADING_CITATION = re.compile(
-    r"(?:^|(?<=[.!?]))\s*(" + _CITATION.pattern + r"(?:\s*" + _CITATION.pattern + r")*)\s+(?=[A-Z\"“(])")
+_CITATION_RUN = _CITATION.pattern + r"(?:\s*" + _CITATION.pattern + r")*"  # "[1]", "[1][3]", "[2, 4] [5]"
+_LEADING_CITATION = re.compile(r"(?:^|(?<=[.!?]))\s*(" + _CITATION_RUN + r")\s+(?=[A-Z\"“(])")
 
 
-_DANGLING_CITATIONS = re.compile(r"(?<=[.!?])\s*" + _CITATION.pattern + r"(?:\s*" + _CITATION.pattern + r")*\s*$")
+_DANGLING_CITATIONS = re.compile(r"(?<=[.!?])\s*" + _CITATION_RUN + r"\s*$")
 
 
 def _citations_after_sentences(line: str) -> str:
