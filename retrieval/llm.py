@@ -19,7 +19,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
-from retrieval.answer import NO_LLM_NOTICE  # noqa: F401  (re-exported: defined where the no-LLM path uses it)
 from retrieval.config import Settings
 
 # Key sent to OpenAI-compatible servers that need none (a base URL without OPENAI_API_KEY).

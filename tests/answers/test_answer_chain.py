@@ -9,10 +9,9 @@ from langchain_core.exceptions import ModelRateLimitError, ModelTimeoutError
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import SystemMessage
 
-from retrieval.answer import LLM_ABSTAIN_ANSWER, Final, TextDelta, answer_question, stream_answer
+from retrieval.answer import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, Final, TextDelta, answer_question, stream_answer
 from retrieval.errors import InputError
 from retrieval.extractive import NO_EVIDENCE_ANSWER
-from retrieval.llm import NO_LLM_NOTICE
 from retrieval.models import SearchFilters, SearchHit
 from retrieval.records import Paper
 from tests.answers.conftest import FailingModel, LexicalRetriever, by_title, make_settings, scripted
