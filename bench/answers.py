@@ -15,7 +15,7 @@ questions the biomedical SciFact corpus does not cover (unanswerable). Modes:
 Retrieval: ``bm25`` (default) is a stand-in over the SciFact corpus while the real index is
 being built (bm25s, English stemmer; score = BM25 / the query's attainable BM25, in 0..1, see
 ``Bm25StandIn``); ``index`` uses
-``retrieval.index.PaperIndex.open(settings).search(query, k=k, filters=None)`` over whatever the
+``retrieval.index.paper_index.PaperIndex.open(settings).search(query, k=k, filters=None)`` over whatever the
 configured data directory holds (ingest SciFact into it first; gold records are matched by
 normalised title), with the index's own ``relevance_threshold`` when it has one.
 
@@ -53,13 +53,13 @@ from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
-from retrieval.answer import Final, Retriever, stream_answer  # noqa: E402
-from retrieval.citations import split_sentences  # noqa: E402
+from retrieval.answers.chain import Final, Retriever, stream_answer  # noqa: E402
+from retrieval.answers.citations import split_sentences  # noqa: E402
 from retrieval.config import Settings, load_settings  # noqa: E402
-from retrieval.evidence import Rarity, resolve_min_relevance  # noqa: E402
-from retrieval.llm import build_chat_model  # noqa: E402
-from retrieval.models import AnswerResult, SearchFilters, SearchHit  # noqa: E402
-from retrieval.records import Paper, title_key  # noqa: E402
+from retrieval.answers.evidence import Rarity, resolve_min_relevance  # noqa: E402
+from retrieval.answers.llm import build_chat_model  # noqa: E402
+from retrieval.results import AnswerResult, SearchFilters, SearchHit  # noqa: E402
+from retrieval.records.paper import Paper, title_key  # noqa: E402
 
 UNANSWERABLE = [
     "Which papers propose a compiler for quantum circuits?",
@@ -169,7 +169,7 @@ def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float, Rarity]:
     """
     from bench.common import shared_cache_dir
     from bench.retrieval_quality import build_index, make_encoder
-    from retrieval.embedding_cache import EmbeddingCache, default_cache_path
+    from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path
 
     encoder = make_encoder("auto")
     cache = EmbeddingCache(default_cache_path(shared_cache_dir()))
@@ -360,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-endpoint", action="store_true", help="skip the configured LLM endpoint")
     parser.add_argument("--min-relevance", type=float, default=None,
                         help="relevance threshold (default: the index's, else PAPERBOT_MIN_RELEVANCE, else "
-                             "retrieval.evidence.DEFAULT_MIN_RELEVANCE)")
+                             "retrieval.answers.evidence.DEFAULT_MIN_RELEVANCE)")
     parser.add_argument("--sweep", action="store_true",
                         help="also print answered/abstained rates of extractive answers for a range of thresholds")
     args = parser.parse_args(argv)

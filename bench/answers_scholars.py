@@ -65,10 +65,10 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 
 from bench.common import REPO, load_note, markdown_table, start_scratch_run  # noqa: E402
 from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index  # noqa: E402
-from retrieval.index import PaperIndex  # noqa: E402
-from retrieval.models import AnswerResult  # noqa: E402
-from retrieval.records import Paper, fold  # noqa: E402
-from retrieval.sources.files import parse_file  # noqa: E402
+from retrieval.index.paper_index import PaperIndex  # noqa: E402
+from retrieval.results import AnswerResult  # noqa: E402
+from retrieval.records.paper import Paper, fold  # noqa: E402
+from retrieval.sources.files.detect import parse_file  # noqa: E402
 
 DEFAULT_SET = REPO / "bench" / "data" / "scholars_questions.jsonl"
 KINDS = ("topic", "listing", "mixed", "unanswerable")

@@ -2,7 +2,7 @@
 
     python bench/attribution.py [--data DIR] [--size 8] [--sets-per-owner 12] [--json OUT]
 
-``retrieval.attribution`` drops a cited sentence that is about another evidence record than the
+``retrieval.answers.attribution`` drops a cited sentence that is about another evidence record than the
 one it cites (a small model citing by list position, every ``[k]`` shifted). This measures,
 without any model, how often it would drop a correct sentence and how often it catches a wrong one.
 
@@ -42,12 +42,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import markdown_table  # noqa: E402
-from retrieval.attribution import EvidenceAttribution  # noqa: E402
-from retrieval.citations import split_sentences, validate_answer  # noqa: E402
-from retrieval.evidence import content_terms  # noqa: E402
-from retrieval.model_output import miscites  # noqa: E402
-from retrieval.records import Paper  # noqa: E402
-from retrieval.sources.files import parse_file  # noqa: E402
+from retrieval.answers.attribution import EvidenceAttribution  # noqa: E402
+from retrieval.answers.citations import split_sentences, validate_answer  # noqa: E402
+from retrieval.answers.evidence import content_terms  # noqa: E402
+from retrieval.answers.model_output import miscites  # noqa: E402
+from retrieval.records.paper import Paper  # noqa: E402
+from retrieval.sources.files.detect import parse_file  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scholars-real"
 SHAPES = ("title", "list", "partial", "abstract")

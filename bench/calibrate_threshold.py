@@ -1,4 +1,4 @@
-"""Calibrate the relevance thresholds (``retrieval.evidence.CALIBRATED_MIN_RELEVANCE`` and, with
+"""Calibrate the relevance thresholds (``retrieval.answers.evidence.CALIBRATED_MIN_RELEVANCE`` and, with
 ``--title-only``, ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY``) through the real index.
 
     python bench/calibrate_threshold.py [--datasets DIR] [--fixtures DIR] [--encoder auto]
@@ -57,12 +57,12 @@ from bench.common import (  # noqa: E402
     setup_logging,
     shared_cache_dir,
 )
-from retrieval.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
-from retrieval.embeddings import Encoder, load_encoder  # noqa: E402
-from retrieval.fusion import calibrate_threshold  # noqa: E402
-from retrieval.evidence import CALIBRATED_MIN_RELEVANCE, CALIBRATED_MIN_RELEVANCE_TITLE_ONLY  # noqa: E402
-from retrieval.index import PaperIndex  # noqa: E402
-from retrieval.records import Paper  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
+from retrieval.index.encoders.local import Encoder, load_encoder  # noqa: E402
+from retrieval.index.fusion import calibrate_threshold  # noqa: E402
+from retrieval.answers.evidence import CALIBRATED_MIN_RELEVANCE, CALIBRATED_MIN_RELEVANCE_TITLE_ONLY  # noqa: E402
+from retrieval.index.paper_index import PaperIndex  # noqa: E402
+from retrieval.records.paper import Paper  # noqa: E402
 
 DEFAULT_FIXTURES = DEFAULT_DATASETS.parent / "fixtures"
 QUANT_PH = Path("arxiv") / "quant-ph_oai_dc_ListRecords_2000.xml.gz"

@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:  # runnable as a plain script
     sys.path.insert(0, str(REPO))
 
 from retrieval.config import Settings  # noqa: E402
-from retrieval.records import Paper  # noqa: E402
+from retrieval.records.paper import Paper  # noqa: E402
 
 DEFAULT_DATASETS = REPO.parent / "shared" / "datasets"
 OUT_DIR = REPO / "bench" / "out"  # gitignored: caches and scratch indexes

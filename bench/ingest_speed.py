@@ -46,11 +46,11 @@ from bench.common import (  # noqa: E402
     set_out_dir,
     setup_logging,
 )
-from retrieval import embeddings  # noqa: E402
-from retrieval.embedding_cache import EmbeddingCache, paper_embedder  # noqa: E402
-from retrieval.encoder_choice import host_description  # noqa: E402
-from retrieval.index import PaperIndex  # noqa: E402
-from retrieval.ingest import ingest_papers, read_files  # noqa: E402
+from retrieval.index.encoders import local as embeddings  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, paper_embedder  # noqa: E402
+from retrieval.index.encoders.choice import host_description  # noqa: E402
+from retrieval.index.paper_index import PaperIndex  # noqa: E402
+from retrieval.ingest.pipeline import ingest_papers, read_files  # noqa: E402
 
 GOAL = 0.15  # the pipeline may be at most 15 % slower than the encoder alone
 

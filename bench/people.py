@@ -23,14 +23,14 @@ Every owner's ``name`` is summarised with ``since=1900`` (every paper in the win
 
 Metrics (decided before any figure was seen):
 
-* **Record ids of a file**: each entry parsed with ``retrieval.sources.files.parse_file`` is
+* **Record ids of a file**: each entry parsed with ``retrieval.sources.files.detect.parse_file`` is
   looked up in the index by its ``Paper.id``; failing that, by the index's own duplicate
   finder (``find_matches`` + ``same_paper``: a record merged with another file's copy may carry
   the other copy's id), failing that by ``title_key``. How many needed each way is printed.
 * **Gold** (recall) = records of the owner's entries that *name the owner*: an author of the
   parsed entry whose judge key equals the judge key of one of ``name_variants`` (or of
   ``name``). The judge key is the parser's own decoding of one BibTeX name
-  (``retrieval.sources.bibtex.parse_name``: LaTeX -> text, "Last, First" -> "First Last"), then
+  (``retrieval.sources.files.bibtex.parse_name``: LaTeX -> text, "Last, First" -> "First Last"), then
   HTML tags, parenthesised remarks and the marks ``*†‡§¶`` removed, accents folded, lowercased,
   punctuation to spaces, tokens sorted. Exact key equality; the product's name matcher is not
   the judge. Entries naming nobody like the owner are left out of recall and counted by reason
@@ -103,13 +103,13 @@ from bench.common import (  # noqa: E402
 )
 from retrieval.config import Settings  # noqa: E402
 from retrieval.errors import PaperbotError, UnknownScholarError  # noqa: E402
-from retrieval.index import PaperIndex  # noqa: E402
-from retrieval.merge import same_paper  # noqa: E402
-from retrieval.models import ScholarSummaryResult, SearchFilters, SearchHit  # noqa: E402
-from retrieval.people import PeopleDirectory, Person, stored_vectors_of  # noqa: E402
-from retrieval.records import LATIN_LETTERS, Paper, fold, title_key  # noqa: E402
-from retrieval.sources.bibtex import parse_name as decode_bibtex_name  # noqa: E402
-from retrieval.sources.files import parse_file  # noqa: E402
+from retrieval.index.paper_index import PaperIndex  # noqa: E402
+from retrieval.records.merge import same_paper  # noqa: E402
+from retrieval.results import ScholarSummaryResult, SearchFilters, SearchHit  # noqa: E402
+from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of  # noqa: E402
+from retrieval.records.paper import LATIN_LETTERS, Paper, fold, title_key  # noqa: E402
+from retrieval.sources.files.bibtex import parse_name as decode_bibtex_name  # noqa: E402
+from retrieval.sources.files.detect import parse_file  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 TODAY = date(2026, 12, 1)  # fixed: recency weights and affiliations do not drift with the calendar
@@ -215,9 +215,9 @@ def content_key(paths: Sequence[Path], encoder: str) -> str:
 
 def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None]) -> tuple[PaperIndex, Settings, dict[str, Any]]:
     """The index of all files, ingested with ``Assistant.ingest_files`` (cached by content hash)."""
-    from retrieval import embeddings
+    from retrieval.index.encoders import local as embeddings
     from retrieval.assistant import Assistant
-    from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
 
     paths = [o.path for o in owners]
     encoder_settings = bench_settings(out_dir(), encoder="auto", _env_file=None)  # ONNX export shared by benches
@@ -361,7 +361,7 @@ class OwnerRun:
 
 def summarize_owner(index: PaperIndex, settings: Settings, directory: PeopleDirectory, owner: Owner,
                     truth: Truth, choose: bool) -> OwnerRun:
-    from retrieval.scholars import summarize_scholar
+    from retrieval.scholars.profile import summarize_scholar
 
     try:
         result = summarize_scholar(index, settings, owner.name, since=SINCE, directory=directory, today=TODAY, choose=choose)
@@ -447,7 +447,7 @@ def ranked_people(directory: PeopleDirectory, person_id: str | None) -> list[Per
 
 def expert_finding(held: HeldOut, settings: Settings, directory: PeopleDirectory, owners: Sequence[Owner],
                    truth: dict[str, Truth], runs: dict[str, OwnerRun], cap: int | None) -> dict[str, Any]:
-    from retrieval.collaborators import find_collaborators
+    from retrieval.scholars.collaborators import find_collaborators
 
     ranks: dict[str, list[int | None]] = {"strict": [], "lenient": []}
     unmapped = 0
@@ -496,7 +496,7 @@ def build_directories(records: Sequence[Paper], index: PaperIndex, rounds: int) 
 def run_policy(policy: str, built: tuple[PeopleDirectory, list[str], float], index: PaperIndex, settings: Settings,
                owners: Sequence[Owner], scored: Sequence[Owner], truth: dict[str, Truth], records: Sequence[Paper],
                held: HeldOut, cap: int | None, progress: Callable[[str], None]) -> dict[str, Any]:
-    from retrieval.scholars import summarize_scholar
+    from retrieval.scholars.profile import summarize_scholar
 
     directory, kwargs, build_s = built
     choose = policy == "new"

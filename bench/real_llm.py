@@ -19,7 +19,7 @@ reason printed.
 Path: the product's own. Questions go through ``Assistant.stream_ask`` (what the Slack door
 streams; ``paperbot ask`` runs the same chain through ``Assistant.ask``); its ``Final`` event
 carries the validation report. Summaries go through ``Assistant.summarize``. The chat model is
-``retrieval.llm.build_chat_model`` of settings carrying the base URL, with one langchain
+``retrieval.answers.llm.build_chat_model`` of settings carrying the base URL, with one langchain
 callback handler (``Recorder``) that keeps each call's prompt, streamed tokens, finish reason and
 seconds: the raw reply is what the server sent, before any cleaning.
 
@@ -35,11 +35,11 @@ Per question:
   not) -> citation marks in the validated answer; **invalid**: numbers naming no evidence record;
   **dropped**: sentences validation removed, by reason (uncited, invalid citation only, prompt
   leak, wrong citation). A summary returns no report: its theme reply's report is observed as
-  ``retrieval.scholars`` makes it (``theme_reports``), and the sentences checked below are the
+  ``retrieval.scholars.profile`` makes it (``theme_reports``), and the sentences checked below are the
   model's validated ones (a theme line that only echoes its label is replaced afterwards);
 * **citation validity** of every kept cited sentence, against the evidence records as the model
   saw them in its prompt (title + abstract): overlap(s, r) = the share of the sentence's content
-  terms (``retrieval.evidence.content_terms``: folded, stemmed, stopwords out, citations removed)
+  terms (``retrieval.answers.evidence.content_terms``: folded, stemmed, stopwords out, citations removed)
   found in record r. *Supported*: a cited record overlaps at least ``MIN_SUPPORT`` and no other
   record overlaps more. *Miscited*: an uncited evidence record overlaps more than every cited one
   (the best-matching record is not the cited one). *Weak*: the cited record is the best match
@@ -89,9 +89,9 @@ from bench.common import (  # noqa: E402
     start_scratch_run,
 )
 from bench.people import DEFAULT_DATA, content_key  # noqa: E402
-from retrieval.citations import ValidationReport, cited_numbers, split_sentences  # noqa: E402
+from retrieval.answers.citations import ValidationReport, cited_numbers, split_sentences  # noqa: E402
 from retrieval.config import Settings  # noqa: E402
-from retrieval.evidence import content_terms  # noqa: E402
+from retrieval.answers.evidence import content_terms  # noqa: E402
 
 SAMPLE = REPO / "retrieval" / "sample" / "arxiv_sample.jsonl"
 #: Scholars of ``scholars-real`` whose files join the index: abstracts for most entries, and
@@ -372,9 +372,9 @@ def _model_fields(outcome: Outcome, calls: list[ModelCall]) -> tuple[str | None,
 
 @contextmanager
 def theme_reports() -> Iterator[list[ValidationReport]]:
-    """The validation reports of the theme replies ``retrieval.scholars`` judges while inside
+    """The validation reports of the theme replies ``retrieval.scholars.profile`` judges while inside
     (a summary returns none): its own ``validate_answer`` call, observed, not redone."""
-    import retrieval.scholars as scholars
+    import retrieval.scholars.profile as scholars
 
     reports: list[ValidationReport] = []
     original = scholars.validate_answer
@@ -393,8 +393,8 @@ def theme_reports() -> Iterator[list[ValidationReport]]:
 
 def run_question(assistant: Any, recorder: Recorder, q: Question, k: int) -> Outcome:
     """Ask (or summarise) through the facade; measure what the model wrote and what was kept."""
-    from retrieval.answer import Final
-    from retrieval.models import AmbiguousScholarResult
+    from retrieval.answers.chain import Final
+    from retrieval.results import AmbiguousScholarResult
 
     recorder.take()
     started = time.perf_counter()
@@ -477,10 +477,10 @@ def probe(base_url: str, api_key: str | None, timeout: float = 10.0) -> list[str
 def build_index(settings: Settings, paths: Sequence[Path], reuse: bool,
                 progress: Callable[[str], None]) -> tuple[Any, dict[str, Any]]:
     """The scratch index of ``paths`` under ``settings.data_dir`` (ingested by the facade)."""
-    from retrieval import embeddings
+    from retrieval.index.encoders import local as embeddings
     from retrieval.assistant import Assistant
-    from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index import PaperIndex
+    from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index.paper_index import PaperIndex
 
     marker = settings.data_dir / "ingest.json"
     if not (reuse and marker.exists()):
@@ -653,7 +653,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = [SAMPLE] + ([args.scholars / "bib" / f"{slug}.bib" for slug in SCHOLARS] if have_scholars else [])
 
     from retrieval.assistant import Assistant
-    from retrieval.llm import build_chat_model
+    from retrieval.answers.llm import build_chat_model
 
     folder = out_dir() / "real-llm-index" / content_key(paths, "auto")
     chosen = {"llm_timeout": args.timeout, "llm_deadline": args.deadline, "llm_max_tokens": args.max_tokens,

@@ -10,7 +10,7 @@
 * ``--encoders``: one row per encoder variant: encoding speed on the same texts in the same run
   (interleaved rounds, median ratio to torch), cosine of its corpus vectors to torch's, and the
   dense / hybrid figures of its own index, plus the cosine to torch on the bundled probe texts
-  that ``auto``'s own probe uses (``retrieval.encoder_choice``): the table behind its quality
+  that ``auto``'s own probe uses (``retrieval.index.encoders.choice``): the table behind its quality
   bar (``docs/encoders.md``). ``auto`` is the variant that probe chose on this machine. The host
   (CPU model, SIMD flags, cores, load averages) is printed with the figures.
 * ``--tune``: grid search on the TRAIN claims only (fusion weights, candidate depth, BM25 k1/b,
@@ -55,12 +55,12 @@ from bench.common import (  # noqa: E402
     setup_logging,
     shared_cache_dir,
 )
-from retrieval import embeddings  # noqa: E402
-from retrieval.encoder_choice import host_description, probe_texts  # noqa: E402
-from retrieval.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
-from retrieval.fusion import FusionConfig  # noqa: E402
-from retrieval.index import PaperIndex  # noqa: E402
-from retrieval.records import Paper  # noqa: E402
+from retrieval.index.encoders import local as embeddings  # noqa: E402
+from retrieval.index.encoders.choice import host_description, probe_texts  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
+from retrieval.index.fusion import FusionConfig  # noqa: E402
+from retrieval.index.paper_index import PaperIndex  # noqa: E402
+from retrieval.records.paper import Paper  # noqa: E402
 
 PUBLISHED = "published (BEIR test): BM25 0.665, all-MiniLM-L6-v2 0.645, bge-large-en-v1.5 0.746"
 
@@ -151,8 +151,8 @@ def scores(run: dict[str, dict[int, list[str]]], qrels: dict[str, dict[str, int]
 
 
 def lexical_label() -> str:
-    """The lexical index's settings as they are now (read from ``retrieval.lexical``)."""
-    from retrieval import lexical
+    """The lexical index's settings as they are now (read from ``retrieval.index.lexical``)."""
+    from retrieval.index import lexical
 
     k1, b = getattr(lexical, "BM25_K1", 1.5), getattr(lexical, "BM25_B", 0.75)
     return f"bm25s k1 {k1:g} b {b:g}, stemmed, stopwords, title x{getattr(lexical, 'TITLE_WEIGHT', 1)}"
@@ -216,8 +216,8 @@ class Tuned:
 
 
 def index_defaults() -> Tuned:
-    """The live defaults: ``FusionConfig()`` and the BM25 settings of ``retrieval.lexical``."""
-    from retrieval import lexical
+    """The live defaults: ``FusionConfig()`` and the BM25 settings of ``retrieval.index.lexical``."""
+    from retrieval.index import lexical
 
     fusion = FusionConfig()
     weight = fusion.dense_weight / (fusion.dense_weight + fusion.lexical_weight)
@@ -233,7 +233,7 @@ class Bm25Grid:
     """
 
     def __init__(self, papers: Sequence[Paper]) -> None:
-        from retrieval.lexical import tokenize
+        from retrieval.index.lexical import tokenize
 
         self._tokenize = tokenize
         self._titles = [tokenize(p.title) for p in papers]

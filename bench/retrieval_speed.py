@@ -53,12 +53,12 @@ from bench.common import (  # noqa: E402
     setup_logging,
     shared_cache_dir,
 )
-from retrieval import embeddings  # noqa: E402
-from retrieval.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
-from retrieval.encoder_choice import host_description  # noqa: E402
-from retrieval.index import PaperIndex  # noqa: E402
-from retrieval.models import SearchFilters  # noqa: E402
-from retrieval.records import Paper  # noqa: E402
+from retrieval.index.encoders import local as embeddings  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
+from retrieval.index.encoders.choice import host_description  # noqa: E402
+from retrieval.index.paper_index import PaperIndex  # noqa: E402
+from retrieval.results import SearchFilters  # noqa: E402
+from retrieval.records.paper import Paper  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 NOISE = 0.5  # replica vector = normalise(original + NOISE * g / sqrt(d)): cosine ~ 1 / sqrt(1 + NOISE^2)

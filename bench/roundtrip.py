@@ -76,12 +76,12 @@ from bench.common import (  # noqa: E402
     start_scratch_run,
 )
 from retrieval.config import Settings  # noqa: E402
-from retrieval.records import Paper, normalize_doi, split_arxiv_id  # noqa: E402
-from retrieval.sources.base import ParseOutcome, build_item  # noqa: E402
-from retrieval.sources.bibtex import _Reader, _resolve_crossrefs, entry_to_fields  # noqa: E402
-from retrieval.sources.bibtex_writer import citation_keys, user_key  # noqa: E402
-from retrieval.sources.files import decode_text  # noqa: E402
-from retrieval.sources.latex import latex_to_text, latex_to_verbatim  # noqa: E402
+from retrieval.records.paper import Paper, normalize_doi, split_arxiv_id  # noqa: E402
+from retrieval.sources.files.base import ParseOutcome, build_item  # noqa: E402
+from retrieval.sources.files.bibtex import _Reader, _resolve_crossrefs, entry_to_fields  # noqa: E402
+from retrieval.sources.files.bibtex_writer import citation_keys, user_key  # noqa: E402
+from retrieval.sources.files.detect import decode_text  # noqa: E402
+from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim  # noqa: E402
 
 DEFAULT_SHARED = REPO.parent / "shared"
 PETSC = Path("fixtures/bibtex/petsc_doc_petsc.bib")
@@ -222,10 +222,10 @@ class Installation:
 def build(folder: Path, paths: Sequence[Path], label: str, progress: Callable[[str], None],
           seed_cache: Path | None = None) -> Installation:
     """Ingest ``paths`` into a fresh data dir with the product's code, then export it as BibTeX."""
-    from retrieval import embeddings
+    from retrieval.index.encoders import local as embeddings
     from retrieval.assistant import Assistant
-    from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index import PaperIndex
+    from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index.paper_index import PaperIndex
 
     shutil.rmtree(folder, ignore_errors=True)
     settings = bench_settings(folder, encoder="auto", _env_file=None)

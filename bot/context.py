@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from retrieval.assistant import Assistant
-    from retrieval.index import PaperIndex
+    from retrieval.index.paper_index import PaperIndex
 
 
 @dataclass

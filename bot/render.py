@@ -13,7 +13,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from retrieval.models import AnswerResult, Citation, SearchResult
+    from retrieval.results import AnswerResult, Citation, SearchResult
 
 MAX_WIDTH = 100  # wider terminals still get lines a reader can follow
 MIN_WIDTH = 40
@@ -90,8 +90,8 @@ def filters_line(result: AnswerResult) -> str | None:
     """"Filters: by Zhao Zhang since 2025" when the answer was restricted, else None."""
     if not result.filters:
         return None
-    from retrieval.listing import describe_filters
-    from retrieval.models import SearchFilters
+    from retrieval.answers.listing import describe_filters
+    from retrieval.results import SearchFilters
 
     return "Filters: " + describe_filters(SearchFilters.model_validate(result.filters))
 

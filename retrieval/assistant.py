@@ -5,7 +5,7 @@ doors always behave the same. It owns the lazily opened index and chat model.
 
 Creating one makes the data dir private (``config.open_data_dir``: 0700, files 0600). Every
 write path here (``ingest_files``, ``ingest_papers``, ``sync``, ``repair``) holds the data dir's
-writer lock (``retrieval.writer_lock``) from before it first touches the index until it is
+writer lock (``retrieval.storage.locks``) from before it first touches the index until it is
 done, so two processes never merge into the same records at once; the readers never take it.
 """
 
@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from retrieval.config import Settings, open_data_dir, with_user_permissions
 from retrieval.errors import InputError
-from retrieval.models import (
+from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
     Citation,
@@ -32,17 +32,17 @@ from retrieval.models import (
     SearchHit,
     SearchResult,
 )
-from retrieval.records import Paper
+from retrieval.records.paper import Paper
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from retrieval.answer import AnswerEvent
-    from retrieval.index import ConsistencyReport, PaperIndex
-    from retrieval.question_shape import QuestionShape
-    from retrieval.ingest import IngestReport, Progress
-    from retrieval.sync import SyncEvent, SyncReport
-    from retrieval.writer_lock import Activity
+    from retrieval.answers.chain import AnswerEvent
+    from retrieval.index.paper_index import ConsistencyReport, PaperIndex
+    from retrieval.answers.question_shape import QuestionShape
+    from retrieval.ingest.pipeline import IngestReport, Progress
+    from retrieval.ingest.sync import SyncEvent, SyncReport
+    from retrieval.storage.locks import Activity
 
 _UNSET = object()
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
 
 def _listing_abstention(question: str) -> AnswerResult:
     """A listing with nothing to list; ``Assistant._finish`` adds the filter that emptied it."""
-    from retrieval.extractive import abstention
+    from retrieval.answers.extractive import abstention
 
     return abstention(question, "extractive")
 
@@ -96,13 +96,13 @@ class Assistant:
 
     @contextmanager
     def _writing(self, activity: "Activity") -> Iterator[None]:
-        """The writer lock of the data dir, for one write path (``retrieval.writer_lock``).
+        """The writer lock of the data dir, for one write path (``retrieval.storage.locks``).
 
         The embedded vector index is closed before the lock is released, so that everything it
         holds in memory is on disk when the next writer opens it (this process reopens it on
         its next search).
         """
-        from retrieval.writer_lock import hold_writer_lock
+        from retrieval.storage.locks import hold_writer_lock
 
         with hold_writer_lock(self.settings, activity, notice=self._notice):
             try:
@@ -114,8 +114,8 @@ class Assistant:
     @property
     def index(self) -> "PaperIndex":
         if self._index is None:
-            from retrieval.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-            from retrieval.index import PaperIndex
+            from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+            from retrieval.index.paper_index import PaperIndex
 
             # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode
             cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
@@ -125,7 +125,7 @@ class Assistant:
     @property
     def chat_model(self) -> "BaseChatModel | None":
         if self._chat_model is _UNSET:
-            from retrieval.answer import configured_chat_model  # imports no LLM stack when none is configured
+            from retrieval.answers.chain import configured_chat_model  # imports no LLM stack when none is configured
 
             self._chat_model = configured_chat_model(self.settings)
         return self._chat_model  # type: ignore[return-value]
@@ -140,7 +140,7 @@ class Assistant:
 
         Returns the question to use, the merged filters and a notice (e.g. the cap) or None.
         """
-        from retrieval.query_filters import merge_filters, prepare_query
+        from retrieval.index.filters import merge_filters, prepare_query
 
         prepared = prepare_query(text)
         _, parsed = self.index.parse_question(prepared.text)
@@ -164,7 +164,7 @@ class Assistant:
         Aditya Grover on diffusion" must find diffusion in the records, not "Grover". None for
         an index too small for word frequencies to say which word is specific
         (``evidence.RARITY_MIN_RECORDS``)."""
-        from retrieval.evidence import RARITY_MIN_RECORDS, content_terms
+        from retrieval.answers.evidence import RARITY_MIN_RECORDS, content_terms
 
         if self.index.count() < RARITY_MIN_RECORDS:
             return None
@@ -185,18 +185,18 @@ class Assistant:
             "filters": None if merged.is_empty() else merged,
             "history": history,
             "chat_model": self.chat_model,
-            "min_relevance": None,  # the chain resolves it from settings (retrieval.evidence.resolve_policy)
+            "min_relevance": None,  # the chain resolves it from settings (retrieval.answers.evidence.resolve_policy)
             "rarity": self._rarity(merged),
         }
         return inputs, merged, notice
 
     def _shape(self, question: str, merged: SearchFilters, history: Sequence[tuple[str, str]]) -> "QuestionShape":
-        """Listing, topic or mixed (``retrieval.question_shape``).
+        """Listing, topic or mixed (``retrieval.answers.question_shape``).
 
         In a thread, a question stating only years ("and since 2024?") leans on what came
         before: it is answered as a topic within the years, not as a listing of the whole index.
         """
-        from retrieval.question_shape import QuestionShape, question_shape
+        from retrieval.answers.question_shape import QuestionShape, question_shape
 
         cleaned, _ = self.index.parse_question(question)
         shape = question_shape(question, cleaned, merged)
@@ -206,7 +206,7 @@ class Assistant:
 
     def _listing(self, question: str, merged: SearchFilters, *, notice: str | None = None) -> AnswerResult | None:
         """All records matching the filters as a cited listing; None when none matches."""
-        from retrieval.listing import LISTING_NOTICE, listing_answer
+        from retrieval.answers.listing import LISTING_NOTICE, listing_answer
 
         papers = self.index.matching_papers(merged)
         if not papers:
@@ -216,7 +216,7 @@ class Assistant:
     def _finish(self, result: AnswerResult, filters: SearchFilters, notice: str | None,
                 shape: "QuestionShape | None" = None) -> AnswerResult:
         """Add the question's notice, kind and filters and, for an abstention, the filter that emptied the result."""
-        from retrieval.question_shape import applied_filters
+        from retrieval.answers.question_shape import applied_filters
 
         empty_reason = None
         if result.abstained:
@@ -228,7 +228,7 @@ class Assistant:
     def _by_shape(self, inputs: dict[str, object], merged: SearchFilters, shape: "QuestionShape",
                   result: AnswerResult) -> AnswerResult:
         """A mixed question whose topic answer abstained lists its filtered set instead, when there is one."""
-        from retrieval.listing import NO_TOPIC_NOTICE
+        from retrieval.answers.listing import NO_TOPIC_NOTICE
 
         if shape.kind != "mixed" or not result.abstained:
             return result
@@ -243,7 +243,7 @@ class Assistant:
         history: Sequence[tuple[str, str]] = (),
     ) -> AnswerResult:
         """A cited answer: a listing of the filtered records, a topic answer, or a topic within filters."""
-        from retrieval.answer import answer_question
+        from retrieval.answers.chain import answer_question
 
         inputs, merged, notice = self._answer_inputs(question, k, filters, history)
         shape = self._shape(str(inputs["question"]), merged, history)
@@ -267,7 +267,7 @@ class Assistant:
         A listing needs no model: it arrives as one ``Final``. A mixed question whose topic
         answer abstains ends with a ``Final`` listing the filtered set (replacing any deltas).
         """
-        from retrieval.answer import Final, stream_answer
+        from retrieval.answers.chain import Final, stream_answer
 
         inputs, merged, notice = self._answer_inputs(question, k, filters, history)
         text = str(inputs["question"])
@@ -288,14 +288,14 @@ class Assistant:
 
     @property
     def relevance_threshold(self) -> float:
-        """The threshold in force for records with an abstract (``retrieval.evidence.resolve_policy``)."""
-        from retrieval.evidence import resolve_min_relevance
+        """The threshold in force for records with an abstract (``retrieval.answers.evidence.resolve_policy``)."""
+        from retrieval.answers.evidence import resolve_min_relevance
 
         return resolve_min_relevance(self.settings)
 
     def summarize(self, name: str, *, since: int | None = None) -> ScholarSummaryResult | AmbiguousScholarResult:
-        from retrieval.roster import Roster
-        from retrieval.scholars import summarize_scholar
+        from retrieval.ingest.roster import Roster
+        from retrieval.scholars.profile import summarize_scholar
 
         if not name.strip():
             raise InputError("The scholar's name is empty.", hint='Try: paperbot summarize "Zhao Zhang"')
@@ -305,7 +305,7 @@ class Assistant:
         )
 
     def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
-        from retrieval.plots import render_plots
+        from retrieval.scholars.plots import render_plots
 
         outside = not Path(out_dir).absolute().is_relative_to(self.settings.data_dir.absolute())
         made = [folder for folder in (Path(out_dir), *Path(out_dir).parents) if not folder.exists()]
@@ -317,7 +317,7 @@ class Assistant:
     def collaborators(
         self, topic: str, *, for_name: str | None = None, new_only: bool = False, limit: int = 10
     ) -> CollaboratorsResult:
-        from retrieval.collaborators import find_collaborators
+        from retrieval.scholars.collaborators import find_collaborators
 
         if not topic.strip():
             raise InputError("The topic is empty.", hint='Try: paperbot collaborators "optical interconnects"')
@@ -325,7 +325,7 @@ class Assistant:
 
     def is_known_scholar(self, name: str) -> bool:
         """On the roster (name, alias or id), or an author of some indexed paper."""
-        from retrieval.roster import Roster
+        from retrieval.ingest.roster import Roster
 
         if Roster.load(self.settings).find(name) is not None:
             return True
@@ -333,7 +333,7 @@ class Assistant:
 
     def sync(self, *, progress: "Callable[[SyncEvent], None] | None" = None) -> "SyncReport":
         """Fetch new works of every roster scholar from all sources into the index."""
-        from retrieval.sync import sync_roster
+        from retrieval.ingest.sync import sync_roster
 
         with self._writing("sync"):
             return sync_roster(self.settings, self.index, progress=progress)
@@ -352,15 +352,15 @@ class Assistant:
         return [found[i] for i in ids if i in found]
 
     def to_bibtex(self, papers: Sequence[Paper]) -> str:
-        from retrieval.sources.bibtex_writer import to_bibtex
+        from retrieval.sources.files.bibtex_writer import to_bibtex
 
         return to_bibtex(papers)
 
     def ingest_files(
         self, paths: Sequence[Path], *, progress: "Progress | None" = None, fmt: str | None = None
     ) -> "IngestReport":
-        """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest``."""
-        from retrieval.ingest import ingest_papers, read_files
+        """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest.pipeline``."""
+        from retrieval.ingest.pipeline import ingest_papers, read_files
 
         papers, report = read_files(paths, fmt=fmt)
         if papers:  # nothing read: the index (and its vector store) is not even opened
@@ -370,13 +370,13 @@ class Assistant:
 
     def ingest_papers(self, papers: Sequence[Paper], *, progress: "Progress | None" = None) -> "IngestReport":
         """Merge fetched records (``paperbot ingest arxiv|openalex|crossref``) into the index."""
-        from retrieval.ingest import ingest_papers
+        from retrieval.ingest.pipeline import ingest_papers
 
         with self._writing("ingest"):
             return ingest_papers(self.index, papers, progress=progress)
 
     def stats(self) -> IndexStats:
-        from retrieval.roster import Roster
+        from retrieval.ingest.roster import Roster
 
         by_source: dict[str, int] = {}
         by_year: dict[int, int] = {}

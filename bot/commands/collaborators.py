@@ -9,7 +9,7 @@ from bot.render import citation_line, hang, wrap
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.models import Citation, CollaboratorsResult
+    from retrieval.results import Citation, CollaboratorsResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -22,8 +22,8 @@ from retrieval.errors import InputError, SourceError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.records import Paper
-    from retrieval.sources.base import SkippedItem
+    from retrieval.records.paper import Paper
+    from retrieval.sources.files.base import SkippedItem
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 LABELS = {"arxiv": "arXiv", "openalex": "OpenAlex", "crossref": "Crossref"}
@@ -100,7 +100,7 @@ class _Plan:
 
 
 def _doi_lookup(lookup: Callable[[str], Paper | None], dois: list[str], source: str, skipped: list[SkippedItem]) -> Iterator[Paper]:
-    from retrieval.sources.base import SkippedItem
+    from retrieval.sources.files.base import SkippedItem
 
     for doi in dois:
         paper = lookup(doi)
@@ -111,7 +111,7 @@ def _doi_lookup(lookup: Callable[[str], Paper | None], dois: list[str], source: 
 
 
 def _arxiv_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[SkippedItem]) -> _Plan:
-    from retrieval.sources.arxiv import ArxivSource
+    from retrieval.sources.apis.arxiv import ArxivSource
 
     source = ArxivSource(ctx.settings)
     if args.author:
@@ -125,7 +125,7 @@ def _arxiv_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[Skipped
 
 def _by_author(source: object, name: str, args: argparse.Namespace, plan: _Plan) -> Iterator[Paper]:
     """arXiv's author search also matches other people's names: keep the compatible ones."""
-    from retrieval.names import names_compatible
+    from retrieval.records.names import names_compatible
 
     dropped = 0
     for paper in source.by_author(name, since=args.since, max_results=args.max_results):  # type: ignore[attr-defined]
@@ -139,8 +139,8 @@ def _by_author(source: object, name: str, args: argparse.Namespace, plan: _Plan)
 
 def _openalex_author(source: object, value: str) -> str:
     """An OpenAlex author id from ``--author``: the id itself, or the one profile a name search finds."""
-    from retrieval.records import normalize_openalex_id
-    from retrieval.sync import choose_openalex_profile
+    from retrieval.records.paper import normalize_openalex_id
+    from retrieval.ingest.sync import choose_openalex_profile
 
     bare = normalize_openalex_id(value)
     if bare and bare.startswith("A"):
@@ -152,7 +152,7 @@ def _openalex_author(source: object, value: str) -> str:
 
 
 def _openalex_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[SkippedItem]) -> _Plan:
-    from retrieval.sources.openalex import OpenAlexSource
+    from retrieval.sources.apis.openalex import OpenAlexSource
 
     source = OpenAlexSource(ctx.settings)
     if args.author:
@@ -169,7 +169,7 @@ def _openalex_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[Skip
 
 
 def _crossref_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[SkippedItem]) -> _Plan:
-    from retrieval.sources.crossref import CrossrefSource
+    from retrieval.sources.apis.crossref import CrossrefSource
 
     source = CrossrefSource(ctx.settings)
     if args.orcid:
@@ -182,7 +182,7 @@ def _crossref_plan(args: argparse.Namespace, ctx: CliContext, lookups: list[Skip
 
 
 def _orcid(value: str) -> str:
-    from retrieval.records import normalize_orcid
+    from retrieval.records.paper import normalize_orcid
 
     orcid = normalize_orcid(value)
     if orcid is None:
@@ -196,7 +196,7 @@ PLANS = {"arxiv": _arxiv_plan, "openalex": _openalex_plan, "crossref": _crossref
 def run_fetch(source: str, args: argparse.Namespace, ctx: CliContext) -> int:
     """Fetch what ``args`` select from ``source`` ("arxiv", "openalex", "crossref") and index it."""
     from bot.commands.ingest import print_report
-    from retrieval.ingest import IngestReport
+    from retrieval.ingest.pipeline import IngestReport
 
     if source not in PLANS:
         raise InputError(f"Unknown source {source!r}.", hint="Use one of: " + ", ".join(FETCH_SOURCES))

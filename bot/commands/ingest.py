@@ -19,7 +19,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.ingest import IngestReport
+    from retrieval.ingest.pipeline import IngestReport
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
@@ -34,12 +34,12 @@ def rewrite_fetch_argv(argv: list[str]) -> list[str]:
 
 
 class _Formats:
-    """``retrieval.sources.files.FORMATS`` (formats may be added there) as argparse choices, read
+    """``retrieval.sources.files.detect.FORMATS`` (formats may be added there) as argparse choices, read
     when argparse first looks at them: building the parser imports none of the file readers."""
 
     @staticmethod
     def _names() -> tuple[str, ...]:
-        from retrieval.sources import files as source_files
+        from retrieval.sources.files import detect as source_files
 
         return source_files.FORMATS
 
@@ -87,8 +87,8 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
 
 def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:
     """The one-line error of an ingest that read nothing: what each file held, and what to do."""
-    from retrieval.ingest import EMPTY_FILE
-    from retrieval.sources import files as source_files
+    from retrieval.ingest.pipeline import EMPTY_FILE
+    from retrieval.sources.files import detect as source_files
 
     problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in report.files if result.problem]
     listed = "; ".join(f"{path}: {problem}" for path, problem in problems[:PROBLEMS_SHOWN])

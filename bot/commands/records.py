@@ -43,8 +43,8 @@ def run_export(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.roster import Roster
-    from retrieval.names import names_compatible
+    from retrieval.ingest.roster import Roster
+    from retrieval.records.names import names_compatible
 
     stats = ctx.assistant.stats()
     roster = Roster.load(ctx.settings).list()

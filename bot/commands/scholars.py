@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.roster import Scholar
+    from retrieval.ingest.roster import Scholar
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,14 +52,14 @@ def _describe(scholar: Scholar) -> str:
 
 
 def _synced(scholar: Scholar) -> str:
-    from retrieval.roster import SOURCES
+    from retrieval.ingest.roster import SOURCES
 
     marks = [f"{source} {scholar.last_synced[source][:10]}" for source in SOURCES if source in scholar.last_synced]
     return "last synced: " + (", ".join(marks) if marks else "never")
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.roster import Roster
+    from retrieval.ingest.roster import Roster
 
     roster = Roster.load(ctx.settings)
     if args.scholars_action == "add":

@@ -12,7 +12,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.models import AmbiguousScholarResult, ScholarSummaryResult
+    from retrieval.results import AmbiguousScholarResult, ScholarSummaryResult
 
 MODE_LABELS_SUMMARY = {
     "extractive": "extractive (no LLM: titles and abstract sentences of the cited records)",
@@ -149,7 +149,7 @@ def render_summary(result: ScholarSummaryResult, *, width: int | None = None) ->
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.models import AmbiguousScholarResult
+    from retrieval.results import AmbiguousScholarResult
 
     _check_since(args.since)
     result = ctx.assistant.summarize(args.name, since=args.since)

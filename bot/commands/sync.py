@@ -10,7 +10,7 @@ from retrieval.errors import InputError, PaperbotError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.sync import SyncEvent, SyncReport
+    from retrieval.ingest.sync import SyncEvent, SyncReport
 
 NEW_SHOWN = 10
 
@@ -66,7 +66,7 @@ def print_report(report: SyncReport, ctx: CliContext) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.roster import Roster
+    from retrieval.ingest.roster import Roster
 
     scholars = Roster.load(ctx.settings).list()
     if not scholars:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         report = ctx.assistant.sync(progress=_progress(ctx, update))
     if report.new_paper_ids:
         try:
-            from retrieval.follows import note_new_papers
+            from retrieval.alerts.follows import note_new_papers
 
             note_new_papers(ctx.settings, report.new_paper_ids)
         except PaperbotError as exc:

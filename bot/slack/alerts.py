@@ -1,7 +1,7 @@
 """Follow alerts: post papers that syncs reported as NEW into the channels that follow them.
 
 ``paperbot sync`` (any process) hands the ids of new papers to the follows store's queue
-(``retrieval.follows.note_new_papers``); the serving bot picks them up every minute, matches
+(``retrieval.alerts.follows.note_new_papers``); the serving bot picks them up every minute, matches
 them against the follows and posts each matching paper once per follow. With
 ``PAPERBOT_SYNC_INTERVAL_HOURS`` set, the bot also runs the sync itself on that schedule.
 """
@@ -19,9 +19,9 @@ from bot.slack.blocks import follow_alert_blocks
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import fallback_text, paginate
 from retrieval.errors import PaperbotError
-from retrieval.follows import Follow
-from retrieval.models import Citation
-from retrieval.records import Paper
+from retrieval.alerts.follows import Follow
+from retrieval.results import Citation
+from retrieval.records.paper import Paper
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from bot.slack import blocks as kit
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import escape
 from bot.slack.jobs import Reply, Work, new_reference
-from retrieval.answer import Final, TextDelta
-from retrieval.records import clean_text
+from retrieval.answers.chain import Final, TextDelta
+from retrieval.records.paper import clean_text
 from retrieval.errors import PaperbotError, StorageError
-from retrieval.models import AmbiguousScholarResult, AnswerResult
+from retrieval.results import AmbiguousScholarResult, AnswerResult
 
 log = logging.getLogger(__name__)
 

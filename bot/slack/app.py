@@ -49,7 +49,7 @@ from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
-from retrieval.follows import FollowStore
+from retrieval.alerts.follows import FollowStore
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant

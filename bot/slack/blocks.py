@@ -25,8 +25,8 @@ from bot.slack.formatting import (
     plain_text,
     sections,
 )
-from retrieval.listing import describe_filters
-from retrieval.models import (
+from retrieval.answers.listing import describe_filters
+from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
     Citation,
@@ -36,7 +36,7 @@ from retrieval.models import (
     SearchFilters,
     SearchResult,
 )
-from retrieval.records import format_authors
+from retrieval.records.paper import format_authors
 
 OPEN_ACCESS_BADGE = ":unlock: open access"
 WORKING_TEXT = ":hourglass_flowing_sand: Working on it…"

@@ -12,7 +12,7 @@ from bot.slack.dedupe import StoredDeduper
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
 from retrieval.config import Settings
-from retrieval.follows import FollowStore
+from retrieval.alerts.follows import FollowStore
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant

@@ -18,7 +18,7 @@ from bot.slack.deps import SlackDeps
 from bot.slack.formatting import bold, escape, sections
 from bot.slack.jobs import Target, new_reference, notify, submit
 from retrieval.errors import PaperbotError
-from retrieval.follows import Follow, FollowKind, guess_kind, parse_follow
+from retrieval.alerts.follows import Follow, FollowKind, guess_kind, parse_follow
 
 log = logging.getLogger(__name__)
 

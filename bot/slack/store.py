@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from retrieval.sqlite_files import SqliteFile
+from retrieval.storage.sqlite import SqliteFile
 
 Vote = Literal["up", "down"]
 

@@ -16,9 +16,9 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import Field
 
 from retrieval.config import Settings
-from retrieval.evidence import content_terms
-from retrieval.models import SearchFilters, SearchHit
-from retrieval.records import Paper
+from retrieval.answers.evidence import content_terms
+from retrieval.results import SearchFilters, SearchHit
+from retrieval.records.paper import Paper
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -9,11 +9,11 @@ from langchain_core.exceptions import ModelRateLimitError, ModelTimeoutError
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import SystemMessage
 
-from retrieval.answer import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, Final, TextDelta, answer_question, stream_answer
+from retrieval.answers.chain import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, Final, TextDelta, answer_question, stream_answer
 from retrieval.errors import InputError
-from retrieval.extractive import NO_EVIDENCE_ANSWER
-from retrieval.models import SearchFilters, SearchHit
-from retrieval.records import Paper
+from retrieval.answers.extractive import NO_EVIDENCE_ANSWER
+from retrieval.results import SearchFilters, SearchHit
+from retrieval.records.paper import Paper
 from tests.answers.conftest import FailingModel, LexicalRetriever, by_title, make_settings, scripted
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from retrieval.attribution import EvidenceAttribution
-from retrieval.citations import validate_answer
-from retrieval.model_output import miscites
+from retrieval.answers.attribution import EvidenceAttribution
+from retrieval.answers.citations import validate_answer
+from retrieval.answers.model_output import miscites
 
 RECORDS = [
     ("The discrete dipole approximation: an overview and recent developments", ""),

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.citations import cited_numbers, parse_group, split_sentences, validate_answer
+from retrieval.answers.citations import cited_numbers, parse_group, split_sentences, validate_answer
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from retrieval.evidence import (
+from retrieval.answers.evidence import (
     DEFAULT_MIN_RELEVANCE,
     build_evidence,
     content_terms,
@@ -16,8 +16,8 @@ from retrieval.evidence import (
     select_relevant,
     strip_markup,
 )
-from retrieval.models import SearchHit
-from retrieval.records import Paper
+from retrieval.results import SearchHit
+from retrieval.records.paper import Paper
 from tests.answers.conftest import by_title, make_settings
 
 

@@ -1,4 +1,4 @@
-"""The evidence policy of issue #13 (``retrieval.evidence``): one threshold, field-aware cuts,
+"""The evidence policy of issue #13 (``retrieval.answers.evidence``): one threshold, field-aware cuts,
 relative to the best hit, query-concept coverage.
 
 Records: the publication-list records of ``listing_records`` (title-only papers, old off-topic
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import answer_question
+from retrieval.answers.chain import answer_question
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
-from retrieval.evidence import (
+from retrieval.answers.evidence import (
     CALIBRATED_MIN_RELEVANCE,
     CALIBRATED_MIN_RELEVANCE_TITLE_ONLY,
     question_concepts,
@@ -25,8 +25,8 @@ from retrieval.evidence import (
     resolve_policy,
     select_relevant,
 )
-from retrieval.models import SearchHit
-from retrieval.records import Paper
+from retrieval.results import SearchHit
+from retrieval.records.paper import Paper
 from tests.answers.conftest import make_settings
 from tests.answers.listing_records import RECORDS
 
@@ -85,7 +85,7 @@ def test_threshold_in_force_argument_then_setting_then_calibrated() -> None:
 
 
 def test_every_door_reads_the_same_threshold(tmp_path: Path) -> None:
-    from retrieval.index import RELEVANCE_THRESHOLD, PaperIndex
+    from retrieval.index.paper_index import RELEVANCE_THRESHOLD, PaperIndex
     from tests.index.conftest import HashEncoder
 
     for value, expected in ((None, CALIBRATED_MIN_RELEVANCE), (0.42, 0.42)):
@@ -147,7 +147,7 @@ def test_a_record_far_below_the_best_hit_is_not_evidence() -> None:
 
 @pytest.fixture(scope="module")
 def real_assistant(tmp_path_factory: pytest.TempPathFactory, reference_encoder) -> Iterator[Assistant]:
-    from retrieval.index import PaperIndex
+    from retrieval.index.paper_index import PaperIndex
 
     settings = Settings(_env_file=None, data_dir=tmp_path_factory.mktemp("policy-real"), openai_api_key=None,  # type: ignore[call-arg]
                         openai_base_url=None, min_relevance=None)

@@ -7,10 +7,10 @@ import re
 import pytest
 from collections.abc import Sequence
 
-from retrieval.citations import cited_numbers
-from retrieval.extractive import NO_EVIDENCE_ANSWER, extractive_answer, key_sentence
-from retrieval.models import SearchHit
-from retrieval.records import Paper
+from retrieval.answers.citations import cited_numbers
+from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, extractive_answer, key_sentence
+from retrieval.results import SearchHit
+from retrieval.records.paper import Paper
 from tests.answers.conftest import by_title
 
 QUESTION = "Which papers study the convergence of the discrete dipole approximation?"
@@ -102,9 +102,9 @@ def test_untrusted_text_cannot_add_citations_or_pings() -> None:
     ],
 )
 def test_instruction_like_sentences_are_never_quoted(sentence):
-    from retrieval.evidence import looks_like_instruction
-    from retrieval.extractive import key_sentence
-    from retrieval.records import Paper
+    from retrieval.answers.evidence import looks_like_instruction
+    from retrieval.answers.extractive import key_sentence
+    from retrieval.records.paper import Paper
 
     assert looks_like_instruction(sentence)
     paper = Paper(title="Glazes", abstract=f"Glaze chemistry governs firing colour. {sentence}")
@@ -113,7 +113,7 @@ def test_instruction_like_sentences_are_never_quoted(sentence):
 
 
 def test_ordinary_sentences_are_not_taken_for_instructions():
-    from retrieval.evidence import looks_like_instruction
+    from retrieval.answers.evidence import looks_like_instruction
 
     for sentence in [
         "We study instruction tuning of large language models.",

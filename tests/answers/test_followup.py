@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from retrieval.followup import (
+from retrieval.answers.condense import (
     MAX_CARRIED_WORDS,
     MAX_HISTORY_TURNS,
     condense_question,

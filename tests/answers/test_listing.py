@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answer import Final, TextDelta
+from retrieval.answers.chain import Final, TextDelta
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
-from retrieval.extractive import extractive_answer
-from retrieval.listing import LISTING_NOTICE, NO_TOPIC_NOTICE, describe_filters, listing_answer
-from retrieval.models import AnswerResult, SearchFilters, SearchHit
-from retrieval.records import Paper
+from retrieval.answers.extractive import extractive_answer
+from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE, describe_filters, listing_answer
+from retrieval.results import AnswerResult, SearchFilters, SearchHit
+from retrieval.records.paper import Paper
 from tests.answers.conftest import scripted
 from tests.answers.listing_records import GUO_PAPERS, OTHER_PAPERS, RECORDS, ZHAO_PAPERS
 from tests.index.conftest import HashEncoder
@@ -38,7 +38,7 @@ def make_settings(data_dir: Path) -> Settings:
 
 
 def open_index(data_dir: Path, encoder: object):
-    from retrieval.index import PaperIndex
+    from retrieval.index.paper_index import PaperIndex
 
     index = PaperIndex.open(make_settings(data_dir), encoder=encoder)  # type: ignore[arg-type]
     index.upsert([Paper(**row) for row in RECORDS])
@@ -241,7 +241,7 @@ def test_mixed_question_over_an_empty_filter_abstains_with_the_reason(real_index
 
 
 def test_a_venue_acronym_lists_the_records_of_the_venue_that_spells_it_out(tmp_path: Path):
-    from retrieval.index import PaperIndex, is_venue_acronym
+    from retrieval.index.paper_index import PaperIndex, is_venue_acronym
 
     icde = "2023 IEEE 39th International Conference on Data Engineering (ICDE)"
     records = [

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from prompts import load_prompt
-from retrieval.answer import Final, TextDelta, answer_question, stream_answer
-from retrieval.model_output import (
+from retrieval.answers.chain import Final, TextDelta, answer_question, stream_answer
+from retrieval.answers.model_output import (
     MAX_REPLY_CHARS,
     ReplyRejected,
     ValidatedStream,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from retrieval.answer import Final, TextDelta, answer_question, stream_answer
+from retrieval.answers.chain import Final, TextDelta, answer_question, stream_answer
 from retrieval.config import Settings
-from retrieval.llm import PLACEHOLDER_API_KEY, build_chat_model
+from retrieval.answers.llm import PLACEHOLDER_API_KEY, build_chat_model
 from tests.answers.conftest import LexicalRetriever, make_settings
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
 

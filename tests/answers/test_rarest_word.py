@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from retrieval.evidence import rarest_term, select_relevant
-from retrieval.models import SearchFilters, SearchHit
-from retrieval.records import Author, Paper
+from retrieval.answers.evidence import rarest_term, select_relevant
+from retrieval.results import SearchFilters, SearchHit
+from retrieval.records.paper import Author, Paper
 
 SENSING = Paper(title="Compressed sensing with deep generative models", published="2020",
                 authors=[Author(name="Ann Lee")])
@@ -55,7 +55,7 @@ def test_a_paraphrase_stands_in_for_the_rare_word():
 def test_names_of_the_filters_are_not_the_rare_word(tmp_path: Path, monkeypatch):
     """'papers by Aditya Grover on diffusion': the records must hold "diffusion", not "Grover"."""
     from retrieval.assistant import Assistant
-    from retrieval.index import PaperIndex
+    from retrieval.index.paper_index import PaperIndex
 
     from tests.answers.conftest import make_settings
     from tests.index.conftest import HashEncoder
@@ -68,7 +68,7 @@ def test_names_of_the_filters_are_not_the_rare_word(tmp_path: Path, monkeypatch)
         assistant = Assistant(index.settings, index=index, chat_model=None)
         # two records say nothing about which word is specific: no rule 4 there
         assert assistant._rarity(SearchFilters()) is None
-        monkeypatch.setattr("retrieval.evidence.RARITY_MIN_RECORDS", 2)
+        monkeypatch.setattr("retrieval.answers.evidence.RARITY_MIN_RECORDS", 2)
         rarity = assistant._rarity(SearchFilters(authors=["Aditya Grover"]))
         assert rarity is not None and rarity("grover") == 0.0 and rarity("aditya") == 0.0
         assert 0 < rarity("diffus") < math.inf and rarity("sourdough") == math.inf

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from bench.real_llm import MIN_SUPPORT, Record, check_support, cited_sentences, prompt_records
-from retrieval.evidence import content_terms
+from retrieval.answers.evidence import content_terms
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,9 +174,9 @@ def test_a_sentence_the_records_do_not_carry_is_weak() -> None:
 
 
 def test_the_records_are_read_back_from_the_prompt() -> None:
-    from retrieval.evidence import build_evidence
-    from retrieval.models import SearchHit
-    from retrieval.records import Paper
+    from retrieval.answers.evidence import build_evidence
+    from retrieval.results import SearchHit
+    from retrieval.records.paper import Paper
 
     papers = [Paper(title="First title", abstract="First abstract."), Paper(title="Second title")]
     evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in papers])

@@ -22,7 +22,7 @@ CITATION_KEYS = {"n", "id", "title", "authors", "year", "venue", "doi", "arxiv_i
 def _indexed_ids(data_dir) -> set[str]:
     run = paperbot_here("export", data_dir=data_dir)
     assert run.code == 0, run.stderr
-    from retrieval.records import Paper
+    from retrieval.records.paper import Paper
 
     return {Paper.model_validate_json(line).id for line in run.stdout.splitlines() if line.strip()}
 

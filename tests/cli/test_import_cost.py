@@ -70,8 +70,8 @@ ANSWER_PATH = textwrap.dedent('''
     from bot.context import CliContext
     from retrieval.assistant import Assistant
     from retrieval.config import Settings
-    from retrieval.index import PaperIndex
-    from retrieval.records import Paper
+    from retrieval.index.paper_index import PaperIndex
+    from retrieval.records.paper import Paper
 
     class HashEncoder:
         name, dimension = "test/hash", 384

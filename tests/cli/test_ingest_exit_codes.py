@@ -10,7 +10,7 @@ import pytest
 
 from bot.cli import build_parser
 from bot.commands.ingest import rewrite_fetch_argv
-from retrieval.sources.files import FORMATS
+from retrieval.sources.files.detect import FORMATS
 from tests.cli.conftest import Run, paperbot
 from tests.support.model_cache import link_model_cache
 

@@ -17,7 +17,7 @@ import pytest
 from bot.cli import main
 from bot.commands.collaborators import render_collaborators
 from bot.commands.summarize import render_ambiguous, render_summary
-from retrieval.models import (
+from retrieval.results import (
     AmbiguousScholarResult,
     Citation,
     CollaboratorsResult,

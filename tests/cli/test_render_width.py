@@ -14,7 +14,7 @@ from bot.context import CliContext
 from bot.render import render_answer, render_search
 from retrieval.assistant import IndexStats
 from retrieval.config import Settings
-from retrieval.models import (
+from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
     Citation,

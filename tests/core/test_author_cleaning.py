@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.author_cleaning import (
+from retrieval.records.author_cleaning import (
     CleanName,
     clean_author,
     clean_author_name,
     is_truncation_marker,
     strip_annotations,
 )
-from retrieval.records import Author, Paper
-from retrieval.sources.arxiv import parse_atom
-from retrieval.sources.bibtex import parse_author_list, parse_bibtex
-from retrieval.sources.crossref import parse_crossref_work
-from retrieval.sources.csljson import parse_csl_json
-from retrieval.sources.jsonl import parse_jsonl
-from retrieval.sources.openalex import parse_work
-from retrieval.sources.ris import parse_ris
+from retrieval.records.paper import Author, Paper
+from retrieval.sources.apis.arxiv import parse_atom
+from retrieval.sources.files.bibtex import parse_author_list, parse_bibtex
+from retrieval.sources.apis.crossref import parse_crossref_work
+from retrieval.sources.files.csljson import parse_csl_json
+from retrieval.sources.files.jsonl import parse_jsonl
+from retrieval.sources.apis.openalex import parse_work
+from retrieval.sources.files.ris import parse_ris
 
 SCHOLARS_REAL = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scholars-real"
 

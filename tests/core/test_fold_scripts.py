@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-import retrieval.records as records
-from retrieval.index import PaperIndex
-from retrieval.ingest import ingest_papers
-from retrieval.records import LATIN_LETTERS, Paper, fold, has_non_latin_letters
-from retrieval.sources.files import parse_file
+import retrieval.records.paper as records
+from retrieval.index.paper_index import PaperIndex
+from retrieval.ingest.pipeline import ingest_papers
+from retrieval.records.paper import LATIN_LETTERS, Paper, fold, has_non_latin_letters
+from retrieval.sources.files.detect import parse_file
 from tests.index.conftest import HashEncoder, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]

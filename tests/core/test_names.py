@@ -2,7 +2,7 @@
 
 import pytest
 
-from retrieval.names import name_specificity, names_compatible, parse_name
+from retrieval.records.names import name_specificity, names_compatible, parse_name
 
 
 @pytest.mark.parametrize(

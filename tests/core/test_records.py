@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from retrieval.records import (
+from retrieval.records.paper import (
     Author,
     Paper,
     clean_text,
@@ -121,7 +121,7 @@ def test_arxiv_datacite_doi_becomes_the_arxiv_id():
 
 
 def test_terminal_escape_sequences_leave_no_words_behind() -> None:
-    from retrieval.records import clean_text
+    from retrieval.records.paper import clean_text
 
     assert clean_text("pebble game \x1b[2J\x1b]0;owned\x07 sparse \x1b[31mgraphs\x1b[0m") == "pebble game sparse graphs"
     assert clean_text("plain [31m text stays") == "plain [31m text stays"  # no escape character: untouched

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from retrieval.merge import dedupe, merge_papers
-from retrieval.records import Paper, Provenance
-from retrieval.sources.bibtex import parse_bibtex
-from retrieval.sources.bibtex_writer import to_bibtex
-from retrieval.sources.jsonl import parse_jsonl
+from retrieval.records.merge import dedupe, merge_papers
+from retrieval.records.paper import Paper, Provenance
+from retrieval.sources.files.bibtex import parse_bibtex
+from retrieval.sources.files.bibtex_writer import to_bibtex
+from retrieval.sources.files.jsonl import parse_jsonl
 
 CUT = """@article{fletcher2020,
   title = {Cut lists in numerical software},

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import embeddings
+from retrieval.index.encoders import local as embeddings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "embeddings"
 

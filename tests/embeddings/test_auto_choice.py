@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 from bot.commands.records import run_doctor
-from retrieval import embeddings, encoder_choice
+from retrieval.index.encoders import choice as encoder_choice
+from retrieval.index.encoders import local as embeddings
 from retrieval.config import Settings
-from retrieval.encoder_choice import (
+from retrieval.index.encoders.choice import (
     REFERENCE,
     AutoChoice,
     ProbeResult,
@@ -33,7 +34,7 @@ from retrieval.encoder_choice import (
     remembered_or_probed,
     select,
 )
-from retrieval.index import ENCODER_META_KEY, ConsistencyReport, PaperIndex
+from retrieval.index.paper_index import ENCODER_META_KEY, ConsistencyReport, PaperIndex
 
 X86_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -206,7 +207,7 @@ def test_a_corrupt_choice_file_is_probed_again_with_a_warning(tmp_path, caplog, 
     signature = cpu_signature("rt", 2, X86_CPUINFO)
     choice_path(tmp_path, signature).write_text(content, encoding="utf-8")
     candidates = Candidates()
-    with caplog.at_level(logging.WARNING, logger="retrieval.encoder_choice"):
+    with caplog.at_level(logging.WARNING, logger="retrieval.index.encoders.choice"):
         made, _ = probe(tmp_path, signature, candidates)
     assert "unreadable" in caplog.text and "measuring again" in caplog.text
     assert len(candidates.loads) == 3
@@ -217,7 +218,7 @@ def test_a_file_made_for_another_signature_is_not_trusted(tmp_path, caplog):
     signature = cpu_signature("rt", 2, X86_CPUINFO)
     foreign = AutoChoice("onnx-int8", signature={**signature, "cores": 64}, results=[result("onnx-int8", 99.0)])
     choice_path(tmp_path, signature).write_text(foreign.to_json(), encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="retrieval.encoder_choice"):
+    with caplog.at_level(logging.WARNING, logger="retrieval.index.encoders.choice"):
         assert read_choice(tmp_path, signature) is None
     assert "another CPU" in caplog.text
 

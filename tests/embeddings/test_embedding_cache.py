@@ -11,9 +11,9 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-from retrieval.embedding_cache import EmbeddingCache, encode_with_cache, paper_embedder
+from retrieval.index.embedding_cache import EmbeddingCache, encode_with_cache, paper_embedder
 from retrieval.errors import StorageError
-from retrieval.records import Paper
+from retrieval.records.paper import Paper
 
 
 class CountingEncoder:
@@ -143,7 +143,7 @@ def test_empty_input(cache):
 def test_a_corrupt_file_is_moved_aside_and_replaced(tmp_path, caplog):
     path = tmp_path / "embeddings.sqlite3"
     path.write_bytes(b"this is not a database, just garbage bytes" * 100)
-    with caplog.at_level(logging.WARNING, logger="retrieval.embedding_cache"):
+    with caplog.at_level(logging.WARNING, logger="retrieval.index.embedding_cache"):
         with EmbeddingCache(path) as cache:
             encode_with_cache(CountingEncoder(), pairs(TEXTS), cache)
             assert cache.count() == len(TEXTS)

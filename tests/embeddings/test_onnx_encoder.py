@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import embeddings
+from retrieval.index.encoders import local as embeddings
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
 
@@ -149,7 +149,7 @@ def test_load_encoder_follows_the_setting(encoder_data_dir):
 
 
 def test_a_real_probe_chooses_a_candidate_within_the_bar_and_remembers_it(encoder_data_dir, capsys):
-    from retrieval.encoder_choice import QUALITY_BAR, read_choice
+    from retrieval.index.encoders.choice import QUALITY_BAR, read_choice
 
     settings = Settings(data_dir=encoder_data_dir, encoder="auto")
     auto = embeddings.load_encoder(settings)

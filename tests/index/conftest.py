@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 from retrieval.config import Settings
-from retrieval.records import Author, Paper, Provenance
+from retrieval.records.paper import Author, Paper, Provenance
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "index"
 CHROMA_BIN = Path(sys.executable).parent / "chroma"

@@ -1,6 +1,6 @@
 """A Chroma server that accepts connections but never answers: bounded waits, clear errors, recovery.
 
-chromadb 1.5.9's HTTP client has no timeout of its own (see ``retrieval.chroma_client``).
+chromadb 1.5.9's HTTP client has no timeout of its own (see ``retrieval.index.dense``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from retrieval.chroma_client import DenseStore
+from retrieval.index.dense import DenseStore
 from retrieval.config import load_settings
 from retrieval.errors import ConfigError, IndexUnavailableError
-from retrieval.index import PaperIndex
+from retrieval.index.paper_index import PaperIndex
 
 from .conftest import ChromaServer, HashEncoder, make_settings
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval import index as index_module
-from retrieval.chroma_client import record_metadata
+from retrieval.index import paper_index as index_module
+from retrieval.index.dense import record_metadata
 from retrieval.errors import ConfigError
-from retrieval.index import ENCODER_META_KEY, LEGACY_ENCODER_NAME, ConsistencyReport, PaperIndex
+from retrieval.index.paper_index import ENCODER_META_KEY, LEGACY_ENCODER_NAME, ConsistencyReport, PaperIndex
 
 from .conftest import HashEncoder
 

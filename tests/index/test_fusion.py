@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from retrieval.fusion import (
+from retrieval.index.fusion import (
     FusionConfig,
     calibrate_threshold,
     drop_near_duplicates,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.index import PaperIndex
-from retrieval.ingest import ingest_papers
-from retrieval.records import Paper
+from retrieval.index.paper_index import PaperIndex
+from retrieval.ingest.pipeline import ingest_papers
+from retrieval.records.paper import Paper
 
 from .conftest import HashEncoder, make_settings
 

@@ -11,12 +11,12 @@ import shutil
 import numpy as np
 import pytest
 
-from retrieval.chroma_client import record_metadata
+from retrieval.index.dense import record_metadata
 from retrieval.errors import InputError
-from retrieval.fusion import FusionConfig, fused_score
-from retrieval.index import RELEVANCE_THRESHOLD, PaperIndex
-from retrieval.models import SearchFilters
-from retrieval.records import Author, Paper
+from retrieval.index.fusion import FusionConfig, fused_score
+from retrieval.index.paper_index import RELEVANCE_THRESHOLD, PaperIndex
+from retrieval.results import SearchFilters
+from retrieval.records.paper import Author, Paper
 
 from .conftest import CountingEncoder, by_arxiv, make_settings
 
@@ -87,7 +87,7 @@ def test_upsert_with_a_changed_id_replaces_the_old_record_and_reuses_its_vector(
 
 
 def test_chroma_writes_are_batched(index, arxiv_papers, monkeypatch):
-    from retrieval import chroma_client
+    from retrieval.index import dense as chroma_client
 
     sizes: list[int] = []
     collection = index.dense._get_collection()
@@ -234,7 +234,7 @@ def test_author_filter_reads_names_like_the_scholar_pages(index, namesakes, want
 
 
 def test_author_filter_follows_roster_aliases(index):
-    from retrieval.roster import Roster
+    from retrieval.ingest.roster import Roster
 
     written = {"Luanzheng Guo": "checkpointing for LLM fine-tuning", "Lenny Guo": "I/O tracing on HPC systems",
                "Li Guo": "graph partitioning heuristics"}

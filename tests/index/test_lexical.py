@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import lexical
-from retrieval.lexical import LexicalIndex, document_text, tokenize
-from retrieval.query_filters import ResolvedFilters
-from retrieval.records import Paper
-from retrieval.store import RecordStore
+from retrieval.index import lexical
+from retrieval.index.lexical import LexicalIndex, document_text, tokenize
+from retrieval.index.filters import ResolvedFilters
+from retrieval.records.paper import Paper
+from retrieval.storage.records import RecordStore
 
 from .conftest import by_arxiv
 

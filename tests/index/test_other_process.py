@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.index import PaperIndex
-from retrieval.records import Paper
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.paper import Paper
 
 from .conftest import HashEncoder, make_settings
 
@@ -23,8 +23,8 @@ WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from retrieval.config import Settings
-    from retrieval.index import PaperIndex
-    from retrieval.records import Paper
+    from retrieval.index.paper_index import PaperIndex
+    from retrieval.records.paper import Paper
     from tests.index.conftest import HashEncoder
 
     data_dir, collection, records = sys.argv[1:4]

@@ -3,8 +3,8 @@
 import pytest
 
 from retrieval.errors import InputError
-from retrieval.models import SearchFilters
-from retrieval.query_filters import (
+from retrieval.results import SearchFilters
+from retrieval.index.filters import (
     MAX_QUERY_CHARS,
     ResolvedFilters,
     author_key,
@@ -12,7 +12,7 @@ from retrieval.query_filters import (
     merge_filters,
     prepare_query,
 )
-from retrieval.names import names_compatible
+from retrieval.records.names import names_compatible
 
 INDEXED_AUTHORS = ["Zhao Zhang", "Z. Zhang", "Wei Li", "P. M. Nadolsky", "Maxim A. Yurkin", "M. De Napoli"]
 INDEXED_VENUES = {"nature", "physical review d", "journal of physics a"}
@@ -23,7 +23,7 @@ def known_author(name: str) -> bool:
 
 
 def known_venue(name: str) -> bool:
-    from retrieval.records import fold
+    from retrieval.records.paper import fold
 
     return fold(name) in INDEXED_VENUES
 

@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from retrieval.models import SearchFilters
-from retrieval.query_filters import RECENT_MONTHS, extract_filters
-from retrieval.question_shape import applied_filters, question_shape
+from retrieval.results import SearchFilters
+from retrieval.index.filters import RECENT_MONTHS, extract_filters
+from retrieval.answers.question_shape import applied_filters, question_shape
 from tests.index.test_query_filters import known_author, known_venue
 
 TODAY = date(2026, 12, 1)
@@ -76,7 +76,7 @@ def test_without_a_filter_the_question_is_a_topic(question):
 
 
 def test_lately_is_the_scholar_summary_window_in_whole_years():
-    from retrieval.scholars import RECENT_MONTHS as SUMMARY_MONTHS
+    from retrieval.scholars.profile import RECENT_MONTHS as SUMMARY_MONTHS
 
     assert RECENT_MONTHS == SUMMARY_MONTHS == 24
     assert extract_filters("lately", today=date(2026, 12, 1))[1].since == 2024

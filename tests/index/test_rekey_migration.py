@@ -21,15 +21,15 @@ from pathlib import Path
 
 import pytest
 
-import retrieval.records as records
-import retrieval.store as store_module
+import retrieval.records.paper as records
+import retrieval.storage.records as store_module
 from retrieval.config import Settings
 from retrieval.errors import IndexUnavailableError
-from retrieval.index import PaperIndex
-from retrieval.ingest import ingest_papers
-from retrieval.query_filters import ResolvedFilters
-from retrieval.records import LATIN_LETTERS, Author, Paper, Provenance
-from retrieval.store import RecordStore
+from retrieval.index.paper_index import PaperIndex
+from retrieval.ingest.pipeline import ingest_papers
+from retrieval.index.filters import ResolvedFilters
+from retrieval.records.paper import LATIN_LETTERS, Author, Paper, Provenance
+from retrieval.storage.records import RecordStore
 
 from .conftest import HashEncoder, make_settings
 

@@ -7,10 +7,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from retrieval.chroma_client import DenseStore, disk_is_full
+from retrieval.index.dense import DenseStore, disk_is_full
 from retrieval.errors import IndexUnavailableError
-from retrieval.index import PaperIndex
-from retrieval.records import Paper
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.paper import Paper
 
 from .conftest import ChromaServer, free_port, make_settings
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import StorageError
-from retrieval.records import Author, Paper
-from retrieval.store import RecordStore
+from retrieval.records.paper import Author, Paper
+from retrieval.storage.records import RecordStore
 
 from .conftest import by_arxiv
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from retrieval.merge import (
+from retrieval.records.merge import (
     arxiv_id_from_doi,
     blocking_keys,
     dedupe,
@@ -22,7 +22,7 @@ from retrieval.merge import (
     normalize_ids,
     same_paper,
 )
-from retrieval.records import Author, Paper, Provenance
+from retrieval.records.paper import Author, Paper, Provenance
 from tests.merge.recorded import arxiv_feed, crossref, openalex, openalex_list
 
 

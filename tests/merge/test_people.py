@@ -8,10 +8,10 @@ from itertools import combinations
 
 import pytest
 
-from retrieval.merge import merge_papers
-from retrieval.names import NameMatch, is_organisation, name_match, names_compatible, parse_name, same_person
-from retrieval.people import PeopleDirectory
-from retrieval.records import Author, Paper
+from retrieval.records.merge import merge_papers
+from retrieval.records.names import NameMatch, is_organisation, name_match, names_compatible, parse_name, same_person
+from retrieval.scholars.people import PeopleDirectory
+from retrieval.records.paper import Author, Paper
 from tests.merge.recorded import conference, crossref, openalex, openalex_list
 
 

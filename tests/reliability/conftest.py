@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.embeddings import Encoder
+from retrieval.index.encoders.local import Encoder
 from tests.reliability.helpers import FILES, bib_entries, link_model_cache, make_settings, paperbot
 
 
 @pytest.fixture(scope="session")
 def encoder(model_cache: Path) -> Encoder:
-    from retrieval.embeddings import load_encoder
+    from retrieval.index.encoders.local import load_encoder
 
     return load_encoder(make_settings(model_cache.parent))
 

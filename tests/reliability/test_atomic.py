@@ -1,4 +1,4 @@
-"""``retrieval.atomic``: a replaced file is the old content or the new, never half of either."""
+"""``retrieval.storage.atomic``: a replaced file is the old content or the new, never half of either."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.atomic import atomic_write, atomic_write_bytes, atomic_write_text
+from retrieval.storage.atomic import atomic_write, atomic_write_bytes, atomic_write_text
 from tests.reliability.helpers import ROOT
 
 OLD = "old content\n" * 100
@@ -71,7 +71,7 @@ def test_disk_full_midway_keeps_the_old_file(tmp_path: Path) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
         from pathlib import Path
-        from retrieval.atomic import atomic_write_bytes
+        from retrieval.storage.atomic import atomic_write_bytes
         try:
             atomic_write_bytes(Path({str(target)!r}), b"x" * 1_000_000)
         except OSError as exc:

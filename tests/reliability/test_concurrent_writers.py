@@ -1,7 +1,7 @@
 """Two writers on one data dir: the second waits for the first, and nothing is lost.
 
 Every write path (ingest, sync, doctor --repair) reads stored records, merges and writes them
-back; ``retrieval.writer_lock`` lets one process at a time do that per data dir. Checked here
+back; ``retrieval.storage.locks`` lets one process at a time do that per data dir. Checked here
 from outside, through the real ``paperbot`` command:
 
 * two ``paperbot ingest`` runs started together on one data dir, with files sharing 60
@@ -39,8 +39,8 @@ import pytest
 
 from bench.common import clean_env
 from retrieval.errors import BusyError
-from retrieval.ingest import BATCH_SIZE
-from retrieval.writer_lock import hold_writer_lock, read_holder
+from retrieval.ingest.pipeline import BATCH_SIZE
+from retrieval.storage.locks import hold_writer_lock, read_holder
 from tests.reliability.helpers import (
     ROOT,
     count_records,
@@ -133,7 +133,7 @@ HOLDER = textwrap.dedent(
     import sys, time
     from retrieval.assistant import Assistant
     from retrieval.config import load_settings
-    from retrieval.writer_lock import hold_writer_lock
+    from retrieval.storage.locks import hold_writer_lock
 
     settings = load_settings()
     Assistant(settings)  # opens (and secures) the data dir, as every door does

@@ -178,7 +178,7 @@ def _system_lines() -> list[str]:
 
 def _clear_of_the_floor(citations: list[dict[str, Any]], margin: float = 0.01) -> list[str]:
     """Ids of the cited records whose score is not within ``margin`` of the relative floor."""
-    from retrieval.evidence import RELATIVE_FLOOR
+    from retrieval.answers.evidence import RELATIVE_FLOOR
 
     if not citations:
         return []
@@ -193,7 +193,7 @@ def test_hostile_records_do_not_change_extractive_answers(indexes: dict[str, Pat
     hostile_titles = {row["title"] for row in _rows(INJECTION / "records.jsonl")}
     genuine = [c for c in noisy["citations"] if c["title"] not in hostile_titles]
     # more records shift BM25 statistics a little: a record within a hair of the relative floor
-    # (retrieval.evidence rule 2) may land on either side; every other decision must be the same
+    # (retrieval.answers.evidence rule 2) may land on either side; every other decision must be the same
     assert _clear_of_the_floor(genuine) == _clear_of_the_floor(clean["citations"])
     assert not SIGNS_OF_OBEDIENCE.search(noisy["answer"]), noisy["answer"]
     same_records = [c["id"] for c in genuine] == [c["id"] for c in clean["citations"]]

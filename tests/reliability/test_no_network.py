@@ -270,7 +270,7 @@ sys.addaudithook(_hook)
 LONG_LIVED = """
 import time
 from retrieval.config import Settings
-from retrieval.embeddings import load_encoder
+from retrieval.index.encoders.local import load_encoder
 
 load_encoder(Settings()).encode(["a question that keeps the encoder busy"])
 time.sleep(12)
@@ -424,7 +424,7 @@ def test_the_recorders_catch_connections_from_python_and_from_c(tmp_path: Path) 
 def test_importing_onnxruntime_through_the_encoder_module_writes_no_device_id(tmp_path: Path) -> None:
     """onnxruntime's telemetry is off before it loads (fast, no root: its device id is the tell)."""
     env = _first_run_env(tmp_path, tmp_path / "data")
-    code = "import retrieval.embeddings\nimport onnxruntime\n"
+    code = "import retrieval.index.encoders.local\nimport onnxruntime\n"
     proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

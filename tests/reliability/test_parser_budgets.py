@@ -26,14 +26,14 @@ from typing import Any
 
 import pytest
 
-import retrieval.ingest as ingest
-import retrieval.merge as merge
+import retrieval.ingest.pipeline as ingest
+import retrieval.records.merge as merge
 from retrieval.errors import ParseError
-from retrieval.ingest import ingest_papers, read_files
-from retrieval.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, merge_provenance
-from retrieval.records import Paper, Provenance
-from retrieval.sources import base
-from retrieval.sources.files import parse_file, parse_text
+from retrieval.ingest.pipeline import ingest_papers, read_files
+from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, merge_provenance
+from retrieval.records.paper import Paper, Provenance
+from retrieval.sources.files import base
+from retrieval.sources.files.detect import parse_file, parse_text
 from tests.cli.conftest import paperbot
 from tests.support.model_cache import link_model_cache
 
@@ -135,7 +135,7 @@ def test_any_exception_reading_one_file_skips_that_file_only(
     (tmp_path / "bad.bib").write_text(GOOD_BIB.replace("good1", "bad1"), encoding="utf-8")
     (tmp_path / "good.bib").write_text(GOOD_BIB, encoding="utf-8")
     _crash_on("bad.bib", exc, monkeypatch)
-    with caplog.at_level(logging.ERROR, logger="retrieval.ingest"):
+    with caplog.at_level(logging.ERROR, logger="retrieval.ingest.pipeline"):
         papers, report = read_files([tmp_path / "bad.bib", tmp_path / "good.bib"])
     assert [p.title for p in papers] == ["A perfectly ordinary paper"]
     [skipped] = report.skipped
@@ -303,7 +303,7 @@ def test_a_file_is_read_for_at_most_the_entry_budget(monkeypatch: pytest.MonkeyP
 def test_bibtex_stops_reading_entries_past_the_budget_not_after_building_them(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(base, "MAX_ENTRIES_PER_FILE", 1_000)
     built: list[str] = []
-    from retrieval.sources import bibtex
+    from retrieval.sources.files import bibtex
 
     real = bibtex.entry_to_fields
     monkeypatch.setattr(bibtex, "entry_to_fields", lambda entry: built.append(entry.key) or real(entry))

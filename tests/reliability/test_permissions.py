@@ -115,7 +115,7 @@ PICTURES = textwrap.dedent(
         return [out_dir / "timeline.png"]
 
     assistant = Assistant(load_settings())
-    with mock.patch("retrieval.plots.render_plots", render):
+    with mock.patch("retrieval.scholars.plots.render_plots", render):
         for target in sys.argv[1:]:
             assistant.render_scholar_plots(None, Path(target))
     """

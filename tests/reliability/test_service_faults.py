@@ -23,8 +23,8 @@ import pytest
 
 from bot.slack.app import SlackRuntime, build_slack
 from retrieval.assistant import Assistant
-from retrieval.embeddings import Encoder
-from retrieval.index import PaperIndex
+from retrieval.index.encoders.local import Encoder
+from retrieval.index.paper_index import PaperIndex
 from tests.index.conftest import ChromaServer
 from tests.reliability.helpers import FAKE_SECRETS, make_settings, run_main, secrets_found
 from tests.slack.helpers import posts_in_thread

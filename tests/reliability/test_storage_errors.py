@@ -35,7 +35,7 @@ import pytest
 
 from retrieval.assistant import Assistant
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.sqlite_files import SqliteFile
+from retrieval.storage.sqlite import SqliteFile
 from tests.reliability.helpers import (
     bib_entries,
     make_settings,

@@ -11,7 +11,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
-from retrieval.roster import Roster, roster_path
+from retrieval.ingest.roster import Roster, roster_path
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from retrieval.config import Settings
-from retrieval.people import PeopleDirectory
-from retrieval.records import Paper
-from retrieval.themes import TermStats
+from retrieval.scholars.people import PeopleDirectory
+from retrieval.records.paper import Paper
+from retrieval.scholars.themes import TermStats
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scholars"
 FILES = ("arxiv_del_maestro.jsonl", "conference_authors_slice.jsonl", "openalex_works.jsonl")
@@ -70,7 +70,7 @@ def encoder(reference_encoder):
 def namesake_papers() -> list[Paper]:
     """Two people written "Jia Song" (records made here): two papers each, in distant fields,
     with co-authors who never meet. Nothing tells which one a user means: comparable candidates."""
-    from retrieval.records import Author
+    from retrieval.records.paper import Author
 
     def paper(title: str, year: str, coauthor: str) -> Paper:
         return Paper(title=title, published=year, venue="Made-up Proceedings",
@@ -102,7 +102,7 @@ def index_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 @pytest.fixture(scope="session")
 def real_index(index_settings: Settings, papers: list[Paper], encoder):
     """A real PaperIndex (record store + embedded Chroma + BM25) over ``index_subset``."""
-    from retrieval.index import PaperIndex
+    from retrieval.index.paper_index import PaperIndex
 
     index = PaperIndex.open(index_settings, encoder=encoder)
     index.upsert(index_subset(papers))

@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from retrieval.collaborators import (
+from retrieval.scholars.collaborators import (
     FIRST_AUTHOR_WEIGHT,
     LAST_AUTHOR_WEIGHT,
     OTHER_AUTHOR_WEIGHT,
@@ -18,8 +18,8 @@ from retrieval.collaborators import (
     recency_weight,
     single_best_scores,
 )
-from retrieval.models import SearchHit
-from retrieval.people import PeopleDirectory
+from retrieval.results import SearchHit
+from retrieval.scholars.people import PeopleDirectory
 
 from tests.scholars.conftest import load_papers
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from retrieval.people import PeopleDirectory
-from retrieval.records import Author, Paper
+from retrieval.scholars.people import PeopleDirectory
+from retrieval.records.paper import Author, Paper
 
 from tests.scholars.conftest import load_papers
 

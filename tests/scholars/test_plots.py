@@ -9,9 +9,9 @@ import pytest
 from matplotlib import image
 
 from retrieval.errors import StorageError
-from retrieval.models import ScholarSummaryResult
-from retrieval.plots import render_plots
-from retrieval.scholars import summarize_scholar
+from retrieval.results import ScholarSummaryResult
+from retrieval.scholars.plots import render_plots
+from retrieval.scholars.profile import summarize_scholar
 
 from tests.scholars.conftest import PaperList
 
@@ -62,8 +62,8 @@ def test_unwritable_directory_is_a_clear_error(summary, tmp_path: Path):
 
 
 def test_the_network_never_draws_the_scholar_as_their_own_coauthor(summary, tmp_path: Path):
-    from retrieval.models import Coauthor
-    from retrieval.plots import network_people, render_network
+    from retrieval.results import Coauthor
+    from retrieval.scholars.plots import network_people, render_network
 
     people = network_people(summary)
     assert people and all(c.person_id and c.person_id != summary.person_id for c in people)

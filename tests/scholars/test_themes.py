@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from retrieval.themes import (
+from retrieval.scholars.themes import (
     OTHER_LABEL,
     TermStats,
     assign_to_themes,

@@ -13,11 +13,11 @@ from bot.commands import collaborators as collaborators_command
 from bot.commands import summarize as summarize_command
 from bot.context import CliContext
 from retrieval.assistant import Assistant
-from retrieval.collaborators import document_model_scores, find_collaborators, single_best_scores
+from retrieval.scholars.collaborators import document_model_scores, find_collaborators, single_best_scores
 from retrieval.errors import InputError, UnknownScholarError
-from retrieval.models import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
-from retrieval.people import PeopleDirectory
-from retrieval.scholars import stored_vectors, summarize_scholar
+from retrieval.results import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
+from retrieval.scholars.people import PeopleDirectory
+from retrieval.scholars.profile import stored_vectors, summarize_scholar
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ TOPIC = "communication in model parallel training"
 @pytest.fixture(scope="module")
 def people(real_index) -> PeopleDirectory:
     """Grouped as the product groups them: with the vectors the index stores."""
-    from retrieval.people import directory_for
+    from retrieval.scholars.people import directory_for
 
     return directory_for(real_index)
 
@@ -185,8 +185,8 @@ def test_assistant_summarize_is_ambiguous_or_unknown(real_index, index_settings)
 
 
 def test_directory_is_cached_until_the_index_changes(tmp_path: Path, encoder, papers):
-    from retrieval.index import PaperIndex
-    from retrieval.people import directory_for
+    from retrieval.index.paper_index import PaperIndex
+    from retrieval.scholars.people import directory_for
 
     from tests.scholars.conftest import make_settings
 

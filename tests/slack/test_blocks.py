@@ -7,7 +7,7 @@ import json
 from bot.slack import blocks as kit
 from bot.slack import payloads
 from bot.slack.formatting import paginate
-from retrieval.models import (
+from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
     Citation,
@@ -95,7 +95,7 @@ def test_citation_falls_back_to_arxiv_then_url_then_plain_title() -> None:
 
 
 def test_short_authors() -> None:
-    from retrieval.records import format_authors
+    from retrieval.records.paper import format_authors
 
     assert format_authors([]) == "Unknown authors"
     assert format_authors(["A"]) == "A"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.slack.alerts import AlertScheduler, FollowAlerts
-from retrieval.follows import note_new_papers
+from retrieval.alerts.follows import note_new_papers
 from tests.slack.conftest import Bot
 
 pytestmark = pytest.mark.slow

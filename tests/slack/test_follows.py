@@ -1,4 +1,4 @@
-"""retrieval.follows: parsing, matching, storage, announce-once bookkeeping."""
+"""retrieval.alerts.follows: parsing, matching, storage, announce-once bookkeeping."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import InputError
-from retrieval.follows import Follow, FollowStore, guess_kind, matches, note_new_papers, parse_follow
+from retrieval.alerts.follows import Follow, FollowStore, guess_kind, matches, note_new_papers, parse_follow
 from retrieval.config import Settings
-from retrieval.records import Author, Paper
+from retrieval.records.paper import Author, Paper
 
 GNN = Paper(title="A graph neural network for molecules", abstract="We learn on graphs.", published="2024",
             authors=[Author(name="Zhao Zhang", orcid="0000-0002-1825-0097"), Author(name="Ann Lee")], arxiv_id="2401.00001")

@@ -15,7 +15,7 @@ import pytest
 
 from bot.slack import payloads
 from retrieval.assistant import Assistant
-from retrieval.models import AmbiguousScholarResult, ScholarCandidate, ScholarSummaryResult
+from retrieval.results import AmbiguousScholarResult, ScholarCandidate, ScholarSummaryResult
 from tests.slack import namesakes as scenario
 from tests.slack.conftest import Bot, BotFactory
 from tests.slack.helpers import button_value, final_answer

@@ -82,8 +82,8 @@ def test_a_long_answer_continues_in_further_messages(make_bot: BotFactory, assis
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # the pagination of a long answer, with the model's size caps lifted (they are policy: a
     # listing or a longer cap must still page correctly)
-    monkeypatch.setattr("retrieval.model_output.MAX_REPLY_CHARS", 100_000)
-    monkeypatch.setattr("retrieval.model_output.MAX_REPLY_SENTENCES", 1_000)
+    monkeypatch.setattr("retrieval.answers.model_output.MAX_REPLY_CHARS", 100_000)
+    monkeypatch.setattr("retrieval.answers.model_output.MAX_REPLY_SENTENCES", 1_000)
     long_reply = " ".join(f"Finding {i} on the discrete dipole approximation is reported [1]." for i in range(400))
     core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index,
                      chat_model=scripted_model(long_reply))

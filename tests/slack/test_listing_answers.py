@@ -11,9 +11,9 @@ import pytest
 
 from bot.slack import blocks as kit
 from retrieval.assistant import Assistant
-from retrieval.listing import listing_answer
-from retrieval.models import SearchFilters
-from retrieval.records import Paper
+from retrieval.answers.listing import listing_answer
+from retrieval.results import SearchFilters
+from retrieval.records.paper import Paper
 from tests.answers.listing_records import ZHAO_PAPERS, write_records
 from tests.slack.conftest import BotFactory, make_settings
 from tests.slack.helpers import final_answer

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.records import Paper
-from retrieval.sources.base import ParseOutcome
-from retrieval.sources.bibtex import parse_bibtex, parse_names
+from retrieval.records.paper import Paper
+from retrieval.sources.files.base import ParseOutcome
+from retrieval.sources.files.bibtex import parse_bibtex, parse_names
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 

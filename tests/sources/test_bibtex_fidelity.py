@@ -12,12 +12,12 @@ import json
 
 import pytest
 
-from retrieval.ingest import _fold_equal_ids
-from retrieval.merge import titles_conflict
-from retrieval.records import Paper
-from retrieval.sources.base import SkippedItem
-from retrieval.sources.bibtex import PROVENANCE_FIELD, RECORD_FIELD, parse_bibtex
-from retrieval.sources.bibtex_writer import citation_keys, to_bibtex, user_key
+from retrieval.ingest.pipeline import _fold_equal_ids
+from retrieval.records.merge import titles_conflict
+from retrieval.records.paper import Paper
+from retrieval.sources.files.base import SkippedItem
+from retrieval.sources.files.bibtex import PROVENANCE_FIELD, RECORD_FIELD, parse_bibtex
+from retrieval.sources.files.bibtex_writer import citation_keys, to_bibtex, user_key
 
 
 def _one(text: str) -> Paper:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.records import Paper
-from retrieval.sources.bibtex import parse_bibtex
-from retrieval.sources.bibtex_writer import citation_keys, escape, to_bibtex
+from retrieval.records.paper import Paper
+from retrieval.sources.files.bibtex import parse_bibtex
+from retrieval.sources.files.bibtex_writer import citation_keys, escape, to_bibtex
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 

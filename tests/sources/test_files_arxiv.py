@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import ParseError
-from retrieval.records import Paper
-from retrieval.sources.arxiv_snapshot import parse_arxiv_snapshot
-from retrieval.sources.base import ParseOutcome
-from retrieval.sources.oai import parse_oai_dc
+from retrieval.records.paper import Paper
+from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
+from retrieval.sources.files.base import ParseOutcome
+from retrieval.sources.files.oai import parse_oai_dc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 OAI_FILE = FIXTURES / "quant-ph_oai_dc_50.xml.gz"

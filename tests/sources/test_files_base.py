@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from retrieval.sources.base import (
+from retrieval.sources.files.base import (
     ItemRejected,
     ParseOutcome,
     SkippedItem,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import ParseError
-from retrieval.sources import files
-from retrieval.sources.files import FORMATS, detect_format, parse_file, parse_text
+from retrieval.sources.files import detect as files
+from retrieval.sources.files.detect import FORMATS, detect_format, parse_file, parse_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 

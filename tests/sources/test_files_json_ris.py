@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import ParseError
-from retrieval.sources.csljson import parse_csl_json
-from retrieval.sources.jsonl import parse_jsonl
-from retrieval.sources.ris import parse_ris
+from retrieval.sources.files.csljson import parse_csl_json
+from retrieval.sources.files.jsonl import parse_jsonl
+from retrieval.sources.files.ris import parse_ris
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 
@@ -191,7 +191,7 @@ def test_ris_broken_record_between_two_good_ones() -> None:
 
 def test_ris_variants_that_used_to_lose_records_silently() -> None:
     """Lone-CR line endings, indented tags and a stray ER: every record read, nothing skipped."""
-    from retrieval.sources.ris import parse_ris
+    from retrieval.sources.files.ris import parse_ris
 
     cr_only = "TY  - JOUR\rTI  - First paper\rAU  - Smith, Ann\rER  - \rTY  - JOUR\rTI  - Second paper\rER  - \r"
     outcome = parse_ris(cr_only)

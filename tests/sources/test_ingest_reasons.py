@@ -11,9 +11,9 @@ import pytest
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from retrieval.errors import InputError
-from retrieval.ingest import read_files
-from retrieval.sources.arxiv_snapshot import parse_arxiv_snapshot
-from retrieval.sources.oai import parse_oai_dc
+from retrieval.ingest.pipeline import read_files
+from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
+from retrieval.sources.files.oai import parse_oai_dc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 CUT_OFF = "cut off at the end of the file (truncated download?)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.sources.latex import latex_to_text, latex_to_verbatim
+from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
 
 
 @pytest.mark.parametrize(

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from retrieval.records import Paper
-from retrieval.sources.arxiv import parse_atom
-from retrieval.sources.arxiv_snapshot import parse_arxiv_snapshot
-from retrieval.sources.crossref import CrossrefSource, parse_crossref_page, parse_crossref_work
-from retrieval.sources.csljson import parse_csl_json
-from retrieval.sources.oai import parse_oai_dc
-from retrieval.sources.openalex import OpenAlexSource, parse_work
-from retrieval.sources.ris import parse_ris
+from retrieval.records.paper import Paper
+from retrieval.sources.apis.arxiv import parse_atom
+from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
+from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page, parse_crossref_work
+from retrieval.sources.files.csljson import parse_csl_json
+from retrieval.sources.files.oai import parse_oai_dc
+from retrieval.sources.apis.openalex import OpenAlexSource, parse_work
+from retrieval.sources.files.ris import parse_ris
 from tests.sources.replay import FIXTURES, FakeClock, Replay, body_bytes, load, make_settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project

@@ -17,17 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval.errors import ParseError
-from retrieval.records import Paper
-from retrieval.sources.arxiv_snapshot import parse_arxiv_snapshot
-from retrieval.sources.base import ParseOutcome
-from retrieval.sources.bibtex import parse_bibtex
-from retrieval.sources.bibtex_writer import to_bibtex
-from retrieval.sources.csljson import parse_csl_json
-from retrieval.sources.files import detect_format, parse_text
-from retrieval.sources.jsonl import parse_jsonl
-from retrieval.sources.latex import latex_to_text
-from retrieval.sources.oai import parse_oai_dc
-from retrieval.sources.ris import parse_ris
+from retrieval.records.paper import Paper
+from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
+from retrieval.sources.files.base import ParseOutcome
+from retrieval.sources.files.bibtex import parse_bibtex
+from retrieval.sources.files.bibtex_writer import to_bibtex
+from retrieval.sources.files.csljson import parse_csl_json
+from retrieval.sources.files.detect import detect_format, parse_text
+from retrieval.sources.files.jsonl import parse_jsonl
+from retrieval.sources.markup.latex import latex_to_text
+from retrieval.sources.files.oai import parse_oai_dc
+from retrieval.sources.files.ris import parse_ris
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from retrieval.errors import ParseError
-from retrieval.records import Paper
-from retrieval.sources.arxiv import ArxivSource
-from retrieval.sources.crossref import CrossrefSource, parse_crossref_page
-from retrieval.sources.files import FORMATS, detect_format, parse_file, parse_text
-from retrieval.sources.openalex import OpenAlexSource, parse_works_page
+from retrieval.records.paper import Paper
+from retrieval.sources.apis.arxiv import ArxivSource
+from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page
+from retrieval.sources.files.detect import FORMATS, detect_format, parse_file, parse_text
+from retrieval.sources.apis.openalex import OpenAlexSource, parse_works_page
 from tests.sources.replay import FakeClock, Replay, load, make_settings
 
 _SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project

@@ -1,7 +1,7 @@
 """The encoder's on-disk cache, made once per test process and linked into every data dir.
 
 The first ``auto`` encoder load in a data dir exports all-MiniLM-L6-v2 to ONNX, quantises it
-and probes which variant is fastest on this CPU (``retrieval.embeddings.load_encoder``): tens of
+and probes which variant is fastest on this CPU (``retrieval.index.encoders.local.load_encoder``): tens of
 seconds and 143 MB, written under ``<data dir>/cache/onnx``. The product keys those files by
 model, runtime versions and CPU so that data dirs may share them; the tests do that on purpose:
 ``shared_model_cache()`` makes them once (in this process) and ``link_model_cache`` points a new
@@ -24,7 +24,7 @@ _made: list[Path] = []
 def shared_model_cache() -> Path:
     """A ``cache`` dir holding what the default (``auto``) encoder keeps on disk, made on first call."""
     if not _made:
-        from retrieval.embeddings import load_encoder
+        from retrieval.index.encoders.local import load_encoder
 
         holder = Path(tempfile.mkdtemp(prefix="paperbot-test-model-cache-"))
         atexit.register(shutil.rmtree, holder, True)

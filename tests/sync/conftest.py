@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from retrieval.config import Settings
-from retrieval.embeddings import DIMENSION
-from retrieval.index import PaperIndex
-from retrieval.roster import Roster
+from retrieval.index.encoders.local import DIMENSION
+from retrieval.index.paper_index import PaperIndex
+from retrieval.ingest.roster import Roster
 from tests.sync.recorded import DEL_MAESTRO, FENNER, FENNER_ORCID
 
 

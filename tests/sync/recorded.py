@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from retrieval.sources.arxiv import author_query
+from retrieval.sources.apis.arxiv import author_query
 from tests.sources.replay import Recording, Replay, recording
 
 SYNC = Path(__file__).resolve().parents[1] / "fixtures" / "sync"

@@ -22,9 +22,9 @@ from bot.commands.ingest import rewrite_fetch_argv
 from bot.context import CliContext
 from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
-from retrieval.follows import FollowStore
-from retrieval.roster import Roster
-from retrieval.sync import OVERLAP
+from retrieval.alerts.follows import FollowStore
+from retrieval.ingest.roster import Roster
+from retrieval.ingest.sync import OVERLAP
 from tests.sources.replay import ReplayServer, recording
 from tests.support.model_cache import link_model_cache
 from tests.sync.conftest import add_roster, make_settings

@@ -8,9 +8,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from retrieval.roster import Roster
-from retrieval.sources.openalex import parse_author
-from retrieval.sync import OVERLAP, SyncEvent, SyncSources, choose_openalex_profile, sync_roster
+from retrieval.ingest.roster import Roster
+from retrieval.sources.apis.openalex import parse_author
+from retrieval.ingest.sync import OVERLAP, SyncEvent, SyncSources, choose_openalex_profile, sync_roster
 from tests.sources.replay import ReplayServer, recording
 from tests.sync.conftest import add_roster, make_settings
 from tests.sync.recorded import (

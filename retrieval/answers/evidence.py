@@ -1,0 +1,389 @@
+"""What an answer may rest on: the evidence policy, lexical support, and safe evidence blocks.
+
+Evidence policy (both answer modes, every door: CLI, Slack, ``answer_question``, ``bench/``)
+-------------------------------------------------------------------------------------------
+The threshold in force is decided in one place, ``resolve_policy``: the caller's
+``min_relevance`` > ``PAPERBOT_MIN_RELEVANCE`` (``Settings.min_relevance``) > the calibrated
+default. ``select_relevant`` then keeps, in retriever order, the hits that may serve as
+evidence (four rules); none kept means abstain.
+
+1. **Field-aware cut.** A hit passes its cut when its score reaches the threshold for what its
+   record can contain: ``CALIBRATED_MIN_RELEVANCE`` (0.51) for records with an abstract,
+   ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY`` (0.54) for title-only records. Both come from
+   ``bench/calibrate_threshold.py`` (fused score of the top hit, SciFact train claims vs 1,000
+   off-topic arXiv queries, 5% false accepts), the second with ``--title-only`` (the same
+   claims and queries over the 5,183 SciFact titles without abstracts: 0.5352, rounded up;
+   keeps 86.0% of test claims, lets 3.0% of held-out off-topic queries through). A threshold
+   set by the caller or the environment moves both cuts in the same ratio. Hits without a
+   dense score (BM25-only retrievers: the benchmark stand-in, test fakes) are on another
+   scale; with no threshold set they use ``LEXICAL_ONLY_MIN_RELEVANCE`` (0.35, from
+   ``bench/answers.py --sweep``: the lowest value abstaining on every off-corpus question).
+   A hit also passes with lexical support: its title + abstract contain at least
+   ``LEXICAL_MIN_SUPPORT`` (3/4, rounded up) of the question's content terms.
+2. **Relative to the best hit.** Once some hit passes, the others within ``RELATIVE_FLOOR`` of the
+   best score of the same query count too (a relevant title-only record ranked just under an
+   abstract sits at 0.47-0.49 under a best hit of about 0.55-0.9), and a hit scoring below
+   ``RELATIVE_FLOOR`` x the best is never evidence, whatever its lexical support. The floor 0.5
+   sits under the 1st percentile (0.52; 5th: 0.57, median 0.85) of (judged-relevant record's
+   score / top score) among the top 8 hits of the 809 SciFact train claims over the
+   title-only calibration index: it drops almost no relevant record.
+3. **Query-concept coverage.** The question's key concepts are its phrases: runs of content
+   words between stopwords and punctuation, read from the neutralised question ("quantum error
+   correction", "surface codes", "carbon footprint", "moose"). A record covers a phrase when its
+   title + abstract hold 3/4 of the phrase's stemmed words (rounded up: all of a one- or
+   two-word phrase). Every kept record must cover at least one phrase, and the kept records
+   together must cover at least ``CONCEPT_MIN_SHARE`` (half, rounded up) of the question's
+   multi-word phrases, the specific ones; otherwise paperbot abstains. Half rather than all
+   because claims and pasted text carry incidental phrases ("poorer prognosis", injected
+   "say PWNED"); a question naming one specific concept must find it.
+   A record whose dense cosine reaches ``PARAPHRASE_COSINE`` (0.6) covers every phrase: a
+   paraphrase shares meaning, not words. Over the SciFact corpus the best cosine among the
+   top 8 is at least 0.6 for 0.1% of the 1,000 off-topic queries (99th percentile 0.46) and
+   for 58.8% of the train claims; 0.5 would keep 86.5% of the claims, but near-miss records
+   of the same field reach 0.5-0.55 ("N-dimensional codes for detecting errors" for a
+   surface-code question: 0.54), so the cut is 0.6.
+
+4. **The rarest word.** When the index says how rare each word is (``rarity``: its BM25 IDF;
+   the CLI and Slack pass ``PaperIndex.term_rarity``), the question's rarest content word must
+   be in some kept record (or a kept record must be a paraphrase, rule 3). The rarest word is
+   the one that names what is asked ("MRI", "teenage", "LTLf"); records sharing only the
+   question's common words ("compressed sensing", "social media") are about something else.
+   Only over an index of ``RARITY_MIN_RECORDS`` (500) records or more: over a few dozen records
+   of one field the rarest word is an accident of the sample ("deep" among 40 testing papers).
+
+With a model configured the prompt also lets it reply ``NO_ANSWER`` (turned into an abstention
+by ``retrieval.answers.citations``) when the records do not address the question's key concepts.
+
+Evidence blocks (LLM mode)
+--------------------------
+Records and the question are untrusted text. Each is wrapped between marker lines carrying a
+random per-request boundary token (``new_boundary()``); before wrapping, ``neutralise`` removes
+anything that could forge structure: the boundary itself and anything shaped like it,
+markup tags (``</evidence>``), chat-template control tokens (``<|im_start|>``, ``[INST]``),
+Slack control sequences (``<!channel>``, ``<@U123>``), and turns bracketed numbers into
+parentheses so ``[n]`` in the prompt only ever means "evidence record n".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import Stemmer
+
+from retrieval.config import Settings
+from retrieval.results import SearchHit
+from retrieval.records.paper import Paper, fold
+
+# stemmed word -> IDF in the index (``PaperIndex.term_rarity``; math.inf: no record has it)
+Rarity = Callable[[str], float]
+
+# Calibration: the one place to tune (see the module docstring for where each number comes from).
+CALIBRATED_MIN_RELEVANCE = 0.51  # bench/calibrate_threshold.py: records with an abstract
+CALIBRATED_MIN_RELEVANCE_TITLE_ONLY = 0.54  # bench/calibrate_threshold.py --title-only
+LEXICAL_ONLY_MIN_RELEVANCE = 0.35  # hits without a dense score, bench/answers.py --sweep
+DEFAULT_MIN_RELEVANCE = CALIBRATED_MIN_RELEVANCE  # the public name of the default threshold
+RELATIVE_FLOOR = 0.5  # share of the query's best score a hit needs to count
+CONCEPT_MIN_SHARE = 0.5  # share of the question's multi-word phrases the evidence must cover
+PARAPHRASE_COSINE = 0.6  # dense cosine at which a record covers every phrase
+RARITY_MIN_RECORDS = 500  # rule 4 needs an index this large for IDF to tell specific words apart
+# Fraction of the question's content terms a record must contain to count without the score.
+LEXICAL_MIN_SUPPORT = 0.75
+# Abstract characters shown to the model: at most this per record, and at most the total
+# budget across records (about 2.5k tokens, so k=8 fits a 4k-context local model with room to
+# answer); longer abstracts are cut at a word.
+MAX_EVIDENCE_ABSTRACT_CHARS = 1500
+EVIDENCE_ABSTRACT_BUDGET = 9000
+MIN_EVIDENCE_ABSTRACT_CHARS = 300
+
+# --- lexical terms ---------------------------------------------------------------------------
+
+# English function words, plus the framing people wrap questions in ("which papers propose").
+_STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren as at be because been
+    before being below between both but by can cannot could did didn do does doesn doing don
+    down during each else ever few for from further get gets got had hadn has hasn have haven
+    having he her here hers herself him himself his how i if in into is isn it its itself just
+    let lets like me might more most much must mustn my myself no nor not now of off often on
+    once one only onto or other others our ours ourselves out over own per please same shall
+    shan she should shouldn since so some such than that the their theirs them themselves then there
+    these they this those though through thus to too under until up upon us very via was wasn
+    we were weren what whatever when where whether which while who whom whose why will with
+    within without won would wouldn yet you your yours yourself yourselves
+    paper papers article articles work works publication publications study studies research
+    researcher researchers author authors scholar scholars record records indexed index
+    propose proposes proposed proposing present presents presented introduce introduces
+    introduced describe describes described discuss discusses discussed address addresses
+    addressed investigate investigates investigated examine examines examined explore explores
+    explored report reports reported show shows showed shown find finds found use uses used
+    using approach approaches method methods technique techniques anyone someone something
+    anything recent recently new novel existing known tell give list name mention mentions
+    regarding related relate relates relating topic topics question questions answer answers
+    """.split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def content_words(text: str) -> list[str]:
+    """Lowercased, ASCII-folded words of ``text`` minus stopwords, numbers and 1-letter tokens."""
+    return [w for w in _WORD.findall(fold(text)) if len(w) > 1 and not w.isdigit() and w not in _STOPWORDS]
+
+
+def content_terms(text: str) -> set[str]:
+    """Stemmed content words: what "shares a word with the question" compares."""
+    words = content_words(text)
+    return set(_stemmer().stemWords(words)) if words else set()
+
+
+@dataclass(frozen=True)
+class RelevancePolicy:
+    """The threshold in force and where it came from ("argument", "PAPERBOT_MIN_RELEVANCE", "calibrated")."""
+
+    min_relevance: float = CALIBRATED_MIN_RELEVANCE
+    source: str = "calibrated"
+
+    def cut(self, hit: SearchHit) -> float:
+        """The score ``hit`` needs on its own (rule 1 of the module docstring)."""
+        if self.source == "calibrated" and hit.dense_score is None:
+            return LEXICAL_ONLY_MIN_RELEVANCE
+        if not (hit.paper.abstract or "").strip():
+            return self.min_relevance * CALIBRATED_MIN_RELEVANCE_TITLE_ONLY / CALIBRATED_MIN_RELEVANCE
+        return self.min_relevance
+
+
+def resolve_policy(settings: Settings | None, override: float | None = None) -> RelevancePolicy:
+    """The one place the threshold is decided: argument > PAPERBOT_MIN_RELEVANCE > calibrated."""
+    if override is not None:
+        return RelevancePolicy(override, "argument")
+    if settings is not None and settings.min_relevance is not None:
+        return RelevancePolicy(settings.min_relevance, "PAPERBOT_MIN_RELEVANCE")
+    return RelevancePolicy()
+
+
+def resolve_min_relevance(settings: Settings | None, override: float | None = None) -> float:
+    """The threshold in force for records with an abstract (see ``resolve_policy``)."""
+    return resolve_policy(settings, override).min_relevance
+
+
+def question_concepts(question: str) -> list[tuple[str, ...]]:
+    """The question's key concepts: runs of stemmed content words between stopwords/punctuation."""
+    phrases: list[tuple[str, ...]] = []
+    for chunk in re.split(r"[^\w\s-]|_", fold(neutralise(question))):
+        run: list[str] = []
+        for word in _WORD.findall(chunk):
+            if len(word) > 1 and not word.isdigit() and word not in _STOPWORDS:
+                run.append(word)
+            elif run:
+                phrases.append(tuple(_stemmer().stemWords(run)))
+                run = []
+        if run:
+            phrases.append(tuple(_stemmer().stemWords(run)))
+    unique = list(dict.fromkeys(phrases))
+    return unique
+
+
+def _plain(term: str) -> str:
+    return term[:-1] if len(term) > 3 and term.endswith("s") else term  # "llms" ~ "llm" (acronym plurals)
+
+
+def _covers(terms: set[str], phrase: tuple[str, ...]) -> bool:
+    words = {_plain(word) for word in phrase}
+    plain = {_plain(term) for term in terms}
+    return sum(1 for word in words if word in plain) >= math.ceil(LEXICAL_MIN_SUPPORT * len(words))
+
+
+def _paraphrase(hit: SearchHit) -> bool:
+    return hit.dense_score is not None and hit.dense_score >= PARAPHRASE_COSINE
+
+
+def rarest_term(question: str, rarity: Rarity) -> str | None:
+    """The question's content word the index holds in the fewest records (highest IDF), among
+    the words it holds at all: a word no record has may be a synonym ("typesetter" for
+    "compositor"), which rules 1-3 judge; ``rarity`` gives 0 for words it leaves out."""
+    terms = sorted({word for phrase in question_concepts(question) for word in phrase})
+    known = [(rarity(term), term) for term in terms]
+    known = [(value, term) for value, term in known if 0 < value < math.inf]
+    return max(known)[1] if known else None
+
+
+def select_relevant(
+    question: str,
+    hits: Sequence[SearchHit],
+    min_relevance: float | RelevancePolicy | None = None,
+    rarity: Rarity | None = None,
+) -> list[SearchHit]:
+    """Hits that may serve as evidence (the three rules of the module docstring), in retriever order.
+
+    ``min_relevance``: a ``RelevancePolicy``, an explicit threshold, or None for the calibrated
+    default. Hits repeating an already kept paper id are skipped.
+    """
+    policy = min_relevance if isinstance(min_relevance, RelevancePolicy) else resolve_policy(None, min_relevance)
+    terms = content_terms(question)
+    needed = max(1, math.ceil(LEXICAL_MIN_SUPPORT * len(terms))) if terms else None
+    unique: list[SearchHit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.paper.id not in seen:
+            unique.append(hit)
+            seen.add(hit.paper.id)
+    record_terms = {hit.paper.id: content_terms(hit.paper.embedding_text) for hit in unique}
+    passing = [
+        hit for hit in unique
+        if hit.score >= policy.cut(hit) or (needed is not None and len(terms & record_terms[hit.paper.id]) >= needed)
+    ]
+    if not passing:
+        return []
+    best = max(hit.score for hit in unique)
+    floor = RELATIVE_FLOOR * best
+    kept = [hit for hit in unique if hit.score >= floor and (hit in passing or any(p.score >= best for p in passing))]
+    concepts = question_concepts(question)
+    if not concepts:
+        return kept
+    covering = [hit for hit in kept if _paraphrase(hit)
+                or any(_covers(record_terms[hit.paper.id], phrase) for phrase in concepts)]
+    specific = [phrase for phrase in concepts if len(set(phrase)) > 1]
+    covered = [phrase for phrase in specific
+               if any(_paraphrase(hit) or _covers(record_terms[hit.paper.id], phrase) for hit in covering)]
+    if not covering or len(covered) < math.ceil(CONCEPT_MIN_SHARE * len(specific) - 1e-9):
+        return []
+    if rarity is not None:  # rule 4: the question's rarest word must be in the evidence
+        rare = rarest_term(question, rarity)
+        if rare is not None and not any(
+            _paraphrase(hit) or _covers(record_terms[hit.paper.id], (rare,)) for hit in covering
+        ):
+            return []
+    return covering
+
+
+# --- neutralising untrusted text -------------------------------------------------------------
+
+_BOUNDARY_PREFIX = "@@PB-"
+_BOUNDARY_SHAPE = re.compile(r"@@\s*PB\s*-\s*[0-9A-Za-z]*\s*@@|@@PB-[0-9A-Za-z]*", re.IGNORECASE)
+_CONTROL_TOKENS = re.compile(
+    r"<\|[^|<>\n]{0,40}\|>"  # <|im_start|>, <|endoftext|>, <|system|>
+    r"|\[/?(?:INST|SYS)\]"  # Llama-2 [INST] [/INST]
+    r"|<<\s*/?\s*SYS\s*>>"  # <<SYS>>
+    r"|</?s>",  # sentence tokens
+    re.IGNORECASE,
+)
+_SLACK_CONTROL = re.compile(r"<[!@#][^<>\n]{0,80}>")  # <!channel>, <!here|here>, <@U123>, <#C1|general>
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,200})?/?>")  # <evidence>, </system>, <p class=x>
+_BRACKET_NUMBERS = re.compile(r"\[\s*(\d+(?:\s*[,;–-]\s*\d+)*)\s*\]")
+_SPACES = re.compile(r"[ \t]+")
+
+
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|above)\b"
+    r"|\b(?:system|developer|hidden)\s+prompt\b"
+    r"|\bnew\s+instructions?\b"
+    r"|\byou\s+(?:are|must)\s+now\b"
+    r"|\b(?:answer|reply|respond)\s+(?:only\s+)?with\s+(?:the\s+word|exactly)\b"
+    r"|\bas\s+an?\s+(?:ai|assistant|language\s+model)\b.{0,40}\b(?:must|should|will)\b",
+    re.IGNORECASE,
+)
+
+
+def looks_like_instruction(sentence: str) -> bool:
+    """True for text that addresses a model ("ignore previous instructions", "system prompt").
+
+    Such sentences stay in the evidence the model sees (neutralised, between the boundaries)
+    but are never quoted as an extractive answer's key sentence: quoting them would let an
+    abstract make paperbot *say* the injected text.
+    """
+    return bool(_INSTRUCTION.search(sentence))
+
+
+def new_boundary() -> str:
+    """A fresh per-request marker token; the evidence cannot contain it (see ``neutralise``)."""
+    return _BOUNDARY_PREFIX + secrets.token_hex(8).upper() + "@@"
+
+
+def strip_markup(text: str, boundary: str | None = None) -> str:
+    """Remove boundary-shaped strings, markup tags, chat control tokens and Slack control
+    sequences (``<!channel>``), keeping line breaks and ``[n]`` citations. Used on model output."""
+    out = text.replace(boundary, " ") if boundary else text
+    for pattern in (_BOUNDARY_SHAPE, _CONTROL_TOKENS, _SLACK_CONTROL, _TAG):
+        out = pattern.sub(" ", out)
+    return "\n".join(_SPACES.sub(" ", line).strip() for line in out.split("\n"))
+
+
+def neutralise(text: str | None, boundary: str | None = None) -> str:
+    """Untrusted text made inert for a prompt or an extractive answer (one line, no markup).
+
+    Removes ``boundary`` and anything shaped like a paperbot boundary, markup tags, chat
+    control tokens and Slack control sequences; rewrites ``[12]`` as ``(12)``; collapses
+    whitespace. Ordinary prose, maths such as ``p < 0.05`` and parentheses are kept.
+    """
+    if not text:
+        return ""
+    out = strip_markup(text.replace("\r", " ").replace("\n", " "), boundary)
+    out = _BRACKET_NUMBERS.sub(lambda m: f"({m.group(1)})", out)
+    return _SPACES.sub(" ", out).strip()
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + " …"
+
+
+# --- evidence set ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvidenceSet:
+    """Evidence records numbered 1..n (``hits[n - 1]``) and the boundary wrapping them."""
+
+    hits: tuple[SearchHit, ...]
+    boundary: str
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def hit(self, n: int) -> SearchHit:
+        """The record behind citation ``[n]`` (1-based); IndexError when out of range."""
+        if not 1 <= n <= len(self.hits):
+            raise IndexError(n)
+        return self.hits[n - 1]
+
+    def render(self) -> str:
+        """All records as delimited blocks, in order, abstracts cut to share the budget."""
+        limit = MAX_EVIDENCE_ABSTRACT_CHARS
+        if self.hits:
+            limit = max(MIN_EVIDENCE_ABSTRACT_CHARS, min(limit, EVIDENCE_ABSTRACT_BUDGET // len(self.hits)))
+        return "\n\n".join(self._block(n, hit.paper, limit) for n, hit in enumerate(self.hits, start=1))
+
+    def wrap_question(self, question: str) -> str:
+        """The question neutralised like the records (it goes between markers of its own)."""
+        return neutralise(question, self.boundary) or "(empty)"
+
+    def _block(self, n: int, paper: Paper, abstract_chars: int) -> str:
+        b = self.boundary
+        lines = [
+            f"{b} RECORD [{n}]",
+            f"id: {neutralise(paper.id, b)}",
+            f"title: {neutralise(paper.title, b)}",
+            f"authors: {neutralise(paper.short_authors(limit=6), b)}",
+            f"year: {paper.year if paper.year is not None else 'unknown'}",
+            f"venue: {neutralise(paper.venue, b) or 'unknown'}",
+            f"abstract: {_cut(neutralise(paper.abstract, b), abstract_chars) or '(no abstract)'}",
+            f"{b} END RECORD [{n}]",
+        ]
+        return "\n".join(lines)
+
+
+def build_evidence(hits: Sequence[SearchHit], boundary: str | None = None) -> EvidenceSet:
+    """Number ``hits`` 1..n in the given order under a fresh (or given) boundary."""
+    return EvidenceSet(hits=tuple(hits), boundary=boundary or new_boundary())

@@ -1,0 +1,603 @@
+"""The dense side of the index: Chroma, embedded or a ``chroma run`` server.
+
+With ``settings.chroma_url`` unset, ``chromadb.PersistentClient(settings.chroma_dir)`` is used;
+with it set, ``chromadb.HttpClient`` (host, port and TLS parsed from the URL). The connection
+is made lazily and dropped whenever the server cannot be reached, so the next call tries
+again: a server restarted between two questions is picked up without restarting paperbot.
+
+Timeouts. chromadb 1.5.9's HTTP client builds its ``httpx.Client`` with ``timeout=None``
+(``chromadb/api/fastapi.py``) and its ``Settings`` carry no client-side timeout, so a server that
+accepts connections but never answers (hung, paused, half-dead proxy) would block the caller
+forever, already inside ``HttpClient()``, which makes requests. Two bounds, both
+``settings.chroma_timeout`` (``PAPERBOT_CHROMA_TIMEOUT``, 10 s by default): a heartbeat with that
+timeout before the client is built (so construction never starts against a silent server), the
+construction itself abandoned past that timeout (a server can answer the heartbeat and hang
+after it), then the same timeout set on the client's session for every later request
+(``bound_requests``).
+A timeout becomes ``IndexUnavailableError`` naming the server and the setting, and the
+connection is dropped so the next call starts over.
+
+The collection always uses cosine space and ``embedding_function=None``: vectors are computed
+by our own encoder and passed explicitly (Chroma's default function would try to download a
+model). Metadata per record carries what filters and a citation line need; the full record
+lives in the record store.
+
+Other processes. An embedded client holds the vector index in memory, so it does not see what
+another process writes (``paperbot ingest`` while ``paperbot serve`` runs) until it is reopened:
+``refresh`` does that, and ``PaperIndex`` calls it when the record store says another process
+wrote. Two processes *writing* at the same moment are still best served by a Chroma server
+(``PAPERBOT_CHROMA_URL``), which every process shares live.
+
+A full disk. Chroma writes to its SQLite file whenever it opens (a row of its
+``acquire_write`` table), so on a disk without a free byte the embedded index cannot even be
+opened for a search. It is then opened from a temporary copy on another filesystem (the
+system's temporary directory, when it has room and the index is below ``MAX_SNAPSHOT_BYTES``):
+queries answer as usual, every write raises ``DiskFullError``, and ``refresh``/``close`` drop
+the copy so that the next call opens the real index again once space is back. A process that
+already had the index open keeps reading it directly.
+
+Damage. When Chroma's own files are damaged ("database disk image is malformed", "file is not
+a database") the error is ``IndexDamagedError``; ``move_aside`` renames the directory to
+``chroma.damaged-<UTC time>`` (kept for inspection) so that ``PaperIndex.repair`` can rebuild
+the vectors from the record store into a new one.
+
+This module and ``index.py`` are the only ones that import chromadb.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+from urllib.parse import urlparse
+
+import chromadb
+import httpx
+import numpy as np
+from chromadb.config import Settings as ChromaSettings
+from chromadb.errors import ChromaError
+
+from retrieval.config import Settings
+from retrieval.errors import (
+    ConfigError,
+    IndexDamagedError,
+    IndexDiskFullError,
+    IndexUnavailableError,
+    PaperbotError,
+    StorageError,
+)
+from retrieval.index.filters import ResolvedFilters, author_key
+from retrieval.records.paper import Paper, fold
+from retrieval.storage.sqlite import LOW_SPACE, free_bytes, report_read_only
+from retrieval.storage.sqlite import disk_is_full as _disk_is_full
+
+log = logging.getLogger(__name__)
+
+BATCH = 5000  # below Chroma's max batch size (5461 here)
+_PAGE = 5000
+MAX_SNAPSHOT_BYTES = 1 << 30  # a full disk's index is copied elsewhere for reading only up to this size
+
+
+def parse_chroma_url(url: str) -> tuple[str, int, bool]:
+    """``(host, port, ssl)`` from ``http(s)://host[:port]``; the port defaults to 8000 / 443."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"Invalid setting PAPERBOT_CHROMA_URL: {url!r} is not an http(s) URL.",
+                          hint="Use e.g. http://127.0.0.1:8000, or unset it for the embedded index.")
+    ssl = parsed.scheme == "https"
+    try:
+        port = parsed.port or (443 if ssl else 8000)
+    except ValueError:
+        raise ConfigError(f"Invalid setting PAPERBOT_CHROMA_URL: {url!r} has an invalid port.",
+                          hint="Use e.g. http://127.0.0.1:8000.") from None
+    return parsed.hostname, port, ssl
+
+
+_DISK_FULL = ("disk i/o error", "database or disk is full", "no space left", "file too large", "quota exceeded")
+
+
+def disk_is_full(detail: str) -> bool:
+    """True when a storage error's text means the disk (or a size limit) ran out.
+
+    Chroma's SQLite reports a failed write as "disk I/O error" or "database or disk is full";
+    the OS as ENOSPC "No space left on device", EFBIG "File too large" or EDQUOT.
+    """
+    text = detail.lower()
+    return any(marker in text for marker in _DISK_FULL)
+
+
+# What Chroma says when its own files are damaged (SQLite codes 11 and 26, a broken HNSW segment)
+_DAMAGED = ("malformed", "not a database", "(code: 11)", "(code: 26)", "file is encrypted",
+            "error loading hnsw", "failed to load hnsw", "hnsw segment reader", "corrupt")
+
+
+def is_damaged(detail: str) -> bool:
+    """True when a failure's text means the embedded index's files are damaged (not the disk)."""
+    text = detail.lower()
+    return any(marker in text for marker in _DAMAGED)
+
+
+def bound_requests(client: Any, timeout: float) -> None:
+    """Give every later request of a ``chromadb.HttpClient`` a timeout (connect, read, write, pool).
+
+    chromadb 1.5.9 exposes no setting for it; its client keeps the ``httpx.Client`` it sends
+    everything through at ``client._server._session``. Should a chromadb upgrade move it, a
+    warning says so (and ``tests/index/test_chroma_timeout.py`` fails) and requests stay unbounded.
+    """
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        log.warning("chromadb %s keeps no httpx session where paperbot expects it: requests to the Chroma "
+                    "server have no timeout (PAPERBOT_CHROMA_TIMEOUT is ignored).", chromadb.__version__)
+        return
+    session.timeout = httpx.Timeout(timeout)
+
+
+def record_metadata(paper: Paper) -> dict[str, Any]:
+    """Chroma metadata for one record. ``None`` removes a key left over from an older version.
+
+    Lists must be non-empty in Chroma, so an author-less record gets ``authors=None``.
+    """
+    authors = [key for key in (author_key(a.name) for a in paper.authors) if key]
+    return {
+        "title": paper.title,
+        "year": paper.year,
+        "authors": authors or None,
+        "venue": fold(paper.venue) if paper.venue else None,
+        "doi": paper.doi,
+        "arxiv_id": paper.arxiv_id,
+        "embedding_hash": paper.embedding_hash,
+    }
+
+
+def build_where(filters: ResolvedFilters | None) -> dict[str, Any] | None:
+    """Chroma ``where`` for resolved filters (``$and`` of conditions; None when unfiltered).
+
+    Authors is a list field, so each author key is matched with ``$contains`` (a plain
+    equality on a list field silently matches nothing).
+    """
+    if filters is None or filters.is_empty():
+        return None
+    conditions: list[dict[str, Any]] = []
+    if filters.since is not None:
+        conditions.append({"year": {"$gte": filters.since}})
+    if filters.until is not None:
+        conditions.append({"year": {"$lte": filters.until}})
+    if filters.author_keys is not None:
+        keys = sorted(filters.author_keys)
+        contains = [{"authors": {"$contains": key}} for key in keys]
+        conditions.append(contains[0] if len(contains) == 1 else {"$or": contains})
+    if filters.venue_keys is not None:
+        conditions.append({"venue": {"$in": sorted(filters.venue_keys)}})
+    return conditions[0] if len(conditions) == 1 else {"$and": conditions}
+
+
+def _close_quietly(client: Any) -> None:
+    """Close a chromadb client; a failure to close must not stop what comes next."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - logged, then ignored on purpose
+        log.debug("closing the Chroma client failed", exc_info=True)
+
+
+def _forget_system(path: Path) -> None:
+    """Drop chromadb's cached in-process system of ``path``.
+
+    chromadb 1.5.9 caches one system per directory (``SharedSystemClient``) and keeps it even
+    when starting it failed: every later ``PersistentClient`` of that path would reuse the
+    broken one ("'RustBindingsAPI' object has no attribute 'bindings'"), also after the
+    directory was moved aside and a new one created.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # pragma: no cover - a chromadb upgrade moved it
+        log.warning("chromadb %s has no SharedSystemClient: a failed Chroma start may stick until restart.",
+                    chromadb.__version__)
+        return
+    systems = getattr(SharedSystemClient, "_identifier_to_system", None)
+    counts = getattr(SharedSystemClient, "_identifier_to_refcount", None)
+    if not isinstance(systems, dict):
+        return
+    system = systems.pop(str(path), None)
+    if isinstance(counts, dict):
+        counts.pop(str(path), None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:  # noqa: BLE001 - a system that never started may not stop cleanly
+            log.debug("stopping a failed Chroma system raised", exc_info=True)
+
+
+def _tree_size(path: Path) -> int:
+    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
+
+
+class _Gate:
+    """Any number of calls at once, or one refresh alone: a refresh waits for the running calls
+    and holds new ones back until it is done."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._running = 0
+        self._refreshing = False
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._refreshing)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._running -= 1
+                self._condition.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._refreshing)
+            self._refreshing = True
+            self._condition.wait_for(lambda: self._running == 0)
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._refreshing = False
+                self._condition.notify_all()
+
+
+class DenseStore:
+    """One Chroma collection of paper vectors, with reconnect-on-next-call semantics."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.RLock()
+        self._gate = _Gate()
+        self._client: Any = None
+        self._collection: Any = None
+        self._snapshot: Path | None = None  # a full disk's index, copied elsewhere for reading only
+
+    @property
+    def location(self) -> str:
+        return self._settings.chroma_url or str(self._settings.chroma_dir)
+
+    # --- connection --------------------------------------------------------------------------
+
+    def _unreachable(self) -> IndexUnavailableError:
+        return IndexUnavailableError(
+            f"Cannot reach the Chroma server at {self._settings.chroma_url}.",
+            hint="Start it (e.g. `chroma run --path DIR --host 127.0.0.1 --port 8000`) or unset "
+                 "PAPERBOT_CHROMA_URL to use the embedded index.",
+        )
+
+    def _failed(self, detail: str) -> PaperbotError:
+        if not self._settings.chroma_url and disk_is_full(detail):
+            if _disk_is_full(detail, self._settings.chroma_dir):  # ENOSPC itself, not a size limit
+                return IndexDiskFullError(f"write the vector index in {self._settings.chroma_dir}",
+                                     where=str(self._settings.data_dir))
+            return IndexUnavailableError(
+                f"Cannot write the vector index in {self._settings.chroma_dir}: the disk is full "
+                f"(the storage said {detail!r}).",
+                hint="Free some disk space, then run `paperbot doctor --repair` and the command again.",
+            )
+        if not self._settings.chroma_url and is_damaged(detail):
+            return IndexDamagedError(
+                f"The vector index in {self._settings.chroma_dir} is damaged ({detail}).",
+                hint="Run `paperbot doctor --repair` to rebuild it from the record store "
+                     "(the damaged copy is kept aside).",
+                detail=detail,
+            )
+        if self._settings.chroma_url:
+            return IndexUnavailableError(f"The Chroma server at {self._settings.chroma_url} failed: {detail}.",
+                                         hint="Check the server's log; `paperbot doctor` checks the index.")
+        return IndexUnavailableError(
+            f"Cannot use the vector index in {self._settings.chroma_dir}: {detail}.",
+            hint="Check that PAPERBOT_DATA_DIR is writable and has free space; `paperbot doctor` can repair the index.",
+        )
+
+    def _timed_out(self) -> IndexUnavailableError:
+        return IndexUnavailableError(
+            f"The Chroma server at {self._settings.chroma_url} did not answer within "
+            f"{self._settings.chroma_timeout:g} s.",
+            hint="Check that it is running and not overloaded (restart it if it hangs), or raise "
+                 "PAPERBOT_CHROMA_TIMEOUT.",
+        )
+
+    def _connect(self) -> Any:
+        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        if self._settings.chroma_url:
+            host, port, ssl = parse_chroma_url(self._settings.chroma_url)
+            self._heartbeat()
+            client = self._within_timeout(
+                lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings))
+            bound_requests(client, self._settings.chroma_timeout)
+            return client
+        self._drop_snapshot()
+        self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._persistent(self._settings.chroma_dir)
+        except ChromaError as exc:
+            if not _disk_is_full(str(exc), self._settings.chroma_dir):
+                raise
+            return self._persistent(self._copy_for_reading(exc))
+
+    @staticmethod
+    def _persistent(path: Path) -> Any:
+        try:
+            return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False))
+        except BaseException:
+            _forget_system(path)  # or the next attempt gets the broken system back
+            raise
+
+    def _disk_full(self) -> IndexDiskFullError:
+        return IndexDiskFullError(f"write the vector index in {self._settings.chroma_dir}",
+                             where=str(self._settings.data_dir))
+
+    def _copy_for_reading(self, failure: Exception) -> Path:
+        """Copy the index to the temporary directory to read it there (module docstring)."""
+        source = self._settings.chroma_dir
+        error = IndexDiskFullError(f"open the vector index in {source} (Chroma writes to it even to search, and "
+                              "there is no room to read a copy elsewhere)", where=str(self._settings.data_dir))
+        try:
+            size = _tree_size(source)
+            temporary = Path(tempfile.gettempdir())
+            room = free_bytes(temporary)
+            if (os.stat(temporary).st_dev == os.stat(source).st_dev or size > MAX_SNAPSHOT_BYTES
+                    or room is None or room < size + 8 * LOW_SPACE):
+                raise error from failure
+            copy = Path(tempfile.mkdtemp(prefix="paperbot-chroma-copy-"))
+        except OSError as exc:
+            raise error from exc
+        try:
+            shutil.copytree(source, copy, dirs_exist_ok=True)
+        except OSError as exc:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise error from exc
+        self._snapshot = copy
+        atexit.register(shutil.rmtree, copy, True)  # a process that never closes the index leaves nothing behind
+        report_read_only(str(self._settings.data_dir),
+                         f"the vector index is read from a temporary copy in {copy}")
+        return copy
+
+    def _drop_snapshot(self) -> None:
+        copy, self._snapshot = self._snapshot, None
+        if copy is not None:
+            _forget_system(copy)
+            shutil.rmtree(copy, ignore_errors=True)
+
+    def _writable(self) -> None:
+        """Raise ``DiskFullError`` while reading a full disk's copy: a write there would be lost."""
+        if self._snapshot is not None:
+            raise self._disk_full()
+
+    def _within_timeout(self, build: Callable[[], Any]) -> Any:
+        """``build()`` given at most ``chroma_timeout`` seconds, for ``HttpClient()``'s unbounded requests.
+
+        A server can answer the heartbeat and then hang. The builder runs in a daemon thread;
+        past the timeout the caller gets ``_timed_out`` and the abandoned thread ends with the
+        server's answer, the reset of its connection, or the process.
+        """
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["value"] = build()
+            except BaseException as exc:  # handed to the caller below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=run, name="chroma-connect", daemon=True)
+        worker.start()
+        worker.join(self._settings.chroma_timeout)
+        if worker.is_alive():
+            raise self._timed_out()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    def _heartbeat(self) -> None:
+        """One bounded request before ``HttpClient()``, whose own requests have no timeout yet."""
+        url = f"{self._settings.chroma_url}/api/v2/heartbeat"
+        try:
+            httpx.get(url, timeout=self._settings.chroma_timeout)
+        except httpx.TimeoutException as exc:
+            raise self._timed_out() from exc
+        except httpx.TransportError as exc:
+            raise self._unreachable() from exc
+
+    def _get_collection(self) -> Any:
+        if self._collection is None:
+            client = self._connect()
+            collection = client.get_or_create_collection(
+                self._settings.collection,
+                configuration={"hnsw": {"space": "cosine"}},
+                embedding_function=None,
+            )
+            space = (collection.configuration or {}).get("hnsw", {}) or {}
+            if space.get("space", "cosine") != "cosine":
+                raise IndexUnavailableError(
+                    f"The Chroma collection {self._settings.collection!r} uses {space.get('space')} distance, not cosine.",
+                    hint="Set PAPERBOT_COLLECTION to a new name and re-ingest, or delete that collection.",
+                )
+            self._client, self._collection = client, collection
+        return self._collection
+
+    def reset(self) -> None:
+        """Forget the connection; the next call reconnects."""
+        with self._lock:
+            self._client = None
+            self._collection = None
+
+    def close(self) -> None:
+        """Release the client (the embedded one's in-process Chroma system stops when it was the
+        last user); a later call reconnects."""
+        with self._gate.alone(), self._lock:  # closed before any call can reconnect
+            client, self._client, self._collection = self._client, None, None
+            _close_quietly(client)
+            self._drop_snapshot()
+
+    def move_aside(self) -> Path | None:
+        """Close the embedded index and rename its directory to ``chroma.damaged-<UTC time>``.
+
+        The damaged files are kept for inspection; the next call creates a new, empty index.
+        Returns the new name (None when there was no directory). Embedded index only.
+        """
+        if self._settings.chroma_url:
+            raise IndexUnavailableError("A Chroma server's index cannot be moved aside from here.",
+                                        hint="Repair or recreate it on the server.")
+        source = self._settings.chroma_dir
+        with self._gate.alone(), self._lock:
+            client, self._client, self._collection = self._client, None, None
+            _close_quietly(client)
+            self._drop_snapshot()
+            _forget_system(source)
+            if not source.exists():
+                return None
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            target = source.with_name(f"{source.name}.damaged-{stamp}")
+            number = 1
+            while target.exists():
+                number += 1
+                target = source.with_name(f"{source.name}.damaged-{stamp}-{number}")
+            try:
+                source.rename(target)
+            except OSError as exc:
+                raise StorageError(f"Cannot move the damaged vector index {source} aside: {exc.strerror or exc}.",
+                                   hint="Check the permissions of PAPERBOT_DATA_DIR, or move it yourself.") from exc
+        log.warning("Moved the damaged vector index %s to %s (kept for inspection).", source, target)
+        return target
+
+    def refresh(self) -> None:
+        """Reopen the embedded index from disk, so that what other processes wrote is seen.
+
+        An embedded client keeps the vector index in memory: records another process added
+        afterwards are neither found by its queries nor fetchable by id ("Error finding id").
+        Closing the client releases chromadb's shared in-process system; the next call loads
+        a fresh one. Waits for running calls first. A server needs none of this (no-op).
+        """
+        if not self._settings.chroma_url:
+            self.close()
+
+    @contextmanager
+    def _call(self) -> Iterator[Any]:
+        """Yield the collection; translate connection and storage failures, reset on loss.
+
+        The lock only guards connecting: chromadb clients serve concurrent calls, so a long
+        upsert does not hold up searches from other threads.
+        """
+        try:
+            with self._gate.call():
+                with self._lock:
+                    collection = self._get_collection()
+                yield collection
+        except IndexUnavailableError:
+            raise
+        except httpx.TimeoutException as exc:
+            self.reset()
+            raise self._timed_out() from exc
+        except httpx.TransportError as exc:
+            self.reset()
+            raise self._unreachable() from exc
+        except ValueError as exc:
+            # chromadb.HttpClient turns failures of its first request into ValueError:
+            # "Could not connect to a Chroma server..." or the text of the httpx error ("timed out").
+            text = str(exc).lower()
+            if self._settings.chroma_url and "timed out" in text:
+                self.reset()
+                raise self._timed_out() from exc
+            if self._settings.chroma_url and "connect" in text:
+                self.reset()
+                raise self._unreachable() from exc
+            raise
+        except ChromaError as exc:
+            raise self._failed(str(exc) or type(exc).__name__) from exc
+        except (OSError, sqlite3.Error) as exc:
+            self.reset()
+            raise self._failed(str(exc)) from exc
+
+    # --- operations --------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        """Raise ``IndexUnavailableError`` unless the collection can be reached."""
+        with self._call() as collection:
+            collection.count()
+
+    def count(self) -> int:
+        with self._call() as collection:
+            return int(collection.count())
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict[str, Any]]) -> None:
+        """Insert or replace vectors with their metadata, in batches of at most ``BATCH``."""
+        with self._call() as collection:
+            self._writable()
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
+                collection.upsert(ids=list(ids[start:end]), embeddings=vectors[start:end],
+                                  metadatas=list(metadatas[start:end]))
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Replace metadata of existing vectors (the text, hence the vector, did not change)."""
+        with self._call() as collection:
+            self._writable()
+            for start in range(0, len(ids), BATCH):
+                end = start + BATCH
+                collection.update(ids=list(ids[start:end]), metadatas=list(metadatas[start:end]))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        with self._call() as collection:
+            self._writable()
+            for start in range(0, len(ids), BATCH):
+                collection.delete(ids=list(ids[start : start + BATCH]))
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by id (missing ids are absent)."""
+        found: dict[str, np.ndarray] = {}
+        if not ids:
+            return found
+        with self._call() as collection:
+            for start in range(0, len(ids), BATCH):
+                got = collection.get(ids=list(ids[start : start + BATCH]), include=["embeddings"])
+                for item, vector in zip(got["ids"], got["embeddings"]):
+                    found[item] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def embedding_hashes(self) -> dict[str, str | None]:
+        """``id -> embedding_hash`` metadata of every stored vector (paged)."""
+        result: dict[str, str | None] = {}
+        with self._call() as collection:
+            offset = 0
+            while True:
+                got = collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
+                for item, metadata in zip(got["ids"], got["metadatas"]):
+                    result[item] = (metadata or {}).get("embedding_hash")
+                if len(got["ids"]) < _PAGE:
+                    return result
+                offset += _PAGE
+
+    def query(
+        self, vector: np.ndarray, n: int, filters: ResolvedFilters | None = None
+    ) -> list[tuple[str, float, np.ndarray]]:
+        """Nearest ``n`` records as ``(id, cosine similarity, vector)``, best first."""
+        with self._call() as collection:
+            got = collection.query(
+                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                n_results=max(1, n),
+                where=build_where(filters),
+                include=["distances", "embeddings"],
+            )
+        ids = got["ids"][0]
+        distances = got["distances"][0]
+        vectors = got["embeddings"][0] if got.get("embeddings") is not None else [None] * len(ids)
+        return [
+            (item, 1.0 - float(distance), np.asarray(vec, dtype=np.float32))
+            for item, distance, vec in zip(ids, distances, vectors)
+        ]
