@@ -14,10 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from retrieval.merge import dedupe
-from retrieval.records import Paper
-from retrieval.sources.arxiv import parse_atom
-from retrieval.sources.files import parse_file
+from retrieval.records.merge import dedupe
+from retrieval.records.paper import Paper
+from retrieval.sources.apis.arxiv import parse_atom
+from retrieval.sources.files.detect import parse_file
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "retrieval" / "sample" / "arxiv_sample.jsonl"
