@@ -63,12 +63,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import REPO, load_note, markdown_table, start_scratch_run  # noqa: E402
-from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index  # noqa: E402
-from retrieval.index.paper_index import PaperIndex  # noqa: E402
-from retrieval.results import AnswerResult  # noqa: E402
-from retrieval.records.paper import Paper, fold  # noqa: E402
-from retrieval.sources.files.detect import parse_file  # noqa: E402
+from bench.common import REPO, load_note, markdown_table, start_scratch_run
+from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.paper import Paper, fold
+from retrieval.results import AnswerResult
+from retrieval.sources.files.detect import parse_file
 
 DEFAULT_SET = REPO / "bench" / "data" / "scholars_questions.jsonl"
 KINDS = ("topic", "listing", "mixed", "unanswerable")

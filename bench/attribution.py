@@ -41,13 +41,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import markdown_table  # noqa: E402
-from retrieval.answers.attribution import EvidenceAttribution  # noqa: E402
-from retrieval.answers.citations import split_sentences, validate_answer  # noqa: E402
-from retrieval.answers.evidence import content_terms  # noqa: E402
-from retrieval.answers.model_output import miscites  # noqa: E402
-from retrieval.records.paper import Paper  # noqa: E402
-from retrieval.sources.files.detect import parse_file  # noqa: E402
+from bench.common import markdown_table
+from retrieval.answers.attribution import EvidenceAttribution
+from retrieval.answers.citations import split_sentences, validate_answer
+from retrieval.answers.evidence import content_terms
+from retrieval.answers.model_output import miscites
+from retrieval.records.paper import Paper
+from retrieval.sources.files.detect import parse_file
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scholars-real"
 SHAPES = ("title", "list", "partial", "abstract")

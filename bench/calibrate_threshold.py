@@ -38,15 +38,15 @@ import math
 import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     DEFAULT_DATASETS,
     OUT_DIR,
     bench_settings,
@@ -57,12 +57,12 @@ from bench.common import (  # noqa: E402
     setup_logging,
     shared_cache_dir,
 )
-from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
-from retrieval.index.encoders.local import Encoder, load_encoder  # noqa: E402
-from retrieval.index.fusion import calibrate_threshold  # noqa: E402
-from retrieval.answers.evidence import CALIBRATED_MIN_RELEVANCE, CALIBRATED_MIN_RELEVANCE_TITLE_ONLY  # noqa: E402
-from retrieval.index.paper_index import PaperIndex  # noqa: E402
-from retrieval.records.paper import Paper  # noqa: E402
+from retrieval.answers.evidence import CALIBRATED_MIN_RELEVANCE, CALIBRATED_MIN_RELEVANCE_TITLE_ONLY
+from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder
+from retrieval.index.encoders.local import Encoder, load_encoder
+from retrieval.index.fusion import calibrate_threshold
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.paper import Paper
 
 DEFAULT_FIXTURES = DEFAULT_DATASETS.parent / "fixtures"
 QUANT_PH = Path("arxiv") / "quant-ph_oai_dc_ListRecords_2000.xml.gz"
@@ -88,7 +88,7 @@ class CachedQueries:
         self.dimension = encoder.dimension
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        pairs = [(text, hashlib.sha256(f"query:{text}".encode("utf-8")).hexdigest()) for text in texts]
+        pairs = [(text, hashlib.sha256(f"query:{text}".encode()).hexdigest()) for text in texts]
         return encode_with_cache(self.inner, pairs, self.cache, chunk_size=1)
 
 

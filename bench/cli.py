@@ -34,14 +34,14 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import DEFAULT_DATASETS, REPO, clean_env, markdown_table, out_dir, set_out_dir  # noqa: E402
+from bench.common import DEFAULT_DATASETS, REPO, clean_env, markdown_table, out_dir, set_out_dir
 
 PAPERBOT = Path(sys.executable).with_name("paperbot")
 SAMPLE = REPO / "retrieval" / "sample" / "arxiv_sample.jsonl"

@@ -15,9 +15,10 @@ import random
 import resource
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 

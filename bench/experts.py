@@ -47,10 +47,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # runnable as a plain script
     sys.path.insert(0, str(REPO))
 
-from retrieval.scholars.collaborators import Expert, document_model_scores, single_best_scores  # noqa: E402
 from retrieval.config import Settings  # noqa: E402
-from retrieval.scholars.people import directory_for  # noqa: E402
 from retrieval.records.paper import Author, Paper, fold  # noqa: E402
+from retrieval.scholars.collaborators import Expert, document_model_scores, single_best_scores  # noqa: E402
+from retrieval.scholars.people import directory_for  # noqa: E402
 
 FILES = ("cvpr24.json", "mlsys2023.json", "mlsys2024.json")
 RETRIEVE_K = 150

@@ -30,14 +30,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     DEFAULT_DATASETS,
     bench_settings,
     load_scifact,
@@ -46,11 +46,11 @@ from bench.common import (  # noqa: E402
     set_out_dir,
     setup_logging,
 )
-from retrieval.index.encoders import local as embeddings  # noqa: E402
-from retrieval.index.embedding_cache import EmbeddingCache, paper_embedder  # noqa: E402
-from retrieval.index.encoders.choice import host_description  # noqa: E402
-from retrieval.index.paper_index import PaperIndex  # noqa: E402
-from retrieval.ingest.pipeline import ingest_papers, read_files  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, paper_embedder
+from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders.choice import host_description
+from retrieval.index.paper_index import PaperIndex
+from retrieval.ingest.pipeline import ingest_papers, read_files
 
 GOAL = 0.15  # the pipeline may be at most 15 % slower than the encoder alone
 

@@ -84,7 +84,7 @@ class ServeProcess:
         self._ready = threading.Event()
         self._readers: list[threading.Thread] = []
 
-    def start(self, timeout: float = 180.0) -> "ServeProcess":
+    def start(self, timeout: float = 180.0) -> ServeProcess:
         self.process = subprocess.Popen(
             [str(PAPERBOT), "serve", "--http", "--host", "127.0.0.1", "--port", "0"],
             cwd=self.data_dir.parent, env=self.env, text=True,

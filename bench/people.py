@@ -92,7 +92,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     REPO,
     bench_settings,
     load_note,
@@ -101,15 +101,15 @@ from bench.common import (  # noqa: E402
     shared_cache_dir,
     start_scratch_run,
 )
-from retrieval.config import Settings  # noqa: E402
-from retrieval.errors import PaperbotError, UnknownScholarError  # noqa: E402
-from retrieval.index.paper_index import PaperIndex  # noqa: E402
-from retrieval.records.merge import same_paper  # noqa: E402
-from retrieval.results import ScholarSummaryResult, SearchFilters, SearchHit  # noqa: E402
-from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of  # noqa: E402
-from retrieval.records.paper import LATIN_LETTERS, Paper, fold, title_key  # noqa: E402
-from retrieval.sources.files.bibtex import parse_name as decode_bibtex_name  # noqa: E402
-from retrieval.sources.files.detect import parse_file  # noqa: E402
+from retrieval.config import Settings
+from retrieval.errors import PaperbotError, UnknownScholarError
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.merge import same_paper
+from retrieval.records.paper import LATIN_LETTERS, Paper, fold, title_key
+from retrieval.results import ScholarSummaryResult, SearchFilters, SearchHit
+from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
+from retrieval.sources.files.bibtex import parse_name as decode_bibtex_name
+from retrieval.sources.files.detect import parse_file
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 TODAY = date(2026, 12, 1)  # fixed: recency weights and affiliations do not drift with the calendar
@@ -215,9 +215,9 @@ def content_key(paths: Sequence[Path], encoder: str) -> str:
 
 def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None]) -> tuple[PaperIndex, Settings, dict[str, Any]]:
     """The index of all files, ingested with ``Assistant.ingest_files`` (cached by content hash)."""
-    from retrieval.index.encoders import local as embeddings
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index.encoders import local as embeddings
 
     paths = [o.path for o in owners]
     encoder_settings = bench_settings(out_dir(), encoder="auto", _env_file=None)  # ONNX export shared by benches
@@ -496,7 +496,6 @@ def build_directories(records: Sequence[Paper], index: PaperIndex, rounds: int) 
 def run_policy(policy: str, built: tuple[PeopleDirectory, list[str], float], index: PaperIndex, settings: Settings,
                owners: Sequence[Owner], scored: Sequence[Owner], truth: dict[str, Truth], records: Sequence[Paper],
                held: HeldOut, cap: int | None, progress: Callable[[str], None]) -> dict[str, Any]:
-    from retrieval.scholars.profile import summarize_scholar
 
     directory, kwargs, build_s = built
     choose = policy == "new"

@@ -74,12 +74,12 @@ from uuid import UUID
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
-from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
-from langchain_core.messages import BaseMessage  # noqa: E402
-from langchain_core.outputs import LLMResult  # noqa: E402
+import httpx
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     REPO,
     bench_settings,
     load_note,
@@ -88,10 +88,10 @@ from bench.common import (  # noqa: E402
     shared_cache_dir,
     start_scratch_run,
 )
-from bench.people import DEFAULT_DATA, content_key  # noqa: E402
-from retrieval.answers.citations import ValidationReport, cited_numbers, split_sentences  # noqa: E402
-from retrieval.config import Settings  # noqa: E402
-from retrieval.answers.evidence import content_terms  # noqa: E402
+from bench.people import DEFAULT_DATA, content_key
+from retrieval.answers.citations import ValidationReport, cited_numbers, split_sentences
+from retrieval.answers.evidence import content_terms
+from retrieval.config import Settings
 
 SAMPLE = REPO / "retrieval" / "sample" / "arxiv_sample.jsonl"
 #: Scholars of ``scholars-real`` whose files join the index: abstracts for most entries, and
@@ -477,9 +477,9 @@ def probe(base_url: str, api_key: str | None, timeout: float = 10.0) -> list[str
 def build_index(settings: Settings, paths: Sequence[Path], reuse: bool,
                 progress: Callable[[str], None]) -> tuple[Any, dict[str, Any]]:
     """The scratch index of ``paths`` under ``settings.data_dir`` (ingested by the facade)."""
-    from retrieval.index.encoders import local as embeddings
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index.encoders import local as embeddings
     from retrieval.index.paper_index import PaperIndex
 
     marker = settings.data_dir / "ingest.json"
@@ -652,8 +652,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions, skipped = chosen_questions(args, have_scholars)
     paths = [SAMPLE] + ([args.scholars / "bib" / f"{slug}.bib" for slug in SCHOLARS] if have_scholars else [])
 
-    from retrieval.assistant import Assistant
     from retrieval.answers.llm import build_chat_model
+    from retrieval.assistant import Assistant
 
     folder = out_dir() / "real-llm-index" / content_key(paths, "auto")
     chosen = {"llm_timeout": args.timeout, "llm_deadline": args.deadline, "llm_max_tokens": args.max_tokens,

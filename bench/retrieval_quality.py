@@ -29,16 +29,16 @@ import hashlib
 import itertools
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     DEFAULT_DATASETS,
     SciFact,
     bench_settings,
@@ -46,8 +46,8 @@ from bench.common import (  # noqa: E402
     load_note,
     load_scifact,
     markdown_table,
-    out_dir,
     mean_metrics,
+    out_dir,
     per_query_ndcg,
     scifact_papers,
     scifact_subset,
@@ -55,12 +55,12 @@ from bench.common import (  # noqa: E402
     setup_logging,
     shared_cache_dir,
 )
-from retrieval.index.encoders import local as embeddings  # noqa: E402
-from retrieval.index.encoders.choice import host_description, probe_texts  # noqa: E402
-from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
-from retrieval.index.fusion import FusionConfig  # noqa: E402
-from retrieval.index.paper_index import PaperIndex  # noqa: E402
-from retrieval.records.paper import Paper  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder
+from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders.choice import host_description, probe_texts
+from retrieval.index.fusion import FusionConfig
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.paper import Paper
 
 PUBLISHED = "published (BEIR test): BM25 0.665, all-MiniLM-L6-v2 0.645, bge-large-en-v1.5 0.746"
 
@@ -274,7 +274,7 @@ class Split:
 
     @classmethod
     def make(cls, qids: Sequence[str], qrels: dict[str, dict[str, int]], query_vector: dict[str, np.ndarray],
-             position: dict[str, int], docs: int) -> "Split":
+             position: dict[str, int], docs: int) -> Split:
         relevance = np.zeros((len(qids), docs), dtype=np.float32)
         for n, qid in enumerate(qids):
             for doc, grade in qrels[qid].items():

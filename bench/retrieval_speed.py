@@ -31,15 +31,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     DEFAULT_DATASETS,
     bench_settings,
     current_rss_mb,
@@ -53,12 +53,12 @@ from bench.common import (  # noqa: E402
     setup_logging,
     shared_cache_dir,
 )
-from retrieval.index.encoders import local as embeddings  # noqa: E402
-from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder  # noqa: E402
-from retrieval.index.encoders.choice import host_description  # noqa: E402
-from retrieval.index.paper_index import PaperIndex  # noqa: E402
-from retrieval.results import SearchFilters  # noqa: E402
-from retrieval.records.paper import Paper  # noqa: E402
+from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder
+from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders.choice import host_description
+from retrieval.index.paper_index import PaperIndex
+from retrieval.records.paper import Paper
+from retrieval.results import SearchFilters
 
 SIZES = (1_000, 10_000, 100_000)
 NOISE = 0.5  # replica vector = normalise(original + NOISE * g / sqrt(d)): cosine ~ 1 / sqrt(1 + NOISE^2)
@@ -94,7 +94,7 @@ def corpus(base: Sequence[Paper], size: int) -> tuple[list[Paper], list[tuple[in
     return papers, origin
 
 
-def perturbed_embedder(base_vectors: np.ndarray, origin_by_id: dict[str, tuple[int, int]]):  # noqa: ANN201
+def perturbed_embedder(base_vectors: np.ndarray, origin_by_id: dict[str, tuple[int, int]]):
     """An ``embed`` function for ``PaperIndex``: originals keep their vector, replicas get noise.
 
     ``origin_by_id``: record id -> (index of the original, copy number; 0 = the original).

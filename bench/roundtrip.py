@@ -66,7 +66,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     OUT_DIR,
     REPO,
     bench_settings,
@@ -75,13 +75,13 @@ from bench.common import (  # noqa: E402
     shared_cache_dir,
     start_scratch_run,
 )
-from retrieval.config import Settings  # noqa: E402
-from retrieval.records.paper import Paper, normalize_doi, split_arxiv_id  # noqa: E402
-from retrieval.sources.files.base import ParseOutcome, build_item  # noqa: E402
-from retrieval.sources.files.bibtex import _Reader, _resolve_crossrefs, entry_to_fields  # noqa: E402
-from retrieval.sources.files.bibtex_writer import citation_keys, user_key  # noqa: E402
-from retrieval.sources.files.detect import decode_text  # noqa: E402
-from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim  # noqa: E402
+from retrieval.config import Settings
+from retrieval.records.paper import Paper, normalize_doi, split_arxiv_id
+from retrieval.sources.files.base import ParseOutcome, build_item
+from retrieval.sources.files.bibtex import _Reader, _resolve_crossrefs, entry_to_fields
+from retrieval.sources.files.bibtex_writer import citation_keys, user_key
+from retrieval.sources.files.detect import decode_text
+from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
 
 DEFAULT_SHARED = REPO.parent / "shared"
 PETSC = Path("fixtures/bibtex/petsc_doc_petsc.bib")
@@ -222,9 +222,9 @@ class Installation:
 def build(folder: Path, paths: Sequence[Path], label: str, progress: Callable[[str], None],
           seed_cache: Path | None = None) -> Installation:
     """Ingest ``paths`` into a fresh data dir with the product's code, then export it as BibTeX."""
-    from retrieval.index.encoders import local as embeddings
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+    from retrieval.index.encoders import local as embeddings
     from retrieval.index.paper_index import PaperIndex
 
     shutil.rmtree(folder, ignore_errors=True)
@@ -395,7 +395,7 @@ def link_share(papers: Iterable[Paper]) -> tuple[int, int]:
 # Report --------------------------------------------------------------------------------------
 
 
-def _pct(part: int | float, whole: int | float) -> str:
+def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.2f} % ({part:,} / {whole:,})" if whole else "n/a (0)"
 
 

@@ -27,15 +27,15 @@ class CliContext:
 
     settings: Settings
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    console: "Console | None" = None  # for stderr; None: a plain one, made on first use
-    _assistant: "Assistant | None" = None
+    console: Console | None = None  # for stderr; None: a plain one, made on first use
+    _assistant: Assistant | None = None
 
     def __post_init__(self) -> None:
         # before any command writes there (a roster change, a log): 0700, files 0600
         open_data_dir(self.settings, notice=self.note)
 
     @property
-    def assistant(self) -> "Assistant":
+    def assistant(self) -> Assistant:
         if self._assistant is None:
             from retrieval.assistant import Assistant
 
@@ -43,7 +43,7 @@ class CliContext:
         return self._assistant
 
     @property
-    def index(self) -> "PaperIndex":
+    def index(self) -> PaperIndex:
         return self.assistant.index
 
     @property
@@ -69,7 +69,7 @@ class CliContext:
         console = self._stderr()  # wrapped at a terminal's width; to a pipe or a file, one line
         console.print(text, markup=False, highlight=False, soft_wrap=not console.is_terminal)
 
-    def _stderr(self) -> "Console":
+    def _stderr(self) -> Console:
         if self.console is None:
             from rich.console import Console
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from retrieval.config import Settings, open_data_dir, with_user_permissions
 from retrieval.errors import InputError
+from retrieval.records.paper import Paper
 from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
@@ -32,14 +33,13 @@ from retrieval.results import (
     SearchHit,
     SearchResult,
 )
-from retrieval.records.paper import Paper
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from retrieval.answers.chain import AnswerEvent
-    from retrieval.index.paper_index import ConsistencyReport, PaperIndex
     from retrieval.answers.question_shape import QuestionShape
+    from retrieval.index.paper_index import ConsistencyReport, PaperIndex
     from retrieval.ingest.pipeline import IngestReport, Progress
     from retrieval.ingest.sync import SyncEvent, SyncReport
     from retrieval.storage.locks import Activity
@@ -80,8 +80,8 @@ class Assistant:
         self,
         settings: Settings,
         *,
-        index: "PaperIndex | None" = None,
-        chat_model: "BaseChatModel | None | object" = _UNSET,
+        index: PaperIndex | None = None,
+        chat_model: BaseChatModel | object | None = _UNSET,
         notice: Callable[[str], None] | None = None,
     ) -> None:
         """``notice`` receives one-line messages for the user that are not results: the data dir
@@ -95,7 +95,7 @@ class Assistant:
     # --- shared parts ------------------------------------------------------------------------
 
     @contextmanager
-    def _writing(self, activity: "Activity") -> Iterator[None]:
+    def _writing(self, activity: Activity) -> Iterator[None]:
         """The writer lock of the data dir, for one write path (``retrieval.storage.locks``).
 
         The embedded vector index is closed before the lock is released, so that everything it
@@ -112,7 +112,7 @@ class Assistant:
                     self._index.dense.refresh()
 
     @property
-    def index(self) -> "PaperIndex":
+    def index(self) -> PaperIndex:
         if self._index is None:
             from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
             from retrieval.index.paper_index import PaperIndex
@@ -123,7 +123,7 @@ class Assistant:
         return self._index
 
     @property
-    def chat_model(self) -> "BaseChatModel | None":
+    def chat_model(self) -> BaseChatModel | None:
         if self._chat_model is _UNSET:
             from retrieval.answers.chain import configured_chat_model  # imports no LLM stack when none is configured
 
@@ -190,7 +190,7 @@ class Assistant:
         }
         return inputs, merged, notice
 
-    def _shape(self, question: str, merged: SearchFilters, history: Sequence[tuple[str, str]]) -> "QuestionShape":
+    def _shape(self, question: str, merged: SearchFilters, history: Sequence[tuple[str, str]]) -> QuestionShape:
         """Listing, topic or mixed (``retrieval.answers.question_shape``).
 
         In a thread, a question stating only years ("and since 2024?") leans on what came
@@ -214,7 +214,7 @@ class Assistant:
         return listing_answer(question, papers, merged, notice=" ".join(p for p in (notice, LISTING_NOTICE) if p))
 
     def _finish(self, result: AnswerResult, filters: SearchFilters, notice: str | None,
-                shape: "QuestionShape | None" = None) -> AnswerResult:
+                shape: QuestionShape | None = None) -> AnswerResult:
         """Add the question's notice, kind and filters and, for an abstention, the filter that emptied the result."""
         from retrieval.answers.question_shape import applied_filters
 
@@ -225,7 +225,7 @@ class Assistant:
             result = result.model_copy(update={"kind": shape.kind, "filters": applied_filters(filters)})
         return _with_notice(result, notice, empty_reason)
 
-    def _by_shape(self, inputs: dict[str, object], merged: SearchFilters, shape: "QuestionShape",
+    def _by_shape(self, inputs: dict[str, object], merged: SearchFilters, shape: QuestionShape,
                   result: AnswerResult) -> AnswerResult:
         """A mixed question whose topic answer abstained lists its filtered set instead, when there is one."""
         from retrieval.answers.listing import NO_TOPIC_NOTICE
@@ -261,7 +261,7 @@ class Assistant:
         k: int = 8,
         filters: SearchFilters | None = None,
         history: Sequence[tuple[str, str]] = (),
-    ) -> "Iterator[AnswerEvent]":
+    ) -> Iterator[AnswerEvent]:
         """Text deltas as the model writes, then ``Final`` with the validated result.
 
         A listing needs no model: it arrives as one ``Final``. A mixed question whose topic
@@ -277,7 +277,7 @@ class Assistant:
             return iter([Final(self._finish(listed, merged, notice, shape), query=text)])
         events = stream_answer(**inputs)  # type: ignore[arg-type]
 
-        def finished() -> "Iterator[AnswerEvent]":
+        def finished() -> Iterator[AnswerEvent]:
             for event in events:
                 if isinstance(event, Final):
                     result = self._by_shape(inputs, merged, shape, event.result)
@@ -331,15 +331,15 @@ class Assistant:
             return True
         return bool(self.index.knows_author(name))
 
-    def sync(self, *, progress: "Callable[[SyncEvent], None] | None" = None) -> "SyncReport":
+    def sync(self, *, progress: Callable[[SyncEvent], None] | None = None) -> SyncReport:
         """Fetch new works of every roster scholar from all sources into the index."""
         from retrieval.ingest.sync import sync_roster
 
         with self._writing("sync"):
             return sync_roster(self.settings, self.index, progress=progress)
 
-    def repair(self, *, progress: "Callable[[int, int], None] | None" = None,
-               force: bool = False) -> "ConsistencyReport":
+    def repair(self, *, progress: Callable[[int, int], None] | None = None,
+               force: bool = False) -> ConsistencyReport:
         """Make the record store, the vectors and BM25 agree again (``PaperIndex.repair``; ``force``
         drops vectors even when the record store looks lost)."""
         with self._writing("repair"):
@@ -357,8 +357,8 @@ class Assistant:
         return to_bibtex(papers)
 
     def ingest_files(
-        self, paths: Sequence[Path], *, progress: "Progress | None" = None, fmt: str | None = None
-    ) -> "IngestReport":
+        self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None
+    ) -> IngestReport:
         """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest.pipeline``."""
         from retrieval.ingest.pipeline import ingest_papers, read_files
 
@@ -368,7 +368,7 @@ class Assistant:
                 report.extend(ingest_papers(self.index, papers, progress=progress))
         return report
 
-    def ingest_papers(self, papers: Sequence[Paper], *, progress: "Progress | None" = None) -> "IngestReport":
+    def ingest_papers(self, papers: Sequence[Paper], *, progress: Progress | None = None) -> IngestReport:
         """Merge fetched records (``paperbot ingest arxiv|openalex|crossref``) into the index."""
         from retrieval.ingest.pipeline import ingest_papers
 

@@ -68,7 +68,7 @@ class Citation(BaseModel):
     open_access: bool | None = Field(default=None, exclude=True)
 
     @classmethod
-    def from_paper(cls, n: int, paper: Paper, score: float) -> "Citation":
+    def from_paper(cls, n: int, paper: Paper, score: float) -> Citation:
         return cls(
             n=n,
             id=paper.id,
@@ -162,7 +162,7 @@ class ScholarSummaryResult(BaseModel):
     notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive themes"
     person_id: str | None = None  # "person:…": summarize / collaborators --for accept it back
     others_with_this_name: int = 0  # other indexed people the query also matched (not blended in)
-    namesakes: list["ScholarCandidate"] = Field(default_factory=list)  # the first few of them, to pick
+    namesakes: list[ScholarCandidate] = Field(default_factory=list)  # the first few of them, to pick
 
 
 class ScholarCandidate(BaseModel):

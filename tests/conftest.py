@@ -17,7 +17,7 @@ def model_cache() -> Path:
 
 
 @pytest.fixture(scope="session")
-def reference_encoder():  # noqa: ANN201 - a TorchEncoder; torch is imported only when a test asks
+def reference_encoder():
     """The reference torch encoder (sentence-transformers), loaded once per session and shared by
     every in-process test that needs real vectors (it keeps no state between calls)."""
     from retrieval.index.encoders.local import TorchEncoder

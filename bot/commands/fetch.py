@@ -139,8 +139,8 @@ def _by_author(source: object, name: str, args: argparse.Namespace, plan: _Plan)
 
 def _openalex_author(source: object, value: str) -> str:
     """An OpenAlex author id from ``--author``: the id itself, or the one profile a name search finds."""
-    from retrieval.records.paper import normalize_openalex_id
     from retrieval.ingest.sync import choose_openalex_profile
+    from retrieval.records.paper import normalize_openalex_id
 
     bare = normalize_openalex_id(value)
     if bare and bare.startswith("A"):

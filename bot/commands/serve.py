@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace, ctx: "CliContext") -> int:
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.slack.app import build_slack
     from bot.slack.http_door import EVENTS_PATH, bind
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, ctx: "CliContext") -> int:
     return 0
 
 
-def _warm_up(ctx: "CliContext") -> None:
+def _warm_up(ctx: CliContext) -> None:
     """Open the index before the first question arrives (errors surface on that question)."""
     try:
         ctx.assistant.index.count()

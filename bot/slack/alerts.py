@@ -18,10 +18,10 @@ from slack_sdk.errors import SlackApiError
 from bot.slack.blocks import follow_alert_blocks
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import fallback_text, paginate
-from retrieval.errors import PaperbotError
 from retrieval.alerts.follows import Follow
-from retrieval.results import Citation
+from retrieval.errors import PaperbotError
 from retrieval.records.paper import Paper
+from retrieval.results import Citation
 
 log = logging.getLogger(__name__)
 

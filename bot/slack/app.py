@@ -47,9 +47,9 @@ from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
+from retrieval.alerts.follows import FollowStore
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
-from retrieval.alerts.follows import FollowStore
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant
@@ -179,7 +179,7 @@ def _quiet_redundant_token_warning() -> None:
 
 def build_slack(
     settings: Settings,
-    assistant: "Assistant",
+    assistant: Assistant,
     *,
     http: bool,
     clock: Callable[[], float] = time.monotonic,
@@ -269,7 +269,7 @@ class _ClickWithoutActions(Middleware):
     """
 
     def process(self, *, req: BoltRequest, resp: BoltResponse,
-                next: Callable[[], BoltResponse]) -> BoltResponse | None:  # noqa: A002 (Bolt's name)
+                next: Callable[[], BoltResponse]) -> BoltResponse | None:
         body = req.body
         if body.get("type") in ("block_actions", "interactive_message"):
             actions = body.get("actions")

@@ -26,6 +26,7 @@ from bot.slack.formatting import (
     sections,
 )
 from retrieval.answers.listing import describe_filters
+from retrieval.records.paper import format_authors
 from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
@@ -36,7 +37,6 @@ from retrieval.results import (
     SearchFilters,
     SearchResult,
 )
-from retrieval.records.paper import format_authors
 
 OPEN_ACCESS_BADGE = ":unlock: open access"
 WORKING_TEXT = ":hourglass_flowing_sand: Working on it…"

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from bot.slack.dedupe import StoredDeduper
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
-from retrieval.config import Settings
 from retrieval.alerts.follows import FollowStore
+from retrieval.config import Settings
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant
@@ -23,7 +23,7 @@ class SlackDeps:
     """Settings, the core facade, state stores and the concurrency/time seams."""
 
     settings: Settings
-    assistant: "Assistant"
+    assistant: Assistant
     store: SlackStore
     follows: FollowStore
     queue: WorkQueue

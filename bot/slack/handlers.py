@@ -17,8 +17,8 @@ from bot.slack.command_text import Command
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import bold, escape, sections
 from bot.slack.jobs import Target, new_reference, notify, submit
-from retrieval.errors import PaperbotError
 from retrieval.alerts.follows import Follow, FollowKind, guess_kind, parse_follow
+from retrieval.errors import PaperbotError
 
 log = logging.getLogger(__name__)
 

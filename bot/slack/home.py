@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 STATS_TTL = 60.0  # seconds a computed IndexStats is reused across Home tab openings
 
 
-def home_view(stats: "IndexStats | None", *, follows: int = 0) -> dict[str, Any]:
+def home_view(stats: IndexStats | None, *, follows: int = 0) -> dict[str, Any]:
     """The Home tab (a pure function of the index statistics)."""
     blocks: list[Block] = [header("paperbot: cited answers from your group's papers")]
     if stats is None:
@@ -57,12 +57,12 @@ def home_view(stats: "IndexStats | None", *, follows: int = 0) -> dict[str, Any]
 class HomeTab:
     """Publishes the Home tab, reusing statistics for ``STATS_TTL`` seconds."""
 
-    def __init__(self, deps: "SlackDeps") -> None:
+    def __init__(self, deps: SlackDeps) -> None:
         self._deps = deps
         self._lock = threading.Lock()
-        self._cached: tuple[float, "IndexStats | None"] | None = None
+        self._cached: tuple[float, IndexStats | None] | None = None
 
-    def stats(self) -> "IndexStats | None":
+    def stats(self) -> IndexStats | None:
         now = self._deps.clock()
         with self._lock:
             if self._cached and now - self._cached[0] < STATS_TTL:

@@ -47,7 +47,7 @@ class _Value(BaseModel):
         return text
 
     @classmethod
-    def decode(cls, raw: str | None) -> "_Value":
+    def decode(cls, raw: str | None) -> _Value:
         try:
             return cls.model_validate_json(raw or "")
         except ValidationError:
@@ -61,7 +61,7 @@ class AnswerRef(_Value):
     offset: int = Field(default=0, ge=0, le=1000)
 
     @classmethod
-    def decode(cls, raw: str | None) -> "AnswerRef":
+    def decode(cls, raw: str | None) -> AnswerRef:
         return super().decode(raw)  # type: ignore[return-value]
 
 
@@ -75,7 +75,7 @@ class ScholarPick(_Value):
     since: int | None = Field(default=None, ge=1000, le=3000)
 
     @model_validator(mode="after")
-    def _one_reference(self) -> "ScholarPick":
+    def _one_reference(self) -> ScholarPick:
         if (self.person_id is None) == (self.name is None):
             raise ValueError("a pick names a person id or a name")
         return self
@@ -87,7 +87,7 @@ class ScholarPick(_Value):
 
     @classmethod
     def for_person(cls, person_id: str | None, *, fallback: str | None = None,
-                   since: int | None = None) -> "ScholarPick | None":
+                   since: int | None = None) -> ScholarPick | None:
         """The pick for ``person_id``, else for ``fallback``; None when neither can be carried."""
         for key, value in (("person_id", person_id), ("name", fallback)):
             if value:
@@ -98,5 +98,5 @@ class ScholarPick(_Value):
         return None
 
     @classmethod
-    def decode(cls, raw: str | None) -> "ScholarPick":
+    def decode(cls, raw: str | None) -> ScholarPick:
         return super().decode(raw)  # type: ignore[return-value]

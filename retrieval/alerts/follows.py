@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -37,8 +37,7 @@ MAX_QUERY_CHARS = 200
 MAX_FOLLOWS_PER_CHANNEL = 50
 
 _STOPWORDS = frozenset(
-    "a an and are as at be by for from in into is it of on or the to with about via using based "
-    "towards toward new study studies paper papers".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "the", "to", "with", "about", "via", "using", "based", "towards", "toward", "new", "study", "studies", "paper", "papers"]
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _KIND_PREFIX = re.compile(r"^(scholar|person|author|topic)\s*[:\s]\s*(.+)$", re.IGNORECASE | re.DOTALL)
@@ -170,7 +169,7 @@ class FollowStore:
         self._file = SqliteFile(path, _SCHEMA, label=f"the follows store at {path}", pragmas=("foreign_keys = ON",))
 
     @classmethod
-    def for_settings(cls, settings: Settings) -> "FollowStore":
+    def for_settings(cls, settings: Settings) -> FollowStore:
         return cls(settings.data_dir / "follows.sqlite3")
 
     def close(self) -> None:
@@ -305,4 +304,4 @@ def _follow(row: tuple[object, ...]) -> Follow:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -43,8 +43,7 @@ from typing import TYPE_CHECKING
 from prompts import Prompt, load_prompt
 from retrieval.answers.attribution import EvidenceAttribution
 from retrieval.answers.citations import ValidationReport, validate_answer
-from retrieval.config import Settings
-from retrieval.errors import InputError
+from retrieval.answers.condense import heuristic_query, standalone_question
 from retrieval.answers.evidence import (
     EvidenceSet,
     Rarity,
@@ -55,7 +54,6 @@ from retrieval.answers.evidence import (
     strip_markup,
 )
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
-from retrieval.answers.condense import heuristic_query, standalone_question
 from retrieval.answers.model_output import (
     ReplyRejected,
     ValidatedStream,
@@ -64,6 +62,8 @@ from retrieval.answers.model_output import (
     unusable_answer_reason,
     unusable_reason,
 )
+from retrieval.config import Settings
+from retrieval.errors import InputError
 from retrieval.results import AnswerResult, Citation, SearchFilters, SearchHit
 
 if TYPE_CHECKING:  # the LLM stack (langchain, openai) is imported only when a model is configured

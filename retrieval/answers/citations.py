@@ -40,7 +40,7 @@ _SENTENCE_END = re.compile(
     r"[.!?]+[\"'”’)]*(?:\s*" + _GROUP.pattern + r")*(?=\s+(?:[A-Z0-9\"'“‘(\[]|$))"
 )
 _ABBREVIATIONS = frozenset(
-    "al e.g i.e cf vs etc fig figs eq eqs ref refs no approx dr mr ms prof st sec ch vol pp resp".split()
+    ["al", "e.g", "i.e", "cf", "vs", "etc", "fig", "figs", "eq", "eqs", "ref", "refs", "no", "approx", "dr", "mr", "ms", "prof", "st", "sec", "ch", "vol", "pp", "resp"]
 )
 _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _STRONG_REFUSAL = re.compile(

@@ -35,8 +35,7 @@ SHORT_FOLLOWUP_TERMS = 3
 MAX_CARRIED_WORDS = 8
 
 _REFERRING = frozenset(
-    "it its they them their theirs this that these those he she his her him same such former "
-    "latter above ones else other others more another further".split()
+    ["it", "its", "they", "them", "their", "theirs", "this", "that", "these", "those", "he", "she", "his", "her", "him", "same", "such", "former", "latter", "above", "ones", "else", "other", "others", "more", "another", "further"]
 )
 _WORD = re.compile(r"[A-Za-z']+")
 _LABEL = re.compile(r"^(?:standalone\s+)?(?:query|question|search)\s*:\s*", re.IGNORECASE)

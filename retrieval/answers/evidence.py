@@ -69,16 +69,15 @@ from __future__ import annotations
 import math
 import re
 import secrets
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import Stemmer
 
 from retrieval.config import Settings
-from retrieval.results import SearchHit
 from retrieval.records.paper import Paper, fold
+from retrieval.results import SearchHit
 
 # stemmed word -> IDF in the index (``PaperIndex.term_rarity``; math.inf: no record has it)
 Rarity = Callable[[str], float]
@@ -105,27 +104,7 @@ MIN_EVIDENCE_ABSTRACT_CHARS = 300
 
 # English function words, plus the framing people wrap questions in ("which papers propose").
 _STOPWORDS = frozenset(
-    """
-    a about above after again against all also am an and any are aren as at be because been
-    before being below between both but by can cannot could did didn do does doesn doing don
-    down during each else ever few for from further get gets got had hadn has hasn have haven
-    having he her here hers herself him himself his how i if in into is isn it its itself just
-    let lets like me might more most much must mustn my myself no nor not now of off often on
-    once one only onto or other others our ours ourselves out over own per please same shall
-    shan she should shouldn since so some such than that the their theirs them themselves then there
-    these they this those though through thus to too under until up upon us very via was wasn
-    we were weren what whatever when where whether which while who whom whose why will with
-    within without won would wouldn yet you your yours yourself yourselves
-    paper papers article articles work works publication publications study studies research
-    researcher researchers author authors scholar scholars record records indexed index
-    propose proposes proposed proposing present presents presented introduce introduces
-    introduced describe describes described discuss discusses discussed address addresses
-    addressed investigate investigates investigated examine examines examined explore explores
-    explored report reports reported show shows showed shown find finds found use uses used
-    using approach approaches method methods technique techniques anyone someone something
-    anything recent recently new novel existing known tell give list name mention mentions
-    regarding related relate relates relating topic topics question questions answer answers
-    """.split()
+    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "else", "ever", "few", "for", "from", "further", "get", "gets", "got", "had", "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "lets", "like", "me", "might", "more", "most", "much", "must", "mustn", "my", "myself", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "onto", "or", "other", "others", "our", "ours", "ourselves", "out", "over", "own", "per", "please", "same", "shall", "shan", "she", "should", "shouldn", "since", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "though", "through", "thus", "to", "too", "under", "until", "up", "upon", "us", "very", "via", "was", "wasn", "we", "were", "weren", "what", "whatever", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "won", "would", "wouldn", "yet", "you", "your", "yours", "yourself", "yourselves", "paper", "papers", "article", "articles", "work", "works", "publication", "publications", "study", "studies", "research", "researcher", "researchers", "author", "authors", "scholar", "scholars", "record", "records", "indexed", "index", "propose", "proposes", "proposed", "proposing", "present", "presents", "presented", "introduce", "introduces", "introduced", "describe", "describes", "described", "discuss", "discusses", "discussed", "address", "addresses", "addressed", "investigate", "investigates", "investigated", "examine", "examines", "examined", "explore", "explores", "explored", "report", "reports", "reported", "show", "shows", "showed", "shown", "find", "finds", "found", "use", "uses", "used", "using", "approach", "approaches", "method", "methods", "technique", "techniques", "anyone", "someone", "something", "anything", "recent", "recently", "new", "novel", "existing", "known", "tell", "give", "list", "name", "mention", "mentions", "regarding", "related", "relate", "relates", "relating", "topic", "topics", "question", "questions", "answer", "answers"]
 )
 _WORD = re.compile(r"[a-z0-9]+")
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 
 from retrieval.answers.citations import split_sentences
 from retrieval.answers.evidence import content_terms, looks_like_instruction, neutralise
-from retrieval.results import AnswerMode, AnswerResult, Citation, SearchHit
 from retrieval.records.paper import Paper
+from retrieval.results import AnswerMode, AnswerResult, Citation, SearchHit
 
 NO_EVIDENCE_ANSWER = "No indexed paper addresses this."
 MAX_EXTRACTIVE_RECORDS = 5

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from retrieval.answers.citations import split_sentences
 from retrieval.answers.evidence import looks_like_instruction, neutralise
 from retrieval.answers.extractive import item_label, trim_sentence
-from retrieval.results import AnswerResult, Citation, SearchFilters
 from retrieval.records.paper import Paper
+from retrieval.results import AnswerResult, Citation, SearchFilters
 
 MAX_LISTED = 100  # a listing is complete up to here (Slack paginates); longer ones say how to page on
 LISTING_SCORE = 1.0  # a listed record matches the filters exactly; there is no similarity to report

@@ -21,25 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.results import SearchFilters
 from retrieval.records.paper import clean_text, fold
+from retrieval.results import SearchFilters
 
 QuestionKind = Literal["listing", "topic", "mixed"]
 
 # Words that ask for records without saying what they are about.
-_LISTING_WORDS = frozenset("""
-    what which who whom whose where when how did does do doing done has have had having is are was were be been
-    being will would can could should may might must shall
-    publish published publishes publishing publication publications paper papers article articles
-    work works worked working write writes wrote written writing author authored authoring
-    coauthored co research researched output outputs record records entry entries item items
-    study studies studied result results preprint preprints title titles thing things stuff
-    recent recently lately latest newest new newer old older all any every each some
-    list show give tell find get see display me us i you we they them his her their its our my your
-    the a an of by on in at from since about to for and or with so far there here this that these those
-    please kindly s year years ever yet now up out just also only still
-    journal journals conference conferences venue venues proceedings
-""".split())
+_LISTING_WORDS = frozenset(["what", "which", "who", "whom", "whose", "where", "when", "how", "did", "does", "do", "doing", "done", "has", "have", "had", "having", "is", "are", "was", "were", "be", "been", "being", "will", "would", "can", "could", "should", "may", "might", "must", "shall", "publish", "published", "publishes", "publishing", "publication", "publications", "paper", "papers", "article", "articles", "work", "works", "worked", "working", "write", "writes", "wrote", "written", "writing", "author", "authored", "authoring", "coauthored", "co", "research", "researched", "output", "outputs", "record", "records", "entry", "entries", "item", "items", "study", "studies", "studied", "result", "results", "preprint", "preprints", "title", "titles", "thing", "things", "stuff", "recent", "recently", "lately", "latest", "newest", "new", "newer", "old", "older", "all", "any", "every", "each", "some", "list", "show", "give", "tell", "find", "get", "see", "display", "me", "us", "i", "you", "we", "they", "them", "his", "her", "their", "its", "our", "my", "your", "the", "a", "an", "of", "by", "on", "in", "at", "from", "since", "about", "to", "for", "and", "or", "with", "so", "far", "there", "here", "this", "that", "these", "those", "please", "kindly", "s", "year", "years", "ever", "yet", "now", "up", "out", "just", "also", "only", "still", "journal", "journals", "conference", "conferences", "venue", "venues", "proceedings"])
 
 _WORD = re.compile(r"[^\W_]+")
 

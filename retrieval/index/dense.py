@@ -53,10 +53,11 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
@@ -185,7 +186,7 @@ def _close_quietly(client: Any) -> None:
         return
     try:
         client.close()
-    except Exception:  # noqa: BLE001 - logged, then ignored on purpose
+    except Exception:
         log.debug("closing the Chroma client failed", exc_info=True)
 
 
@@ -213,7 +214,7 @@ def _forget_system(path: Path) -> None:
     if system is not None:
         try:
             system.stop()
-        except Exception:  # noqa: BLE001 - a system that never started may not stop cleanly
+        except Exception:
             log.debug("stopping a failed Chroma system raised", exc_info=True)
 
 
@@ -462,7 +463,7 @@ class DenseStore:
             _forget_system(source)
             if not source.exists():
                 return None
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
             target = source.with_name(f"{source.name}.damaged-{stamp}")
             number = 1
             while target.exists():

@@ -18,13 +18,13 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from retrieval.index.encoders.local import Encoder
 from retrieval.errors import DiskFullError, StorageError
+from retrieval.index.encoders.local import Encoder
 from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
 
@@ -103,7 +103,7 @@ class EmbeddingCache:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> "EmbeddingCache":
+    def __enter__(self) -> EmbeddingCache:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -19,13 +19,13 @@ Three jobs, all pure (no I/O):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Callable
 
 from retrieval.errors import InputError
-from retrieval.results import SearchFilters
 from retrieval.records.paper import clean_text, fold
+from retrieval.results import SearchFilters
 
 MAX_QUERY_CHARS = 2000
 # "lately", "recently", "recent work": the same window as a scholar summary's recent work

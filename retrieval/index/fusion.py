@@ -6,8 +6,8 @@ No I/O and no retriever knowledge: ``index.py`` feeds ranked id lists and vector
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

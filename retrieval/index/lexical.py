@@ -26,10 +26,9 @@ never by cutting a ranked list afterwards.
 
 from __future__ import annotations
 
-import math
-
 import json
 import logging
+import math
 import os
 import re
 import shutil

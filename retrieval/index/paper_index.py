@@ -116,23 +116,24 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
-from retrieval.index.dense import DenseStore, record_metadata
-from retrieval.config import Settings
-from retrieval.index.encoders.local import Encoder, choice_for_name, describe_encoder_choice, load_encoder
-from retrieval.errors import ConfigError, IndexDamagedError, InputError, PaperbotError, RepairRefusedError
 from retrieval.answers.evidence import CALIBRATED_MIN_RELEVANCE, resolve_min_relevance
+from retrieval.config import Settings
+from retrieval.errors import ConfigError, IndexDamagedError, InputError, PaperbotError, RepairRefusedError
+from retrieval.index.dense import DenseStore, record_metadata
+from retrieval.index.encoders.local import Encoder, choice_for_name, describe_encoder_choice, load_encoder
+from retrieval.index.filters import ResolvedFilters, extract_filters, prepare_query
 from retrieval.index.fusion import FusionConfig, drop_near_duplicates, fused_score, scaled_lexical
 from retrieval.index.lexical import LexicalIndex, top_positions
-from retrieval.results import SearchFilters, SearchHit
-from retrieval.records.names import filing_families, names_compatible
-from retrieval.index.filters import ResolvedFilters, extract_filters, prepare_query
-from retrieval.records.paper import Paper, fold, title_key
 from retrieval.ingest.roster import names_of
+from retrieval.records.names import filing_families, names_compatible
+from retrieval.records.paper import Paper, fold, title_key
+from retrieval.results import SearchFilters, SearchHit
 from retrieval.storage.records import RecordStore
 
 log = logging.getLogger(__name__)
@@ -327,7 +328,7 @@ class PaperIndex:
         *,
         fusion: FusionConfig | None = None,
         embed: EmbedFn = embed_papers,
-    ) -> "PaperIndex":
+    ) -> PaperIndex:
         """Open (creating when needed) the index of ``settings.data_dir``.
 
         Nothing heavy happens here: Chroma is connected and the encoder loaded on first need,

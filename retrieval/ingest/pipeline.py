@@ -64,7 +64,7 @@ class IngestReport:
     merged_duplicates: int = 0  # incoming items folded into another item of the same batch
     files: list[FileResult] = field(default_factory=list)  # file ingests: one per given file
 
-    def extend(self, other: "IngestReport") -> None:
+    def extend(self, other: IngestReport) -> None:
         self.added.extend(other.added)
         self.updated.extend(other.updated)
         self.unchanged.extend(other.unchanged)
@@ -106,7 +106,7 @@ def _without_ids(paper: Paper, other: Paper, names: list[str], warnings: list[Sk
     shown = ", ".join(f"{name.replace('_id', '')} {getattr(paper, name)}" for name in names)
     warnings.append(SkippedItem(_label(paper), f"has the {shown} of another paper, {other.title[:80]!r}; "
                                 "kept as a record of its own without that id (check the file)"))
-    update: dict[str, object] = {name: None for name in names}
+    update: dict[str, object] = dict.fromkeys(names)
     if "arxiv_id" in names:
         update["arxiv_version"] = None
     return paper.model_copy(update=update)

@@ -13,15 +13,15 @@ import difflib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from retrieval.storage.atomic import atomic_write_text
 from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
 from retrieval.records.paper import clean_text, fold, normalize_openalex_id, normalize_orcid, unique_clean
+from retrieval.storage.atomic import atomic_write_text
 
 try:  # POSIX advisory locks; elsewhere the atomic rename alone protects the file
     import fcntl
@@ -34,7 +34,7 @@ SOURCES = ("arxiv", "openalex", "crossref")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Scholar(BaseModel):
@@ -126,7 +126,7 @@ class Roster:
     # --- persistence -----------------------------------------------------------------------
 
     @classmethod
-    def load(cls, settings: Settings) -> "Roster":
+    def load(cls, settings: Settings) -> Roster:
         """The roster in the settings' data dir (empty when no roster file exists yet)."""
         path = roster_path(settings)
         return cls(path, _read(path))
@@ -150,7 +150,7 @@ class Roster:
             _write(self.path, scholars)
             self._scholars = scholars
 
-    def reload(self) -> "Roster":
+    def reload(self) -> Roster:
         self._scholars = _read(self.path)
         return self
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, computed_field
@@ -34,10 +34,10 @@ from pydantic import BaseModel, Field, computed_field
 from retrieval.config import Settings
 from retrieval.errors import InputError, PaperbotError, SourceError, UnknownScholarError
 from retrieval.ingest.pipeline import ingest_papers
+from retrieval.ingest.roster import Roster, Scholar
 from retrieval.records.merge import dedupe, same_paper
 from retrieval.records.names import NameMatch, name_match, names_compatible
 from retrieval.records.paper import Paper
-from retrieval.ingest.roster import Roster, Scholar
 
 if TYPE_CHECKING:
     import httpx
@@ -57,7 +57,7 @@ SKIPS_REPORTED = 5
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # --- sources ------------------------------------------------------------------------------------
@@ -480,7 +480,7 @@ def _sync_one(
         outcome.notes.append(f"not indexed: {skipped.item}: {skipped.reason}")
     if complete:
         try:
-            roster.update(scholar.name, lambda entry: entry.last_synced.update({s: fetch_started for s in complete}))
+            roster.update(scholar.name, lambda entry: entry.last_synced.update(dict.fromkeys(complete, fetch_started)))
             outcome.completed = complete
         except UnknownScholarError:
             outcome.notes.append("removed from the roster during the sync; its sync time was not recorded.")

@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import date
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Any
 
 from anyascii import anyascii
@@ -115,7 +115,7 @@ _LATIN_NAMES = ("LATIN ", "MODIFIER LETTER ", "FEMININE ORDINAL", "MASCULINE ORD
 _IDEOGRAPH_NAMES = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _latin_fold(char: str) -> str:
     """The fold of one non-ASCII character before transliteration existed: its ASCII letters
     after decomposition (accents dropped), or a separator."""
@@ -123,7 +123,7 @@ def _latin_fold(char: str) -> str:
     return "".join(part if part.isascii() else " " for part in parts)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _foreign(char: str) -> str | None:
     """Transliteration of a letter or digit of a non-Latin script that decomposition cannot
     fold ("ж" -> "zh", "深" -> " shen ": ideographs are words of their own); None for others.
@@ -367,7 +367,7 @@ class Paper(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _arxiv_datacite_doi(self) -> "Paper":
+    def _arxiv_datacite_doi(self) -> Paper:
         """arXiv's DataCite DOI (10.48550/arXiv.X) names the preprint: keep it as the arXiv id.
 
         OpenAlex reports preprints under that DOI while the arXiv API reports the bare id; one
@@ -513,7 +513,7 @@ class Paper(BaseModel):
         sources = sorted({(p.source, p.source_id or "") for p in self.provenance})
         return hashlib.sha256((payload + repr(sources)).encode("utf-8")).hexdigest()
 
-    def with_clean_authors(self) -> "Paper":
+    def with_clean_authors(self) -> Paper:
         """This record with ``clean_authors`` applied (itself when nothing changes).
 
         For records that skipped validation (``RecordStore`` decodes without it, and records

@@ -128,7 +128,7 @@ def venue_key(venue: str | None) -> str | None:
 class Cluster:
     """Working state: slots plus the evidence they carry."""
 
-    __slots__ = ("slots", "papers", "names", "folded", "orcid", "openalex", "strong", "weak", "affils", "venues")
+    __slots__ = ("affils", "folded", "names", "openalex", "orcid", "papers", "slots", "strong", "venues", "weak")
 
     def __init__(self, slot: Slot, context: PaperContext) -> None:
         self.slots = [slot]
@@ -141,7 +141,7 @@ class Cluster:
         self.affils = affiliation_keys(slot.author.affiliations)
         self.venues = {key} if (key := venue_key(slot.venue)) else set()
 
-    def absorb(self, other: "Cluster") -> None:
+    def absorb(self, other: Cluster) -> None:
         self.slots += other.slots
         self.papers |= other.papers
         self.names |= other.names
@@ -157,10 +157,10 @@ class Cluster:
     def has_coauthors(self) -> bool:
         return bool(self.strong or self.weak)
 
-    def shares_coauthor(self, other: "Cluster") -> bool:
+    def shares_coauthor(self, other: Cluster) -> bool:
         return bool(self.strong & other.strong or self.weak & other.weak)
 
-    def shares_context(self, other: "Cluster") -> bool:
+    def shares_context(self, other: Cluster) -> bool:
         """A co-author or an institution in common: evidence for one person."""
         return self.shares_coauthor(other) or bool(
             self.affils and other.affils and affiliations_overlap(self.affiliations, other.affiliations)

@@ -39,9 +39,9 @@ from typing import Protocol
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
+from retrieval.records.paper import Paper
 from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
 from retrieval.scholars.people import Mention, PeopleDirectory, Person, directory_for, stored_vectors_of
-from retrieval.records.paper import Paper
 from retrieval.scholars.profile import RosterLike, affiliations, resolve_person, roster_claims
 
 RETRIEVE_K = 150

@@ -28,6 +28,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval.records.names import (
+    folded,
+    id_sets_agree,
+    name_specificity,
+    names_compatible,
+    parse_name,
+    possible_families,
+)
+from retrieval.records.paper import Author, Paper
 from retrieval.scholars.clustering import (
     FAR_TOPIC,
     POLICIES,
@@ -38,15 +47,6 @@ from retrieval.scholars.clustering import (
     Vectors,
     group_block,
 )
-from retrieval.records.names import (
-    folded,
-    id_sets_agree,
-    name_specificity,
-    names_compatible,
-    parse_name,
-    possible_families,
-)
-from retrieval.records.paper import Author, Paper
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ class PeopleDirectory:
 # --- one directory per index state ------------------------------------------------------------
 
 _CACHE_SIZE = 2
-_cache: "OrderedDict[tuple[Any, ...], PeopleDirectory]" = OrderedDict()
+_cache: OrderedDict[tuple[Any, ...], PeopleDirectory] = OrderedDict()
 _cache_lock = threading.Lock()
 
 

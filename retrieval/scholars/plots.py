@@ -25,8 +25,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from retrieval.errors import StorageError
-from retrieval.results import Coauthor, ScholarSummaryResult
 from retrieval.records.paper import fold
+from retrieval.results import Coauthor, ScholarSummaryResult
 
 MAX_NETWORK_PEOPLE = 12
 DPI = 150

@@ -43,10 +43,12 @@ import numpy as np
 from prompts import Prompt, load_prompt
 from retrieval.answers.attribution import EvidenceAttribution
 from retrieval.answers.citations import validate_answer
-from retrieval.config import Settings
-from retrieval.errors import UnknownScholarError
 from retrieval.answers.evidence import build_evidence, neutralise, strip_markup
 from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
+from retrieval.config import Settings
+from retrieval.errors import UnknownScholarError
+from retrieval.records.names import parse_name
+from retrieval.records.paper import Paper, fold, normalize_openalex_id, normalize_orcid
 from retrieval.results import (
     AmbiguousScholarResult,
     AnswerMode,
@@ -60,7 +62,6 @@ from retrieval.results import (
     Theme,
     ThemeYears,
 )
-from retrieval.records.names import parse_name
 from retrieval.scholars.people import (
     Claim,
     PeopleDirectory,
@@ -70,7 +71,6 @@ from retrieval.scholars.people import (
     same_written_name,
     stored_vectors_of,
 )
-from retrieval.records.paper import Paper, fold, normalize_openalex_id, normalize_orcid
 from retrieval.scholars.themes import (
     OTHER_LABEL,
     TermStats,
@@ -428,7 +428,7 @@ def _theme_listing(themes: Sequence[ThemeGroup], numbers: Mapping[str, int], bou
 
 
 def llm_texts(
-    themes: Sequence[ThemeGroup], scholar: str, chat_model: "BaseChatModel", settings: Settings
+    themes: Sequence[ThemeGroup], scholar: str, chat_model: BaseChatModel, settings: Settings
 ) -> ThemeTexts:
     """Theme sentences written by the model, validated like answers; extractive on failure.
 
@@ -549,7 +549,7 @@ def build_summary(
     *,
     today: date,
     since: int | None = None,
-    chat_model: "BaseChatModel | None" = None,
+    chat_model: BaseChatModel | None = None,
     settings: Settings | None = None,
     background: TermStats | None = None,
     vectors: Mapping[str, np.ndarray] | None = None,
@@ -609,7 +609,7 @@ def summarize_scholar(
     name: str,
     *,
     since: int | None = None,
-    chat_model: "BaseChatModel | None" = None,
+    chat_model: BaseChatModel | None = None,
     roster: RosterLike | None = None,
     today: date | None = None,
     directory: PeopleDirectory | None = None,

@@ -149,7 +149,7 @@ class TermStats:
     n: int
 
     @classmethod
-    def from_papers(cls, papers: Iterable[Paper]) -> "TermStats":
+    def from_papers(cls, papers: Iterable[Paper]) -> TermStats:
         df: Counter[str] = Counter()
         n = 0
         for paper in papers:

@@ -20,7 +20,7 @@ import email.utils
 import random
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -72,8 +72,8 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = now or datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = now or datetime.now(UTC)
     return max(0.0, (when - current).total_seconds())
 
 

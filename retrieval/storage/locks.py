@@ -38,9 +38,9 @@ from typing import Literal
 
 from filelock import FileLock, Timeout
 
-from retrieval.storage.atomic import atomic_write_text
 from retrieval.config import Settings
 from retrieval.errors import BusyError, StorageError
+from retrieval.storage.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -44,15 +44,15 @@ import sqlite3
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 from retrieval.errors import DiskFullError, StorageError
+from retrieval.index.filters import author_key
 from retrieval.records.merge import merge_papers, title_variants
 from retrieval.records.names import filing_families
-from retrieval.index.filters import author_key
 from retrieval.records.paper import Author, Paper, Provenance, fold, title_key
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
 
@@ -324,7 +324,7 @@ def _matching_clause(
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class RecordStore:
@@ -466,7 +466,7 @@ class RecordStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> "RecordStore":
+    def __enter__(self) -> RecordStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -556,7 +556,7 @@ class RecordStore:
         """Hash of the (id, content_hash) set: equal digests mean equal contents."""
         digest = hashlib.sha256()
         for paper_id, content in self._query("SELECT id, content_hash FROM papers ORDER BY id"):
-            digest.update(f"{paper_id}\t{content}\n".encode("utf-8"))
+            digest.update(f"{paper_id}\t{content}\n".encode())
         return digest.hexdigest()
 
     # --- lookups for filters -----------------------------------------------------------------

@@ -15,10 +15,10 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
-from retrieval.config import Settings
 from retrieval.answers.evidence import content_terms
-from retrieval.results import SearchFilters, SearchHit
+from retrieval.config import Settings
 from retrieval.records.paper import Paper
+from retrieval.results import SearchFilters, SearchHit
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

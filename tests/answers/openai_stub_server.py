@@ -132,7 +132,7 @@ def _words(text: str) -> list[str]:
 
 def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def _headers(self) -> dict[str, str]:
@@ -148,11 +148,11 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             server._record(RecordedRequest("GET", self.path, self._headers(), None))
             self._send_json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             try:

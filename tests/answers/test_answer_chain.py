@@ -10,10 +10,10 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import SystemMessage
 
 from retrieval.answers.chain import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, Final, TextDelta, answer_question, stream_answer
-from retrieval.errors import InputError
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER
-from retrieval.results import SearchFilters, SearchHit
+from retrieval.errors import InputError
 from retrieval.records.paper import Paper
+from retrieval.results import SearchFilters, SearchHit
 from tests.answers.conftest import FailingModel, LexicalRetriever, by_title, make_settings, scripted
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"

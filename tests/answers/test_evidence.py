@@ -16,8 +16,8 @@ from retrieval.answers.evidence import (
     select_relevant,
     strip_markup,
 )
-from retrieval.results import SearchHit
 from retrieval.records.paper import Paper
+from retrieval.results import SearchHit
 from tests.answers.conftest import by_title, make_settings
 
 

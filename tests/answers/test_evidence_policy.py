@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 
 from retrieval.answers.chain import answer_question
-from retrieval.assistant import Assistant
-from retrieval.config import Settings
 from retrieval.answers.evidence import (
     CALIBRATED_MIN_RELEVANCE,
     CALIBRATED_MIN_RELEVANCE_TITLE_ONLY,
@@ -25,8 +23,10 @@ from retrieval.answers.evidence import (
     resolve_policy,
     select_relevant,
 )
-from retrieval.results import SearchHit
+from retrieval.assistant import Assistant
+from retrieval.config import Settings
 from retrieval.records.paper import Paper
+from retrieval.results import SearchHit
 from tests.answers.conftest import make_settings
 from tests.answers.listing_records import RECORDS
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import pytest
-from collections.abc import Sequence
 
 from retrieval.answers.citations import cited_numbers
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, extractive_answer, key_sentence
-from retrieval.results import SearchHit
 from retrieval.records.paper import Paper
+from retrieval.results import SearchHit
 from tests.answers.conftest import by_title
 
 QUESTION = "Which papers study the convergence of the discrete dipole approximation?"

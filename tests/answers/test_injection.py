@@ -18,8 +18,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from prompts import load_prompt
 from retrieval.answers.chain import Final, answer_question, stream_answer
-from retrieval.results import SearchFilters, SearchHit
 from retrieval.records.paper import Paper
+from retrieval.results import SearchFilters, SearchHit
 from tests.answers.conftest import LexicalRetriever, RecordingFakeModel, make_settings, scripted
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"

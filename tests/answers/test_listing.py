@@ -8,19 +8,19 @@ tests use hash vectors; the topic-within-filter (mixed) tests use the real encod
 from __future__ import annotations
 
 import re
-from datetime import date
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from retrieval.answers.chain import Final, TextDelta
-from retrieval.assistant import Assistant
-from retrieval.config import Settings
 from retrieval.answers.extractive import extractive_answer
 from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE, describe_filters, listing_answer
-from retrieval.results import AnswerResult, SearchFilters, SearchHit
+from retrieval.assistant import Assistant
+from retrieval.config import Settings
 from retrieval.records.paper import Paper
+from retrieval.results import AnswerResult, SearchFilters, SearchHit
 from tests.answers.conftest import scripted
 from tests.answers.listing_records import GUO_PAPERS, OTHER_PAPERS, RECORDS, ZHAO_PAPERS
 from tests.index.conftest import HashEncoder

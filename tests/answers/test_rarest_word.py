@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 
 from retrieval.answers.evidence import rarest_term, select_relevant
-from retrieval.results import SearchFilters, SearchHit
 from retrieval.records.paper import Author, Paper
+from retrieval.results import SearchFilters, SearchHit
 
 SENSING = Paper(title="Compressed sensing with deep generative models", published="2020",
                 authors=[Author(name="Ann Lee")])
@@ -56,7 +56,6 @@ def test_names_of_the_filters_are_not_the_rare_word(tmp_path: Path, monkeypatch)
     """'papers by Aditya Grover on diffusion': the records must hold "diffusion", not "Grover"."""
     from retrieval.assistant import Assistant
     from retrieval.index.paper_index import PaperIndex
-
     from tests.answers.conftest import make_settings
     from tests.index.conftest import HashEncoder
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 SET = REPO / "bench" / "data" / "scholars_questions.jsonl"

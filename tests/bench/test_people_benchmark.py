@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 QUICK_OWNERS = 15

@@ -175,8 +175,8 @@ def test_a_sentence_the_records_do_not_carry_is_weak() -> None:
 
 def test_the_records_are_read_back_from_the_prompt() -> None:
     from retrieval.answers.evidence import build_evidence
-    from retrieval.results import SearchHit
     from retrieval.records.paper import Paper
+    from retrieval.results import SearchHit
 
     papers = [Paper(title="First title", abstract="First abstract."), Paper(title="Second title")]
     evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in papers])

@@ -135,9 +135,9 @@ def test_an_ambiguous_name_prints_ids_and_one_of_them_picks_exactly_that_person(
     listed = paperbot_here("summarize", scenario.AMBIGUOUS_NAME, "--json", data_dir=namesake_dir)
     assert listed.code == 0, listed.stderr
     payload = listed.json()
-    assert AMBIGUOUS_KEYS <= set(payload) and payload["ambiguous"] is True
+    assert set(payload) >= AMBIGUOUS_KEYS and payload["ambiguous"] is True
     candidates = payload["candidates"]
-    assert len(candidates) == 2 and all(CANDIDATE_KEYS <= set(c) for c in candidates)
+    assert len(candidates) == 2 and all(set(c) >= CANDIDATE_KEYS for c in candidates)
     ids = [c["person_id"] for c in candidates]
     assert all(i and i.startswith("person:") for i in ids) and len(set(ids)) == 2
 
@@ -150,7 +150,7 @@ def test_an_ambiguous_name_prints_ids_and_one_of_them_picks_exactly_that_person(
         run = paperbot_here("summarize", picked["person_id"], "--json", data_dir=namesake_dir)
         assert run.code == 0, run.stderr
         summary = run.json()
-        assert SUMMARY_KEYS <= set(summary)
+        assert set(summary) >= SUMMARY_KEYS
         assert summary["person_id"] == picked["person_id"] and summary["paper_count"] == picked["papers"]
         titles = {paper["title"] for paper in summary["papers"]}
         assert picked["sample_title"] in titles and other["sample_title"] not in titles
@@ -162,7 +162,7 @@ def test_a_dominant_person_is_summarized_and_the_namesakes_are_named(namesake_di
     run = paperbot_here("summarize", scenario.DOMINANT_NAME, "--json", data_dir=namesake_dir)
     assert run.code == 0, run.stderr
     summary = run.json()
-    assert SUMMARY_KEYS <= set(summary) and "ambiguous" not in summary
+    assert set(summary) >= SUMMARY_KEYS and "ambiguous" not in summary
     assert summary["paper_count"] == scenario.DOMINANT_PAPERS and summary["others_with_this_name"] == 2
     others = [n["person_id"] for n in summary["namesakes"]]
     assert len(others) == 2 and summary["person_id"] not in others
@@ -185,7 +185,7 @@ def test_collaborators_show_person_ids_and_accept_one_for_the_asker(namesake_dir
     run = paperbot_here("collaborators", topic, "--limit", "3", "--json", data_dir=namesake_dir)
     assert run.code == 0, run.stderr
     experts = run.json()["scholars"]
-    assert experts and all(EXPERT_KEYS <= set(e) and e["person_id"] for e in experts)
+    assert experts and all(set(e) >= EXPERT_KEYS and e["person_id"] for e in experts)
     top = experts[0]
     assert top["name"] == scenario.DOMINANT_NAME
 

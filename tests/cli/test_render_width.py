@@ -85,7 +85,7 @@ def test_summary_years_and_commands_wrap_at_80_columns() -> None:
         scholar=ScholarIdentity(name="Wei Zhang", affiliations={"current": ["MIT"], "previous": []}),
         summary="Works on photonics [1].", mode="extractive", themes=[], papers=CITATIONS[:1], coauthors=[],
         topics=[], paper_count=60, person_id="person:0123456789ab", others_with_this_name=1, namesakes=[namesake],
-        counts_by_year={year: 3 for year in range(2000, 2021)},
+        counts_by_year=dict.fromkeys(range(2000, 2021), 3),
     )
     narrow = render_summary(result, width=80)
     _fits(narrow, 80)
@@ -108,7 +108,7 @@ class _Terminal(io.StringIO):
 class _Stats:
     def stats(self) -> IndexStats:
         return IndexStats(papers=702, scholars=0, last_sync=None, by_source={"arxiv": 105, "bibtex": 106},
-                          by_year={year: 11 for year in range(1990, 2027)})
+                          by_year=dict.fromkeys(range(1990, 2027), 11))
 
 
 def _stats_output(tmp_path: Path, stdout: io.StringIO) -> list[str]:

@@ -21,11 +21,11 @@ from retrieval.records.author_cleaning import (
 )
 from retrieval.records.paper import Author, Paper
 from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.files.bibtex import parse_author_list, parse_bibtex
 from retrieval.sources.apis.crossref import parse_crossref_work
+from retrieval.sources.apis.openalex import parse_work
+from retrieval.sources.files.bibtex import parse_author_list, parse_bibtex
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.jsonl import parse_jsonl
-from retrieval.sources.apis.openalex import parse_work
 from retrieval.sources.files.ris import parse_ris
 
 SCHOLARS_REAL = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scholars-real"

@@ -130,7 +130,7 @@ def _fixture_texts(path: Path) -> Iterator[str]:
             yield from paper.author_names
             if paper.venue:
                 yield paper.venue
-    except Exception:  # noqa: BLE001 - not a bibliographic file: read as JSON or XML below
+    except Exception:
         pass
     raw = path.read_bytes()
     if path.suffix == ".gz":

@@ -10,17 +10,17 @@ import io
 import json
 import logging
 from argparse import Namespace
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Sequence
 
 import numpy as np
 import pytest
 
 from bot.commands.records import run_doctor
+from retrieval.config import Settings
 from retrieval.index.encoders import choice as encoder_choice
 from retrieval.index.encoders import local as embeddings
-from retrieval.config import Settings
 from retrieval.index.encoders.choice import (
     REFERENCE,
     AutoChoice,
@@ -156,7 +156,7 @@ class Candidates:
         self._broken = broken
 
     def loaders(self) -> dict[str, object]:
-        def make(variant: str):  # noqa: ANN202
+        def make(variant: str):
             def load() -> FakeEncoder:
                 self.loads.append(variant)
                 if variant in self._broken:
@@ -171,7 +171,7 @@ class Candidates:
 TEXTS = [f"probe text number {n}" for n in range(6)]
 
 
-def probe(folder: Path, signature: dict, candidates: Candidates, notify=None):  # noqa: ANN001, ANN201
+def probe(folder: Path, signature: dict, candidates: Candidates, notify=None):
     return remembered_or_probed(folder, signature, candidates.loaders(), texts=TEXTS, rounds=1, notify=notify)  # type: ignore[arg-type]
 
 

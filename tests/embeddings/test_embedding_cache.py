@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest
 
-from retrieval.index.embedding_cache import EmbeddingCache, encode_with_cache, paper_embedder
 from retrieval.errors import StorageError
+from retrieval.index.embedding_cache import EmbeddingCache, encode_with_cache, paper_embedder
 from retrieval.records.paper import Paper
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.index.encoders import local as embeddings
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
+from retrieval.index.encoders import local as embeddings
 
 pytestmark = pytest.mark.slow
 

@@ -26,8 +26,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import httpx
 import numpy as np
@@ -140,7 +140,7 @@ class HashEncoder:
         self.texts.extend(texts)
         rows = []
         for text in texts:
-            seed = int.from_bytes(hashlib.sha256(f"{self.name}|{text}".encode("utf-8")).digest()[:8], "big")
+            seed = int.from_bytes(hashlib.sha256(f"{self.name}|{text}".encode()).digest()[:8], "big")
             vector = np.random.default_rng(seed).standard_normal(self.dimension).astype(np.float32)
             rows.append(vector / np.linalg.norm(vector))
         return np.stack(rows) if rows else np.zeros((0, self.dimension), dtype=np.float32)

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from retrieval.index.dense import DenseStore
 from retrieval.config import load_settings
 from retrieval.errors import ConfigError, IndexUnavailableError
+from retrieval.index.dense import DenseStore
 from retrieval.index.paper_index import PaperIndex
 
 from .conftest import ChromaServer, HashEncoder, make_settings
@@ -126,7 +126,7 @@ def heartbeat_only_url() -> Iterator[str]:
     release = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             if self.path.startswith("/api/v2/heartbeat"):
                 body = b'{"nanosecond heartbeat": 1}'
                 self.send_response(200)

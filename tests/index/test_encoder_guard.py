@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from retrieval.errors import ConfigError
 from retrieval.index import paper_index as index_module
 from retrieval.index.dense import record_metadata
-from retrieval.errors import ConfigError
 from retrieval.index.paper_index import ENCODER_META_KEY, LEGACY_ENCODER_NAME, ConsistencyReport, PaperIndex
 
 from .conftest import HashEncoder

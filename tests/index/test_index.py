@@ -11,12 +11,12 @@ import shutil
 import numpy as np
 import pytest
 
-from retrieval.index.dense import record_metadata
 from retrieval.errors import InputError
+from retrieval.index.dense import record_metadata
 from retrieval.index.fusion import FusionConfig, fused_score
 from retrieval.index.paper_index import RELEVANCE_THRESHOLD, PaperIndex
-from retrieval.results import SearchFilters
 from retrieval.records.paper import Author, Paper
+from retrieval.results import SearchFilters
 
 from .conftest import CountingEncoder, by_arxiv, make_settings
 

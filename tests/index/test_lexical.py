@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from retrieval.index import lexical
-from retrieval.index.lexical import LexicalIndex, document_text, tokenize
 from retrieval.index.filters import ResolvedFilters
+from retrieval.index.lexical import LexicalIndex, document_text, tokenize
 from retrieval.records.paper import Paper
 from retrieval.storage.records import RecordStore
 

@@ -89,7 +89,7 @@ def test_searches_running_in_threads_survive_the_reload(tmp_path, arxiv_papers):
             try:
                 index.search("discrete dipole approximation light scattering", k=5)
                 searches[0] += 1
-            except BaseException as exc:  # noqa: BLE001 - collected and reported below
+            except BaseException as exc:
                 failures.append(exc)
                 return
 

@@ -3,7 +3,6 @@
 import pytest
 
 from retrieval.errors import InputError
-from retrieval.results import SearchFilters
 from retrieval.index.filters import (
     MAX_QUERY_CHARS,
     ResolvedFilters,
@@ -13,6 +12,7 @@ from retrieval.index.filters import (
     prepare_query,
 )
 from retrieval.records.names import names_compatible
+from retrieval.results import SearchFilters
 
 INDEXED_AUTHORS = ["Zhao Zhang", "Z. Zhang", "Wei Li", "P. M. Nadolsky", "Maxim A. Yurkin", "M. De Napoli"]
 INDEXED_VENUES = {"nature", "physical review d", "journal of physics a"}

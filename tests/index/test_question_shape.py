@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from retrieval.results import SearchFilters
-from retrieval.index.filters import RECENT_MONTHS, extract_filters
 from retrieval.answers.question_shape import applied_filters, question_shape
+from retrieval.index.filters import RECENT_MONTHS, extract_filters
+from retrieval.results import SearchFilters
 from tests.index.test_query_filters import known_author, known_venue
 
 TODAY = date(2026, 12, 1)

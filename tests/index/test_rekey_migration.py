@@ -25,9 +25,9 @@ import retrieval.records.paper as records
 import retrieval.storage.records as store_module
 from retrieval.config import Settings
 from retrieval.errors import IndexUnavailableError
+from retrieval.index.filters import ResolvedFilters
 from retrieval.index.paper_index import PaperIndex
 from retrieval.ingest.pipeline import ingest_papers
-from retrieval.index.filters import ResolvedFilters
 from retrieval.records.paper import LATIN_LETTERS, Author, Paper, Provenance
 from retrieval.storage.records import RecordStore
 

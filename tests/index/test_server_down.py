@@ -7,8 +7,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from retrieval.index.dense import DenseStore, disk_is_full
 from retrieval.errors import IndexUnavailableError
+from retrieval.index.dense import DenseStore, disk_is_full
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
 

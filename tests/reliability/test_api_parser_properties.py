@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

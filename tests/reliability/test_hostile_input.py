@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
-from tests.reliability.helpers import ROOT, PAPERBOT, bib_entries, clean_env, link_model_cache, run_main
+from tests.reliability.helpers import PAPERBOT, ROOT, bib_entries, clean_env, link_model_cache, run_main
 
 pytestmark = pytest.mark.slow
 

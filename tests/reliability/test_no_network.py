@@ -144,7 +144,7 @@ class PacketRecorder:
         while not self._stop.is_set():
             try:
                 frame, address = self._sock.recvfrom(65535)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if address[2] == PACKET_OUTGOING and (attempt := _attempt(frame)):
                 with self._lock:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from retrieval.config import Settings
-from retrieval.scholars.people import PeopleDirectory
 from retrieval.records.paper import Paper
+from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.themes import TermStats
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scholars"

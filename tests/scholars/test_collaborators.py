@@ -7,6 +7,7 @@ from datetime import date
 
 import pytest
 
+from retrieval.results import SearchHit
 from retrieval.scholars.collaborators import (
     FIRST_AUTHOR_WEIGHT,
     LAST_AUTHOR_WEIGHT,
@@ -18,9 +19,7 @@ from retrieval.scholars.collaborators import (
     recency_weight,
     single_best_scores,
 )
-from retrieval.results import SearchHit
 from retrieval.scholars.people import PeopleDirectory
-
 from tests.scholars.conftest import load_papers
 
 TODAY = date(2025, 1, 1)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from datetime import date
 
+from retrieval.records.paper import Author, Paper
 from retrieval.results import AmbiguousScholarResult, ScholarSummaryResult
 from retrieval.scholars.people import PeopleDirectory, Person
-from retrieval.records.paper import Author, Paper
 from retrieval.scholars.profile import coauthor_facts, resolve, resolve_person, summarize_scholar
-
 from tests.scholars.conftest import PaperList
 from tests.scholars.test_people import vectors_from
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from retrieval.scholars.people import PeopleDirectory
 from retrieval.records.paper import Author, Paper
-
+from retrieval.scholars.people import PeopleDirectory
 from tests.scholars.conftest import load_papers
 
 

@@ -16,12 +16,11 @@ from langchain_core.outputs import ChatResult
 from pydantic import Field
 
 from retrieval.errors import UnknownScholarError
+from retrieval.ingest.roster import Roster
+from retrieval.records.paper import Author, Paper
 from retrieval.results import AmbiguousScholarResult, ScholarSummaryResult
 from retrieval.scholars.people import PeopleDirectory, Person, claims_of
-from retrieval.records.paper import Author, Paper
-from retrieval.ingest.roster import Roster
 from retrieval.scholars.profile import recent_work, resolve_person, summarize_scholar
-
 from tests.scholars.conftest import PaperList, load_papers
 from tests.scholars.test_people import vectors_from
 

@@ -15,7 +15,6 @@ from retrieval.scholars.themes import (
     label_for,
     salient_terms,
 )
-
 from tests.scholars.conftest import load_papers
 
 

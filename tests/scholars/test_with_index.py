@@ -13,9 +13,9 @@ from bot.commands import collaborators as collaborators_command
 from bot.commands import summarize as summarize_command
 from bot.context import CliContext
 from retrieval.assistant import Assistant
-from retrieval.scholars.collaborators import document_model_scores, find_collaborators, single_best_scores
 from retrieval.errors import InputError, UnknownScholarError
 from retrieval.results import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
+from retrieval.scholars.collaborators import document_model_scores, find_collaborators, single_best_scores
 from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.profile import stored_vectors, summarize_scholar
 
@@ -187,7 +187,6 @@ def test_assistant_summarize_is_ambiguous_or_unknown(real_index, index_settings)
 def test_directory_is_cached_until_the_index_changes(tmp_path: Path, encoder, papers):
     from retrieval.index.paper_index import PaperIndex
     from retrieval.scholars.people import directory_for
-
     from tests.scholars.conftest import make_settings
 
     index = PaperIndex.open(make_settings(tmp_path), encoder=encoder)

@@ -59,7 +59,7 @@ class SlackStandIn:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> "SlackStandIn":
+    def start(self) -> SlackStandIn:
         self._thread.start()
         return self
 
@@ -165,7 +165,7 @@ class SlackStandIn:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def do_GET(self) -> None:

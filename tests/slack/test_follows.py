@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.errors import InputError
 from retrieval.alerts.follows import Follow, FollowStore, guess_kind, matches, note_new_papers, parse_follow
 from retrieval.config import Settings
+from retrieval.errors import InputError
 from retrieval.records.paper import Author, Paper
 
 GNN = Paper(title="A graph neural network for molecules", abstract="We learn on graphs.", published="2024",

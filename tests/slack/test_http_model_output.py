@@ -32,7 +32,7 @@ NEVER = ("[99]", "evil.example", "https://evil", "\u202e", "\u200b", "\x1b", "@P
          "Uncited filler", "You are paperbot", "untrusted DATA", "NO_ANSWER")
 
 
-def _posted_texts(bot) -> list[str]:  # noqa: ANN001 - the bot fixture's own type
+def _posted_texts(bot) -> list[str]:
     return [call.text() for call in bot.api.calls if call.method in ("chat.update", "chat.postMessage")]
 
 

@@ -3,7 +3,6 @@ escaping of model text, and the thread's history reaching the model on follow-up
 
 from __future__ import annotations
 
-
 import pytest
 
 from retrieval.assistant import Assistant

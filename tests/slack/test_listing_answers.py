@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from bot.slack import blocks as kit
-from retrieval.assistant import Assistant
 from retrieval.answers.listing import listing_answer
-from retrieval.results import SearchFilters
+from retrieval.assistant import Assistant
 from retrieval.records.paper import Paper
+from retrieval.results import SearchFilters
 from tests.answers.listing_records import ZHAO_PAPERS, write_records
 from tests.slack.conftest import BotFactory, make_settings
 from tests.slack.helpers import final_answer

@@ -90,7 +90,7 @@ def test_serve_http_process_answers_a_signed_mention(index_copy: Path, stand_in:
     assert code == 0, _drain(lines)
 
 
-def _drain(lines: "queue.Queue[str]") -> str:
+def _drain(lines: queue.Queue[str]) -> str:
     collected = []
     while not lines.empty():
         collected.append(lines.get_nowait())

@@ -149,7 +149,7 @@ class ReplayServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+            def do_GET(self) -> None:
                 outer.paths.append(self.path)
                 rec = outer.replay.lookup("GET", self.path)
                 if rec is None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import httpx
 import pytest
 
-from tests.sources.replay import FakeClock, Replay, load, make_settings, recording
 from retrieval.errors import SourceError
 from retrieval.sources.http import PoliteClient, parse_retry_after, user_agent
+from tests.sources.replay import FakeClock, Replay, load, make_settings, recording
 
 URL = "https://api.crossref.org/works/10.1002/jor.1100150407"
 # A real recorded body; the error cases below re-serve it with another status/header, since
@@ -34,7 +34,7 @@ def _status(status: int, headers: dict[str, str] | None = None):
 
 
 def test_retry_after_seconds_and_http_date():
-    now = datetime(2026, 4, 12, 22, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 4, 12, 22, 0, 0, tzinfo=UTC)
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after(" 0 ") == 0.0
     assert parse_retry_after(format_datetime(now + timedelta(seconds=30), usegmt=True), now=now) == 30.0
@@ -53,7 +53,7 @@ def test_429_waits_exactly_retry_after_then_succeeds():
 
 
 def test_retry_after_as_http_date_is_honoured():
-    when = datetime.now(timezone.utc) + timedelta(seconds=40)
+    when = datetime.now(UTC) + timedelta(seconds=40)
     replay = Replay([_status(503, {"Retry-After": format_datetime(when, usegmt=True)}), OK])
     clock = FakeClock()
     assert _client(replay, clock).get(URL, what="work") is not None

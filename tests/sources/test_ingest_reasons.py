@@ -89,7 +89,7 @@ def test_snapshot_as_one_json_array_is_read_item_by_item() -> None:
          "no BibTeX entries, only @comment, @string"),
         ("none.json", "[ ]", "an empty JSON array"),
         ("none.jsonl", "[]\n", "an empty JSON array"),
-        ("ok.xml", f'<ListRecords xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/"></ListRecords>',
+        ("ok.xml", '<ListRecords xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/"></ListRecords>',
          "no <record> elements"),
     ],
 )

@@ -18,11 +18,11 @@ import pytest
 
 from retrieval.records.paper import Paper
 from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page, parse_crossref_work
+from retrieval.sources.apis.openalex import OpenAlexSource, parse_work
+from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.oai import parse_oai_dc
-from retrieval.sources.apis.openalex import OpenAlexSource, parse_work
 from retrieval.sources.files.ris import parse_ris
 from tests.sources.replay import FIXTURES, FakeClock, Replay, body_bytes, load, make_settings
 

@@ -25,9 +25,9 @@ from retrieval.sources.files.bibtex_writer import to_bibtex
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.detect import detect_format, parse_text
 from retrieval.sources.files.jsonl import parse_jsonl
-from retrieval.sources.markup.latex import latex_to_text
 from retrieval.sources.files.oai import parse_oai_dc
 from retrieval.sources.files.ris import parse_ris
+from retrieval.sources.markup.latex import latex_to_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

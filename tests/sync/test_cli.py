@@ -20,9 +20,9 @@ from rich.console import Console
 from bot.commands import fetch, scholars, sync
 from bot.commands.ingest import rewrite_fetch_argv
 from bot.context import CliContext
+from retrieval.alerts.follows import FollowStore
 from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
-from retrieval.alerts.follows import FollowStore
 from retrieval.ingest.roster import Roster
 from retrieval.ingest.sync import OVERLAP
 from tests.sources.replay import ReplayServer, recording

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
 from retrieval.ingest.roster import Roster
-from retrieval.sources.apis.openalex import parse_author
 from retrieval.ingest.sync import OVERLAP, SyncEvent, SyncSources, choose_openalex_profile, sync_roster
+from retrieval.sources.apis.openalex import parse_author
 from tests.sources.replay import ReplayServer, recording
 from tests.sync.conftest import add_roster, make_settings
 from tests.sync.recorded import (
@@ -26,7 +26,7 @@ from tests.sync.recorded import (
     roster_recordings,
 )
 
-NOW = datetime(2026, 1, 15, 9, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 15, 9, 30, tzinfo=UTC)
 SINCE = (NOW - OVERLAP).date()
 FENNER_PAPERS = 7  # 6 Crossref works + 2 OpenAlex works, one of them also in Crossref
 DEL_MAESTRO_PAPERS = 10  # 10 + 2 arXiv entries, 2 of them on both pages

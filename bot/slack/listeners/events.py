@@ -11,10 +11,10 @@ from typing import Any
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
+from bot.slack.blocks import error_text
 from bot.slack.command_text import parse_command
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import incoming_text, mentions_other_user, mentions_user, sections
-from bot.slack.blocks import error_text
 from bot.slack.handlers import handle
 from bot.slack.home import HomeTab
 from bot.slack.jobs import Target, notify

@@ -30,7 +30,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -73,7 +73,7 @@ class QualityBar:
     mean: float = 0.99
     min: float = 0.97
 
-    def admits(self, result: "ProbeResult") -> bool:
+    def admits(self, result: ProbeResult) -> bool:
         return result.cosine_mean >= self.mean and result.cosine_min >= self.min
 
 
@@ -109,7 +109,7 @@ class AutoChoice:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "AutoChoice":
+    def from_json(cls, text: str) -> AutoChoice:
         """Parse a choice file; ``ValueError`` (or ``KeyError``/``TypeError``) when it is not one."""
         raw = json.loads(text)
         if not isinstance(raw, dict) or raw.get("version") != CHOICE_VERSION:
@@ -344,7 +344,7 @@ def remembered_or_probed(
         results = measure(loaded, texts, rounds=rounds, notify=say)
         choice = AutoChoice(
             variant=select(results), signature=dict(signature), results=results,
-            probed_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            probed_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             load_average=_load_average(), probe_texts=len(texts), notes=notes,
         )
         try:

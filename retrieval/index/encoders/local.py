@@ -33,19 +33,20 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from retrieval.storage.atomic import atomic_write
 from retrieval.config import Settings
-from retrieval.index.encoders.choice import AutoChoice, Notify, cpu_signature, read_choice, remembered_or_probed
 from retrieval.errors import ConfigError, StorageError
+from retrieval.index.encoders.choice import AutoChoice, Notify, cpu_signature, read_choice, remembered_or_probed
 from retrieval.offline import keep_onnxruntime_local
+from retrieval.storage.atomic import atomic_write
 
 # onnxruntime reads its telemetry switch when it loads: set it before anything imports it.
 keep_onnxruntime_local()

@@ -30,10 +30,10 @@ import httpx
 from retrieval.config import Settings
 from retrieval.errors import InputError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, split_arxiv_id
-from retrieval.sources.markup.latex import latex_to_text
 from retrieval.sources.files.base import ItemRejected, ParseOutcome, SkippedItem, build_paper, check_field_sizes
 from retrieval.sources.http import ApiSource
 from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
+from retrieval.sources.markup.latex import latex_to_text
 
 SOURCE = "arxiv"
 MAX_TITLE_CHARS = 2_000

@@ -20,7 +20,6 @@ Crossref's polite pool is joined through the User-Agent (it carries ``settings.c
 from __future__ import annotations
 
 import html
-
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,13 +33,13 @@ from retrieval.config import Settings
 from retrieval.errors import InputError, ParseError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_orcid
 from retrieval.sources.files.base import (
-    json_array,
-    json_object,
     ItemRejected,
     ParseOutcome,
     SkippedItem,
     build_item,
     check_field_sizes,
+    json_array,
+    json_object,
     person_name,
 )
 from retrieval.sources.http import ApiSource

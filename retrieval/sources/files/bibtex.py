@@ -27,8 +27,8 @@ commas, the rest by ``Paper`` (``author_cleaning``).
 from __future__ import annotations
 
 import re
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from retrieval.records.author_cleaning import strip_annotations
 from retrieval.errors import ParseError
+from retrieval.records.author_cleaning import strip_annotations
 from retrieval.records.paper import normalize_arxiv_id
 from retrieval.sources.files.base import (
     ParseOutcome,
@@ -27,8 +27,8 @@ from retrieval.sources.files.base import (
     check_field_sizes,
     person_name,
 )
-from retrieval.sources.markup.jats import jats_to_text
 from retrieval.sources.files.jsonl import json_array_items, load_json
+from retrieval.sources.markup.jats import jats_to_text
 from retrieval.sources.markup.latex import latex_to_text
 
 FORMAT = "csl-json"

@@ -47,8 +47,8 @@ from retrieval.sources.files.base import (
     json_array,
     json_object,
 )
-from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
 from retrieval.sources.files.jsonl import load_json, numbered_lines
+from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
 
 _NOTHING = object()  # no document decoded (``null`` is one)
 
