@@ -53,13 +53,13 @@ from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
-from retrieval.answers.chain import Final, Retriever, stream_answer  # noqa: E402
+from retrieval.answers.chain import Retriever, stream_answer  # noqa: E402
 from retrieval.answers.citations import split_sentences  # noqa: E402
 from retrieval.answers.evidence import Rarity, resolve_min_relevance  # noqa: E402
 from retrieval.answers.llm import build_chat_model  # noqa: E402
 from retrieval.config import Settings, load_settings  # noqa: E402
 from retrieval.records.paper import Paper, title_key  # noqa: E402
-from retrieval.results import AnswerResult, SearchFilters, SearchHit  # noqa: E402
+from retrieval.results import AnswerResult, Final, SearchFilters, SearchHit  # noqa: E402
 
 UNANSWERABLE = [
     "Which papers propose a compiler for quantum circuits?",

@@ -66,9 +66,10 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 from bench.common import REPO, load_note, markdown_table, start_scratch_run
 from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index
 from retrieval.index.paper_index import PaperIndex
-from retrieval.records.paper import Paper, fold
+from retrieval.records.paper import Paper
 from retrieval.results import AnswerResult
 from retrieval.sources.files.detect import parse_file
+from retrieval.text import fold
 
 DEFAULT_SET = REPO / "bench" / "data" / "scholars_questions.jsonl"
 KINDS = ("topic", "listing", "mixed", "unanswerable")

@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import markdown_table
 from retrieval.answers.attribution import EvidenceAttribution
 from retrieval.answers.citations import split_sentences, validate_answer
-from retrieval.answers.evidence import content_terms
 from retrieval.answers.model_output import miscites
 from retrieval.records.paper import Paper
 from retrieval.sources.files.detect import parse_file
+from retrieval.text import content_terms
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scholars-real"
 SHAPES = ("title", "list", "partial", "abstract")
@@ -96,7 +96,7 @@ def sentence(shape: str, paper: Paper, position: int, cited: int) -> str | None:
 def measure(sets: Sequence[Sequence[Paper]]) -> dict[str, object]:
     flagged: Counter[tuple[str, str]] = Counter()
     total: Counter[tuple[str, str]] = Counter()
-    lists = Counter()
+    lists: Counter[str] = Counter()
     for papers in sets:
         attribution = EvidenceAttribution.from_papers(papers)
         n = len(papers)

@@ -1,5 +1,5 @@
-"""Calibrate the relevance thresholds (``retrieval.answers.evidence.CALIBRATED_MIN_RELEVANCE`` and, with
-``--title-only``, ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY``) through the real index.
+"""Calibrate the relevance thresholds (``retrieval.index.fusion.CALIBRATED_MIN_RELEVANCE`` and, with
+``--title-only``, ``retrieval.answers.evidence.CALIBRATED_MIN_RELEVANCE_TITLE_ONLY``) through the real index.
 
     python bench/calibrate_threshold.py [--datasets DIR] [--fixtures DIR] [--encoder auto]
                                         [--max-false-accept 0.05] [--title-only]
@@ -57,10 +57,11 @@ from bench.common import (
     setup_logging,
     shared_cache_dir,
 )
-from retrieval.answers.evidence import CALIBRATED_MIN_RELEVANCE, CALIBRATED_MIN_RELEVANCE_TITLE_ONLY
+from retrieval.answers.evidence import CALIBRATED_MIN_RELEVANCE_TITLE_ONLY
 from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder
-from retrieval.index.encoders.local import Encoder, load_encoder
-from retrieval.index.fusion import calibrate_threshold
+from retrieval.index.encoders.base import Encoder
+from retrieval.index.encoders.loading import load_encoder
+from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE, calibrate_threshold
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
 
@@ -159,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         index.close()
         cache.close()
 
-    calibration = calibrate_threshold(train, off_topic[::2], args.max_false_accept)
+    calibration = calibrate_threshold(train.tolist(), off_topic[::2].tolist(), args.max_false_accept)
     suggested = math.ceil(calibration.threshold * 100 - 1e-9) / 100
     samples = {"train": train, "test": test, "calibration": off_topic[::2], "held_out": off_topic[1::2],
                "all": off_topic}

@@ -242,8 +242,7 @@ def setup_logging() -> None:
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """A small Markdown table; floats are printed as given (format them before)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+    lines.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
     return "\n".join(lines)
 
 
@@ -279,7 +278,7 @@ def start_scratch_run(out: Path | None) -> Callable[[str], None]:
 
 
 def shared_cache_dir() -> Path:
-    """Where the ONNX exports and the embedding cache of all bench runs live (kept between runs)."""
+    """Where the embedding cache of all bench runs lives (kept between runs; exports are the machine's)."""
     path = out_dir() / "cache"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -48,9 +48,10 @@ if str(REPO) not in sys.path:  # runnable as a plain script
     sys.path.insert(0, str(REPO))
 
 from retrieval.config import Settings  # noqa: E402
-from retrieval.records.paper import Author, Paper, fold  # noqa: E402
+from retrieval.records.paper import Author, Paper  # noqa: E402
+from retrieval.scholars.cache import directory_for  # noqa: E402
 from retrieval.scholars.collaborators import Expert, document_model_scores, single_best_scores  # noqa: E402
-from retrieval.scholars.people import directory_for  # noqa: E402
+from retrieval.text import fold  # noqa: E402
 
 FILES = ("cvpr24.json", "mlsys2023.json", "mlsys2024.json")
 RETRIEVE_K = 150
@@ -121,8 +122,21 @@ def evaluate(ranking: Sequence[Expert], relevant: set[str]) -> tuple[float, floa
     return len(found) / len(relevant), (1.0 / first if first else 0.0)
 
 
+@dataclass(frozen=True)
+class Fold:
+    """What one fold measured."""
+
+    indexed: int  # papers indexed
+    queries: int  # held-out titles with an indexed author
+    results: dict[str, Scores]  # per ranking method
+    wins: Counter[str]  # queries a method's recall beat the other's on
+    reachable: list[float]  # per query: share of the relevant authors with a paper among the hits
+    indexing_s: float
+    query_s: float  # per query
+
+
 def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Settings,
-             progress: Callable[[str], None]) -> dict[str, object]:
+             progress: Callable[[str], None]) -> Fold:
     """One fold: index all but ``queries`` held-out papers, rank people for each held-out title."""
     from retrieval.index.paper_index import PaperIndex
 
@@ -155,8 +169,8 @@ def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Setting
         wins[BASELINE] += recalls[1] > recalls[0]
     used = len(results[DOCUMENT].recall)
     index.close()
-    return {"indexed": len(indexed), "queries": used, "results": results, "wins": wins, "reachable": reachable,
-            "indexing_s": indexing, "query_s": (time.perf_counter() - started) / max(1, used)}
+    return Fold(indexed=len(indexed), queries=used, results=results, wins=wins, reachable=reachable,
+                indexing_s=indexing, query_s=(time.perf_counter() - started) / max(1, used))
 
 
 DOCUMENT = "document model (paperbot collaborators)"
@@ -168,23 +182,23 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def table(papers: int, folds: Sequence[dict[str, object]]) -> str:
+def table(papers: int, folds: Sequence[Fold]) -> str:
     lines = [
         f"| ranking | Recall@{CUTOFF} | Recall@{CUTOFF} per fold | MRR | queries won |",
         "|---|---:|---|---:|---:|",
     ]
     for name in METHODS:
-        per_fold = [fold["results"][name] for fold in folds]  # type: ignore[index]
+        per_fold = [fold.results[name] for fold in folds]
         recall = [r for scores in per_fold for r in scores.recall]
         rr = [r for scores in per_fold for r in scores.reciprocal_rank]
         spread = " / ".join(f"{_mean(scores.recall):.3f}" for scores in per_fold)
-        won = sum(fold["wins"][name] for fold in folds)  # type: ignore[index]
+        won = sum(fold.wins[name] for fold in folds)
         lines.append(f"| {name} | {_mean(recall):.3f} | {spread} | {_mean(rr):.3f} | {won} |")
-    queries = sum(int(fold["queries"]) for fold in folds)  # type: ignore[arg-type]
-    indexed = int(folds[0]["indexed"])  # type: ignore[arg-type]
-    indexing = _mean([float(fold["indexing_s"]) for fold in folds])  # type: ignore[arg-type]
-    per_query = _mean([float(fold["query_s"]) for fold in folds])  # type: ignore[arg-type]
-    reachable = _mean([r for fold in folds for r in fold["reachable"]])  # type: ignore[attr-defined]
+    queries = sum(fold.queries for fold in folds)
+    indexed = folds[0].indexed
+    indexing = _mean([fold.indexing_s for fold in folds])
+    per_query = _mean([fold.query_s for fold in folds])
+    reachable = _mean([r for fold in folds for r in fold.reachable])
     lines += ["", (
         f"{queries} held-out titles in {len(folds)} fold(s), about {indexed:,} indexed papers each (of {papers:,}); "
         f"top {RETRIEVE_K} hybrid hits per query; indexing {indexing:.0f} s per fold, "
@@ -208,10 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [int(s) for s in (args.seeds or ("13" if args.quick else "13,14,15")).split(",")]
     if args.quick:
         papers = quick_corpus(papers)
-    folds = []
+    folds: list[Fold] = []
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="paperbot-bench-experts-") as tmp:
-            settings = Settings(_env_file=None, data_dir=Path(tmp), chroma_url=None)  # type: ignore[call-arg]
+            settings = Settings(_env_file=None, data_dir=Path(tmp), chroma_url=None)
             folds.append(run_fold(papers, queries, seed, settings, lambda line: print(line, file=sys.stderr)))
     print(table(len(papers), folds))
     return 0

@@ -47,8 +47,9 @@ from bench.common import (
     setup_logging,
 )
 from retrieval.index.embedding_cache import EmbeddingCache, paper_embedder
-from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders.base import Encoder
 from retrieval.index.encoders.choice import host_description
+from retrieval.index.encoders.loading import load_encoder
 from retrieval.index.paper_index import PaperIndex
 from retrieval.ingest.pipeline import ingest_papers, read_files
 
@@ -71,7 +72,7 @@ class Timings:
     texts: int = 0
 
     def pipeline(self) -> list[float]:
-        return [p + i + b for p, i, b in zip(self.parse, self.ingest, self.bm25)]
+        return [p + i + b for p, i, b in zip(self.parse, self.ingest, self.bm25, strict=True)]
 
 
 def scholars_corpus(datasets: Path) -> Corpus | str:
@@ -97,7 +98,7 @@ def scifact_corpus(datasets: Path, count: int, scratch: Path) -> Corpus | str:
     return Corpus(f"SciFact: {len(chosen)} abstracts (JSONL)", [path])
 
 
-def measure(corpus: Corpus, encoder: embeddings.Encoder, rounds: int, scratch: Path) -> Timings:
+def measure(corpus: Corpus, encoder: Encoder, rounds: int, scratch: Path) -> Timings:
     papers, _ = read_files(corpus.files)
     texts = list(dict.fromkeys(p.embedding_text for p in papers))
     timings = Timings(texts=len(texts))
@@ -112,7 +113,7 @@ def measure(corpus: Corpus, encoder: embeddings.Encoder, rounds: int, scratch: P
         index = PaperIndex.open(bench_settings(folder / "data"), encoder, embed=paper_embedder(cache))
         try:
             start = time.perf_counter()
-            parsed, report = read_files(corpus.files)
+            parsed, _report = read_files(corpus.files)
             parsed_at = time.perf_counter()
             ingest_papers(index, parsed)
             ingested_at = time.perf_counter()
@@ -136,7 +137,7 @@ def rows(corpus: Corpus, timings: Timings) -> list[list[str]]:
     raw_rate = timings.texts / statistics.median(timings.raw)
     pipe_rate = timings.records / statistics.median(pipeline)
     # per-round ratio of rates, then the median: robust to load that slows a whole round
-    shortfalls = [1 - (timings.records / p) / (timings.texts / r) for p, r in zip(pipeline, timings.raw)]
+    shortfalls = [1 - (timings.records / p) / (timings.texts / r) for p, r in zip(pipeline, timings.raw, strict=True)]
     shortfall = statistics.median(shortfalls)
     verdict = "meets" if shortfall <= GOAL else "misses"
     return [
@@ -163,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds = args.rounds or (2 if args.quick else 3)
     started = time.perf_counter()
     print(f"# Ingest speed (encoder PAPERBOT_ENCODER={args.encoder})\n\nHost at start: {host_description()}\n")
-    encoder = embeddings.load_encoder(bench_settings(out_dir(), encoder=args.encoder))
+    encoder = load_encoder(bench_settings(out_dir(), encoder=args.encoder))
     scratch = Path(tempfile.mkdtemp(prefix="ingest-speed-", dir=out_dir()))
     table: list[list[str]] = []
     skipped: list[str] = []

@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ if str(REPO) not in sys.path:  # runnable as a plain script
 
 import httpx  # noqa: E402
 
-from bench.common import clean_env, load_note, markdown_table, percentile_ms, shared_cache_dir  # noqa: E402
+from bench.common import clean_env, load_note, markdown_table, percentile_ms  # noqa: E402
 from bot.slack.blocks import WORKING_TEXT, queued_text  # noqa: E402
 from tests.slack.slack_requests import signature  # noqa: E402
 from tests.slack.stand_in import Call, SlackStandIn  # noqa: E402
@@ -295,10 +296,8 @@ def run_load(server: ServeProcess, api: SlackStandIn, questions: Sequence[str], 
         done = all(any(_is_final(m) or _is_error(m) for m in threads.get(ts, [])) for ts in acked)
         return True if done else None
 
-    try:
+    with suppress(AssertionError):  # reported below as dropped
         api.wait_for(all_final, timeout=answer_timeout, what=f"{n} final answers")
-    except AssertionError:
-        pass  # reported below as dropped
     wait_quiet(clock, quiet, limit=30.0)  # late duplicates would show up here
     api.on_record = None
 
@@ -354,18 +353,13 @@ def questions_from(records: Path, n: int) -> list[str]:
     return [f"Which papers discuss {titles[i % len(titles)].rstrip('.')}?" for i in range(n)]
 
 
-def prepare_index(data_dir: Path, records: int, *, cache: Path | None = None) -> Path:
+def prepare_index(data_dir: Path, records: int) -> Path:
     """A data dir holding the first ``records`` sample records, ingested with the real CLI.
 
-    ``cache``: a directory whose ``onnx`` folder is linked into the data dir, so the exported
-    encoder is reused between runs instead of being exported again.
+    The encoder's export is the machine's (``PAPERBOT_ENCODER_CACHE_DIR``, else the user cache
+    dir): made once per machine, not per bench run.
     """
     (data_dir / "cache").mkdir(parents=True, exist_ok=True)
-    if cache is not None:
-        (cache / "onnx").mkdir(parents=True, exist_ok=True)
-        link = data_dir / "cache" / "onnx"
-        if not link.exists():
-            link.symlink_to(cache / "onnx", target_is_directory=True)
     corpus = data_dir.parent / f"sample_head{records}.jsonl"
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()[:records]
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -380,7 +374,7 @@ def bench(sizes: Sequence[int], *, records: int, workers: int, root: Path,
           progress: Callable[[str], None] = lambda text: None) -> list[LoadReport]:
     data_dir = root / "data"
     progress(f"indexing {records} sample records in {data_dir} ...")
-    corpus = prepare_index(data_dir, records, cache=shared_cache_dir())
+    corpus = prepare_index(data_dir, records)
     reports = []
     for n in sizes:
         api = SlackStandIn(bot_user_id="UBOTLOAD", team_id="T0LOAD").start()

@@ -105,11 +105,12 @@ from retrieval.config import Settings
 from retrieval.errors import PaperbotError, UnknownScholarError
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.merge import same_paper
-from retrieval.records.paper import LATIN_LETTERS, Paper, fold, title_key
+from retrieval.records.paper import Paper, title_key
 from retrieval.results import ScholarSummaryResult, SearchFilters, SearchHit
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.sources.files.bibtex import parse_name as decode_bibtex_name
 from retrieval.sources.files.detect import parse_file
+from retrieval.text import LATIN_LETTERS, fold
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 TODAY = date(2026, 12, 1)  # fixed: recency weights and affiliations do not drift with the calendar
@@ -217,7 +218,7 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
     """The index of all files, ingested with ``Assistant.ingest_files`` (cached by content hash)."""
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index.encoders import local as embeddings
+    from retrieval.index.encoders import loading as embeddings
 
     paths = [o.path for o in owners]
     encoder_settings = bench_settings(out_dir(), encoder="auto", _env_file=None)  # ONNX export shared by benches
@@ -361,7 +362,7 @@ class OwnerRun:
 
 def summarize_owner(index: PaperIndex, settings: Settings, directory: PeopleDirectory, owner: Owner,
                     truth: Truth, choose: bool) -> OwnerRun:
-    from retrieval.scholars.profile import summarize_scholar
+    from retrieval.scholars.summary import summarize_scholar
 
     try:
         result = summarize_scholar(index, settings, owner.name, since=SINCE, directory=directory, today=TODAY, choose=choose)
@@ -595,12 +596,12 @@ def report(figures: dict[str, Any], verbose: bool) -> str:
         if p["experts"]["unmapped_people"]:
             lines.append(f"{policy}: {p['experts']['unmapped_people']} ranked people could not be mapped to a directory person")
     if verbose:
-        rows = []
-        for b, n in zip(base["per_owner"], new["per_owner"]):
-            rows.append((b["slug"], b["gold"], b["status"], b["returned"], _f(b["precision"]), _f(b["recall"]),
-                         n["status"], n["returned"], _f(n["precision"]), _f(n["recall"]), n["others_with_this_name"]))
+        # both policies ran over the same owners, in the same order
+        owner_rows = [(b["slug"], b["gold"], b["status"], b["returned"], _f(b["precision"]), _f(b["recall"]),
+                 n["status"], n["returned"], _f(n["precision"]), _f(n["recall"]), n["others_with_this_name"])
+                for b, n in zip(base["per_owner"], new["per_owner"], strict=True)]
         lines += ["", markdown_table(["owner", "gold", "baseline", "returned", "P", "R", "new", "returned", "P", "R",
-                                      "others with this name"], rows)]
+                                      "others with this name"], owner_rows)]
     return "\n".join(lines)
 
 

@@ -35,11 +35,11 @@ Per question:
   not) -> citation marks in the validated answer; **invalid**: numbers naming no evidence record;
   **dropped**: sentences validation removed, by reason (uncited, invalid citation only, prompt
   leak, wrong citation). A summary returns no report: its theme reply's report is observed as
-  ``retrieval.scholars.profile`` makes it (``theme_reports``), and the sentences checked below are the
+  ``retrieval.scholars.theme_texts`` makes it (``theme_reports``), and the sentences checked below are the
   model's validated ones (a theme line that only echoes its label is replaced afterwards);
 * **citation validity** of every kept cited sentence, against the evidence records as the model
   saw them in its prompt (title + abstract): overlap(s, r) = the share of the sentence's content
-  terms (``retrieval.answers.evidence.content_terms``: folded, stemmed, stopwords out, citations removed)
+  terms (``retrieval.text.content_terms``: folded, stemmed, stopwords out, citations removed)
   found in record r. *Supported*: a cited record overlaps at least ``MIN_SUPPORT`` and no other
   record overlaps more. *Miscited*: an uncited evidence record overlaps more than every cited one
   (the best-matching record is not the cited one). *Weak*: the cited record is the best match
@@ -89,9 +89,10 @@ from bench.common import (
     start_scratch_run,
 )
 from bench.people import DEFAULT_DATA, content_key
-from retrieval.answers.citations import ValidationReport, cited_numbers, split_sentences
-from retrieval.answers.evidence import content_terms
+from retrieval.answers.citations import cited_numbers, split_sentences
 from retrieval.config import Settings
+from retrieval.results import ValidationReport
+from retrieval.text import content_terms
 
 SAMPLE = REPO / "retrieval" / "sample" / "arxiv_sample.jsonl"
 #: Scholars of ``scholars-real`` whose files join the index: abstracts for most entries, and
@@ -112,7 +113,7 @@ class Question:
     scholars: bool = False  # needs the scholars-real files
 
 
-QUESTIONS = (
+QUESTIONS: tuple[Question, ...] = (
     Question("unit-tests", "topic", "Which papers use large language models to generate unit tests?"),
     Question("flaky", "topic", "How can flaky tests be predicted?"),
     Question("metamorphic", "topic", "How is metamorphic testing used to check machine learning applications?"),
@@ -182,8 +183,10 @@ class Recorder(BaseCallbackHandler):
         turns = [(m.type, m.content if isinstance(m.content, str) else str(m.content)) for m in messages[0]]
         self._calls[run_id] = ModelCall(turns, time.perf_counter())
 
-    def on_llm_new_token(self, token: str, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_new_token(self, token: str | list[str | dict[str, Any]], *, run_id: UUID, **kwargs: Any) -> None:
         call = self._calls.get(run_id)
+        if isinstance(token, list):  # content blocks (not sent by OpenAI-compatible servers): their text
+            token = "".join(part if isinstance(part, str) else str(part.get("text", "")) for part in token)
         if call is not None and token:
             call.first_token = call.first_token or time.perf_counter()
             call.tokens.append(token)
@@ -372,9 +375,9 @@ def _model_fields(outcome: Outcome, calls: list[ModelCall]) -> tuple[str | None,
 
 @contextmanager
 def theme_reports() -> Iterator[list[ValidationReport]]:
-    """The validation reports of the theme replies ``retrieval.scholars.profile`` judges while inside
+    """The validation reports of the theme replies ``retrieval.scholars.theme_texts`` judges while inside
     (a summary returns none): its own ``validate_answer`` call, observed, not redone."""
-    import retrieval.scholars.profile as scholars
+    import retrieval.scholars.theme_texts as scholars
 
     reports: list[ValidationReport] = []
     original = scholars.validate_answer
@@ -384,17 +387,16 @@ def theme_reports() -> Iterator[list[ValidationReport]]:
         reports.append(report)
         return report
 
-    scholars.validate_answer = observed  # type: ignore[assignment]
+    scholars.validate_answer = observed
     try:
         yield reports
     finally:
-        scholars.validate_answer = original  # type: ignore[assignment]
+        scholars.validate_answer = original
 
 
 def run_question(assistant: Any, recorder: Recorder, q: Question, k: int) -> Outcome:
     """Ask (or summarise) through the facade; measure what the model wrote and what was kept."""
-    from retrieval.answers.chain import Final
-    from retrieval.results import AmbiguousScholarResult
+    from retrieval.results import AmbiguousScholarResult, Final
 
     recorder.take()
     started = time.perf_counter()
@@ -479,7 +481,7 @@ def build_index(settings: Settings, paths: Sequence[Path], reuse: bool,
     """The scratch index of ``paths`` under ``settings.data_dir`` (ingested by the facade)."""
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index.encoders import local as embeddings
+    from retrieval.index.encoders import loading as embeddings
     from retrieval.index.paper_index import PaperIndex
 
     marker = settings.data_dir / "ingest.json"
@@ -495,9 +497,8 @@ def build_index(settings: Settings, paths: Sequence[Path], reuse: bool,
         return index, info
     started = time.perf_counter()
     report = Assistant(settings, index=index, chat_model=None).ingest_files(list(paths))
-    ingested = report.as_dict()
-    info = {"files": [p.name for p in paths], "records": index.count(), "added": ingested["added"],
-            "skipped": len(ingested["skipped"]), "seconds": round(time.perf_counter() - started, 1), "reused": False}
+    info = {"files": [p.name for p in paths], "records": index.count(), "added": len(report.added),
+            "skipped": len(report.skipped), "seconds": round(time.perf_counter() - started, 1), "reused": False}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")
     progress(f"ingested {len(paths)} files -> {index.count():,} records in {info['seconds']:.0f} s")
     return index, info

@@ -56,8 +56,10 @@ from bench.common import (
     shared_cache_dir,
 )
 from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder
-from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders.base import Encoder
 from retrieval.index.encoders.choice import host_description, probe_texts
+from retrieval.index.encoders.loading import load_encoder, onnx_encoder
+from retrieval.index.encoders.torch_encoder import TorchEncoder
 from retrieval.index.fusion import FusionConfig
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
@@ -68,20 +70,20 @@ PUBLISHED = "published (BEIR test): BM25 0.665, all-MiniLM-L6-v2 0.645, bge-larg
 # Encoders ------------------------------------------------------------------------------------
 
 
-def make_encoder(choice: str) -> embeddings.Encoder:
-    """``torch``, a key of ``embeddings.RECIPES``, or ``auto`` (what ``load_encoder`` picks)."""
+def make_encoder(choice: str) -> Encoder:
+    """``torch``, a key of ``onnx_export.RECIPES``, or ``auto`` (what ``load_encoder`` picks)."""
     if choice == "torch":
-        return embeddings.TorchEncoder()
+        return TorchEncoder()
     if choice == "auto":
-        return embeddings.load_encoder(bench_settings(out_dir(), encoder="auto"))
-    return embeddings.onnx_encoder(shared_cache_dir(), choice)
+        return load_encoder(bench_settings(out_dir(), encoder="auto"))
+    return onnx_encoder(bench_settings(out_dir()).encoder_cache_dir, choice)
 
 
 def text_pairs(texts: Sequence[str]) -> list[tuple[str, str]]:
     return [(text, hashlib.sha256(text.encode("utf-8")).hexdigest()) for text in texts]
 
 
-def corpus_vectors(encoder: embeddings.Encoder, papers: Sequence[Paper], cache: EmbeddingCache) -> np.ndarray:
+def corpus_vectors(encoder: Encoder, papers: Sequence[Paper], cache: EmbeddingCache) -> np.ndarray:
     started = time.perf_counter()
 
     def report(done: int, total: int) -> None:
@@ -92,7 +94,7 @@ def corpus_vectors(encoder: embeddings.Encoder, papers: Sequence[Paper], cache: 
     return encode_with_cache(encoder, [(p.embedding_text, p.embedding_hash) for p in papers], cache, report)
 
 
-def speed_ratios(encoders: dict[str, embeddings.Encoder], texts: Sequence[str], rounds: int) -> dict[str, float]:
+def speed_ratios(encoders: dict[str, Encoder], texts: Sequence[str], rounds: int) -> dict[str, float]:
     """Median over interleaved rounds of (torch seconds / encoder seconds), plus texts/s."""
     seconds: dict[str, list[float]] = {name: [] for name in encoders}
     for encoder in encoders.values():
@@ -122,7 +124,7 @@ class IndexRun:
     hybrid: dict[str, dict[int, list[str]]]
 
 
-def build_index(tag: str, papers: Sequence[Paper], encoder: embeddings.Encoder, cache: EmbeddingCache,
+def build_index(tag: str, papers: Sequence[Paper], encoder: Encoder, cache: EmbeddingCache,
                 fusion: FusionConfig | None = None, *, bench: str = "quality") -> PaperIndex:
     """The scratch index ``bench/out/<bench>-<tag>`` holding ``papers``, built once (vectors from ``cache``)."""
     settings = bench_settings(out_dir() / f"{bench}-{tag}", encoder="auto")
@@ -233,17 +235,17 @@ class Bm25Grid:
     """
 
     def __init__(self, papers: Sequence[Paper]) -> None:
-        from retrieval.index.lexical import tokenize
+        from retrieval.text import bm25_tokens
 
-        self._tokenize = tokenize
-        self._titles = [tokenize(p.title) for p in papers]
-        self._abstracts = [tokenize(p.abstract) if p.abstract else [] for p in papers]
+        self._tokenize = bm25_tokens
+        self._titles = [bm25_tokens(p.title) for p in papers]
+        self._abstracts = [bm25_tokens(p.abstract) if p.abstract else [] for p in papers]
 
     def matrix(self, queries: Sequence[str], k1: float, b: float, title_weight: int) -> np.ndarray:
         """Raw BM25 of every (query, doc)."""
         import bm25s
 
-        corpus = [title * title_weight + abstract for title, abstract in zip(self._titles, self._abstracts)]
+        corpus = [title * title_weight + abstract for title, abstract in zip(self._titles, self._abstracts, strict=True)]
         retriever = bm25s.BM25(k1=k1, b=b)
         retriever.index(corpus, show_progress=False)
         out = np.zeros((len(queries), len(corpus)), dtype=np.float32)
@@ -461,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         encoder = encoders[choice]
         qtexts = {qid: data.queries[qid] for qid in {*data.split("train"), *data.split("test")}}
         qvecs = encode_with_cache(encoder, text_pairs(list(qtexts.values())), cache)
-        query_vector = dict(zip(qtexts, qvecs))
+        query_vector = dict(zip(qtexts, qvecs, strict=True))
         coverage = getattr(FusionConfig(), "coverage_weight", 0.0)
         print(f"\n## Fusion tuning on the train claims ({len(data.split('train'))}), reported on test "
               f"(exact numpy replica of the index's cosine + BM25/max fusion"

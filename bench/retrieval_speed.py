@@ -54,7 +54,8 @@ from bench.common import (
     shared_cache_dir,
 )
 from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, encode_with_cache, paper_embedder
-from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders import loading as embeddings
+from retrieval.index.encoders.base import Encoder
 from retrieval.index.encoders.choice import host_description
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
@@ -100,7 +101,7 @@ def perturbed_embedder(base_vectors: np.ndarray, origin_by_id: dict[str, tuple[i
     ``origin_by_id``: record id -> (index of the original, copy number; 0 = the original).
     """
 
-    def embed(encoder: embeddings.Encoder, papers: Sequence[Paper]) -> np.ndarray:
+    def embed(encoder: Encoder, papers: Sequence[Paper]) -> np.ndarray:
         out = np.empty((len(papers), base_vectors.shape[1]), dtype=np.float32)
         for row, paper in enumerate(papers):
             source, copy = origin_by_id[paper.id]
@@ -116,12 +117,12 @@ def perturbed_embedder(base_vectors: np.ndarray, origin_by_id: dict[str, tuple[i
     return embed
 
 
-def build_or_open(size: int, base: Sequence[Paper], base_vectors: np.ndarray, encoder: embeddings.Encoder) -> Path:
+def build_or_open(size: int, base: Sequence[Paper], base_vectors: np.ndarray, encoder: Encoder) -> Path:
     """The data dir of a ``size``-record index, built on first use (kept in bench/out)."""
     data_dir = out_dir() / f"speed-{size}-{encoder.name.replace('/', '_')}"
     papers, origin = corpus(base, size)
     settings = bench_settings(data_dir)
-    index = PaperIndex.open(settings, encoder, embed=perturbed_embedder(base_vectors, {p.id: o for p, o in zip(papers, origin)}))
+    index = PaperIndex.open(settings, encoder, embed=perturbed_embedder(base_vectors, {p.id: o for p, o in zip(papers, origin, strict=True)}))
     try:
         if index.count() != size:
             print(f"  building the {size:,}-record index in {data_dir} (once)...", file=sys.stderr, flush=True)
@@ -138,7 +139,7 @@ def build_or_open(size: int, base: Sequence[Paper], base_vectors: np.ndarray, en
 # Measurements --------------------------------------------------------------------------------
 
 
-def indexing_rows(encoder: embeddings.Encoder, papers: Sequence[Paper], rounds: int) -> list[list[str]]:
+def indexing_rows(encoder: Encoder, papers: Sequence[Paper], rounds: int) -> list[list[str]]:
     texts = [p.embedding_text for p in papers]
     encoder.encode(texts[:8])  # warm-up
     raw: list[float] = []
@@ -173,9 +174,9 @@ def indexing_rows(encoder: embeddings.Encoder, papers: Sequence[Paper], rounds: 
     raw_s, pipe_s, re_s = statistics.median(raw), statistics.median(pipeline), statistics.median(reindex)
     # ratios within a round (encoder and pipeline measured back to back), then their median:
     # robust to other jobs slowing whole rounds down on the shared cores
-    ratio = statistics.median(p / r for p, r in zip(pipeline, raw))
-    reratio = statistics.median(x / r for x, r in zip(reindex, raw))
-    rounds_note = ", ".join(f"{p / r - 1:+.0%}" for p, r in zip(pipeline, raw))
+    ratio = statistics.median(p / r for p, r in zip(pipeline, raw, strict=True))
+    reratio = statistics.median(x / r for x, r in zip(reindex, raw, strict=True))
+    rounds_note = ", ".join(f"{p / r - 1:+.0%}" for p, r in zip(pipeline, raw, strict=True))
     return [
         [f"encoder alone ({encoder.name})", f"{n / raw_s:.1f}", "1.00", "-"],
         ["full pipeline: upsert (store + cache + Chroma) + BM25 build, cold cache", f"{n / pipe_s:.1f}",

@@ -52,6 +52,7 @@ status: 0 when every goal holds, 1 when one fails (named on stderr), 2 when the 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import shutil
@@ -164,7 +165,7 @@ def source_links(paths: Sequence[Path]) -> EntryLinks:
         entries = _Reader(text).entries(outcome)
         raw = [dict(entry.fields) for entry in entries]  # as written, before crossrefs fill them in
         _resolve_crossrefs(entries)
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for entry, fields in zip(entries, raw, strict=True):
             result.entries += 1
             paper = build_item(entry_to_fields, entry, source="bibtex", source_id=entry.key, item=entry.label,
@@ -224,7 +225,7 @@ def build(folder: Path, paths: Sequence[Path], label: str, progress: Callable[[s
     """Ingest ``paths`` into a fresh data dir with the product's code, then export it as BibTeX."""
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index.encoders import local as embeddings
+    from retrieval.index.encoders import loading as embeddings
     from retrieval.index.paper_index import PaperIndex
 
     shutil.rmtree(folder, ignore_errors=True)
@@ -257,8 +258,8 @@ def build(folder: Path, paths: Sequence[Path], label: str, progress: Callable[[s
     index.close()
     cache.close()  # the last connection: WAL checkpointed, so the file alone is the whole cache
     summary = report.as_dict()
-    progress(f"{label}: {len(papers):,} records, {summary['added']:,} added, {len(summary['skipped'])} skipped items, "
-             f"{len(summary['warnings'])} warnings; ingest {ingest_seconds:.0f} s, export {export_seconds:.1f} s")
+    progress(f"{label}: {len(papers):,} records, {len(report.added):,} added, {len(report.skipped)} skipped items, "
+             f"{len(report.warnings)} warnings; ingest {ingest_seconds:.0f} s, export {export_seconds:.1f} s")
     return Installation(settings, papers, export, summary, ingest_seconds, export_seconds)
 
 
@@ -352,7 +353,7 @@ def export_entries(text: str, papers: Sequence[Paper]) -> dict[str, tuple[str, s
     entries = _Reader(text).entries(outcome)
     lines = text.split("\n")
     starts = [entry.line for entry in entries] + [len(lines) + 1]
-    chunks = ["\n".join(lines[start - 1 : end - 1]).strip() for start, end in zip(starts, starts[1:])]
+    chunks = ["\n".join(lines[start - 1 : end - 1]).strip() for start, end in itertools.pairwise(starts)]
     if len(entries) == len(papers):  # the writer writes one entry per record, in order
         ids = [paper.id for paper in papers]
     else:  # the reader lost an entry: place the others by the key the writer gave them
@@ -447,28 +448,25 @@ def report(figures: dict[str, Any]) -> str:
     ]
     if fields["mismatches"]:
         lines.append("field mismatches: " + ", ".join(f"{k} {v}" for k, v in fields["mismatches"].items()))
-        for kind, items in fields["examples"].items():
-            for item in items:
-                lines.append(f"  {item['field']} {item['id']}: A {item['A']!r} | B {item['B']!r}")
-    for change in rec["id_changes"]:
-        lines.append(f"id changed: {change['A']} -> {change['B']}: {change.get('differs', {})}")
+        lines.extend(f"  {item['field']} {item['id']}: A {item['A']!r} | B {item['B']!r}"
+                     for items in fields["examples"].values() for item in items)
+    lines.extend(f"id changed: {change['A']} -> {change['B']}: {change.get('differs', {})}" for change in rec["id_changes"])
     if rec["only_B_count"]:
         lines.append(f"ids only in B: {', '.join(rec['only_B'])}")
     if prov["examples"]:
         lines.append(f"provenance differs ({rec['common'] - prov['records_identical']} records; extra pairs in B by "
                      f"source {prov['extra_pairs_in_B_by_source']}), e.g. "
                      + "; ".join(f"{e['id']}: only A {e['only_A']} only B {e['only_B']}" for e in prov["examples"]))
-    for change in keys["changed"]:
-        lines.append(f"key changed E1 -> E2: {change['id']}: {change['E1']} -> {change['E2']}")
-    for lost in keys["user_keys_lost"]:
-        lines.append(f"user key not kept: {lost['id']}: {lost['user_key']!r} exported as {lost['E1']!r}")
+    lines.extend(f"key changed E1 -> E2: {change['id']}: {change['E1']} -> {change['E2']}" for change in keys["changed"])
+    lines.extend(f"user key not kept: {lost['id']}: {lost['user_key']!r} exported as {lost['E1']!r}"
+                 for lost in keys["user_keys_lost"])
     if keys["parsed_differs_from_written"]:
         lines.append(f"{keys['parsed_differs_from_written']} E1 keys read back differ from the keys the writer gave")
     if entries["misses"]:
         lines.append(f"entries carrying an id without a link: {entries['carrying'] - entries['carrying_linked']}; "
                      f"by carrying field: {entries['miss_fields']}; by kind: {entries['miss_kinds']}")
-        for miss in entries["misses"]:
-            lines.append(f"  {miss['file']}:{miss['line']} {miss['key']!r} {miss['field']} ({miss['kind']}) = {miss['raw']}")
+        lines.extend(f"  {miss['file']}:{miss['line']} {miss['key']!r} {miss['field']} ({miss['kind']}) = {miss['raw']}"
+                     for miss in entries["misses"])
     return "\n".join(lines)
 
 

@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("paperbot: interrupted; finished batches are kept, re-run to complete.\n")
         return 130
-    except Exception as exc:  # the global handler: log with a reference, show one line
+    except Exception as exc:  # noqa: BLE001 - the global handler: log with a reference, show one line
         sys.stderr.write(_report_unexpected(exc, data_dir) + "\n")
         return 1
     finally:

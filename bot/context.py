@@ -1,4 +1,4 @@
-"""What every CLI command receives: settings, the assistant, and where to write.
+"""What every CLI command receives: settings, the assistant (the only way into the core), and where to write.
 
 rich is imported when the first message or progress bar is shown, not before.
 """
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from retrieval.assistant import Assistant
-    from retrieval.index.paper_index import PaperIndex
 
 
 @dataclass
@@ -41,10 +40,6 @@ class CliContext:
 
             self._assistant = Assistant(self.settings, notice=self.note)
         return self._assistant
-
-    @property
-    def index(self) -> PaperIndex:
-        return self.assistant.index
 
     @property
     def width(self) -> int | None:
@@ -77,8 +72,8 @@ class CliContext:
         return self.console
 
     @contextmanager
-    def progress(self, description: str, total: int | None = None) -> Iterator[Callable[[int, int], None]]:
-        """A progress bar on stderr; yields ``update(done, total)``."""
+    def progress(self, description: str, total: int | None = None) -> Iterator[Callable[[int, int | None], None]]:
+        """A progress bar on stderr; yields ``update(done, total)`` (total None: not known)."""
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -100,7 +95,7 @@ class CliContext:
         with bar:
             task = bar.add_task(description, total=total)
 
-            def update(done: int, new_total: int) -> None:
+            def update(done: int, new_total: int | None) -> None:
                 bar.update(task, completed=done, total=new_total)
 
             yield update

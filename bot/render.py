@@ -90,10 +90,9 @@ def filters_line(result: AnswerResult) -> str | None:
     """"Filters: by Zhao Zhang since 2025" when the answer was restricted, else None."""
     if not result.filters:
         return None
-    from retrieval.answers.listing import describe_filters
     from retrieval.results import SearchFilters
 
-    return "Filters: " + describe_filters(SearchFilters.model_validate(result.filters))
+    return "Filters: " + SearchFilters.model_validate(result.filters).wording()
 
 
 def render_answer(result: AnswerResult, *, width: int | None = None) -> str:

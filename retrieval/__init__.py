@@ -1,0 +1,166 @@
+"""paperbot's core, and its public surface: what the doors (the CLI, Slack) and other callers use.
+
+    from retrieval import Assistant, load_settings
+
+    assistant = Assistant(load_settings())
+    print(assistant.ask("Which papers generate unit tests?").answer)
+
+``__all__`` is the facade (``Assistant``), the settings, the errors and the result types the
+doors render; every other module under ``retrieval`` is internal. Names resolve on first use
+(module ``__getattr__``): importing ``retrieval``, which every ``import retrieval.x`` does,
+loads nothing, so ``paperbot --help`` imports no third-party library
+(``tests/cli/test_import_cost.py``). ``tests/test_public_surface.py`` guards the surface.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr__`` imports
+    from retrieval.assistant import Assistant
+    from retrieval.config import Settings, load_settings
+    from retrieval.errors import (
+        BusyError,
+        ConfigError,
+        DiskFullError,
+        IndexDamagedError,
+        IndexDiskFullError,
+        IndexUnavailableError,
+        InputError,
+        LLMUnavailableError,
+        PaperbotError,
+        ParseError,
+        RepairRefusedError,
+        SourceError,
+        StorageError,
+        UnknownScholarError,
+    )
+    from retrieval.results import (
+        AmbiguousScholarResult,
+        AnswerEvent,
+        AnswerKind,
+        AnswerMode,
+        AnswerResult,
+        Citation,
+        Coauthor,
+        CoauthorLink,
+        CollaboratorsResult,
+        DroppedSentence,
+        ExpertCandidate,
+        FetchResult,
+        FileResult,
+        Final,
+        Follow,
+        FollowAdded,
+        FollowAlert,
+        FollowKind,
+        IndexStats,
+        IngestReport,
+        PendingAlerts,
+        Scholar,
+        ScholarCandidate,
+        ScholarIdentity,
+        ScholarSummaryResult,
+        ScholarSync,
+        SearchFilters,
+        SearchHit,
+        SearchResult,
+        SkippedItem,
+        SourceFailure,
+        SyncEvent,
+        SyncReport,
+        TextDelta,
+        Theme,
+        ThemeYears,
+        ValidationReport,
+    )
+
+_SURFACE: dict[str, tuple[str, ...]] = {
+    "retrieval.assistant": ("Assistant",),
+    "retrieval.config": ("Settings", "load_settings"),
+    "retrieval.errors": (
+        "BusyError", "ConfigError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError", "IndexUnavailableError",
+        "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError", "SourceError",
+        "StorageError", "UnknownScholarError",
+    ),
+    "retrieval.results": (
+        "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
+        "CoauthorLink", "CollaboratorsResult", "DroppedSentence", "ExpertCandidate", "FetchResult", "FileResult", "Final", "Follow",
+        "FollowAdded", "FollowAlert", "FollowKind", "IndexStats", "IngestReport", "PendingAlerts", "Scholar",
+        "ScholarCandidate", "ScholarIdentity", "ScholarSummaryResult", "ScholarSync", "SearchFilters", "SearchHit",
+        "SearchResult", "SkippedItem", "SourceFailure", "SyncEvent", "SyncReport", "TextDelta", "Theme", "ThemeYears", "ValidationReport",
+    ),
+}
+_HOME = {name: module for module, names in _SURFACE.items() for name in names}
+
+__all__ = [
+    "AmbiguousScholarResult",
+    "AnswerEvent",
+    "AnswerKind",
+    "AnswerMode",
+    "AnswerResult",
+    "Assistant",
+    "BusyError",
+    "Citation",
+    "Coauthor",
+    "CoauthorLink",
+    "CollaboratorsResult",
+    "ConfigError",
+    "DiskFullError",
+    "DroppedSentence",
+    "ExpertCandidate",
+    "FetchResult",
+    "FileResult",
+    "Final",
+    "Follow",
+    "FollowAdded",
+    "FollowAlert",
+    "FollowKind",
+    "IndexDamagedError",
+    "IndexDiskFullError",
+    "IndexStats",
+    "IndexUnavailableError",
+    "IngestReport",
+    "InputError",
+    "LLMUnavailableError",
+    "PaperbotError",
+    "ParseError",
+    "PendingAlerts",
+    "RepairRefusedError",
+    "Scholar",
+    "ScholarCandidate",
+    "ScholarIdentity",
+    "ScholarSummaryResult",
+    "ScholarSync",
+    "SearchFilters",
+    "SearchHit",
+    "SearchResult",
+    "Settings",
+    "SkippedItem",
+    "SourceError",
+    "SourceFailure",
+    "StorageError",
+    "SyncEvent",
+    "SyncReport",
+    "TextDelta",
+    "Theme",
+    "ThemeYears",
+    "UnknownScholarError",
+    "ValidationReport",
+    "load_settings",
+]  # the names of _SURFACE, sorted (tests/test_public_surface.py)
+
+
+def __getattr__(name: str) -> Any:
+    """``retrieval.Assistant`` and the rest of ``__all__``, imported from their module on first use."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,7 +1,11 @@
-"""The facade both doors call: ask, search, summarize, collaborators, ingest, stats.
+"""The facade both doors call: ask, search, summarize, collaborators, ingest, fetch, sync,
+the roster, follows, stats and checks.
 
 The Slack app and the CLI hold one ``Assistant`` each and never reach past it, so the two
-doors always behave the same. It owns the lazily opened index and chat model.
+doors always behave the same (``tests/test_architecture.py``: the doors import only this, the
+result types, the errors and the settings). It owns the lazily opened index, chat model and
+follows store; each operation delegates to the concern that does it (``ingest.fetchers``,
+``ingest.roster``, ``alerts.follows``, ``answers``, ``scholars``).
 
 Creating one makes the data dir private (``config.open_data_dir``: 0700, files 0600). Every
 write path here (``ingest_files``, ``ingest_papers``, ``sync``, ``repair``) holds the data dir's
@@ -11,37 +15,47 @@ done, so two processes never merge into the same records at once; the readers ne
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from pydantic import BaseModel
 
 from retrieval.config import Settings, open_data_dir, with_user_permissions
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
 from retrieval.results import (
     AmbiguousScholarResult,
+    AnswerEvent,
     AnswerResult,
     Citation,
     CollaboratorsResult,
+    FetchResult,
+    Final,
+    IndexStats,
+    IngestReport,
+    Scholar,
     ScholarSummaryResult,
     SearchFilters,
     SearchHit,
     SearchResult,
+    SyncEvent,
+    SyncReport,
 )
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from retrieval.answers.chain import AnswerEvent
+    from retrieval.alerts.channels import ChannelFollows
     from retrieval.answers.question_shape import QuestionShape
-    from retrieval.index.paper_index import ConsistencyReport, PaperIndex
-    from retrieval.ingest.pipeline import IngestReport, Progress
-    from retrieval.ingest.sync import SyncEvent, SyncReport
+    from retrieval.index.maintenance import ConsistencyReport
+    from retrieval.index.paper_index import PaperIndex
+    from retrieval.ingest.fetchers import ProgressBars
+    from retrieval.ingest.pipeline import Progress
     from retrieval.storage.locks import Activity
 
 _UNSET = object()
@@ -55,22 +69,15 @@ def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
     return result.model_copy(update={"notice": combined or None})
 
 
+def _digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def _listing_abstention(question: str) -> AnswerResult:
     """A listing with nothing to list; ``Assistant._finish`` adds the filter that emptied it."""
     from retrieval.answers.extractive import abstention
 
     return abstention(question, "extractive")
-
-
-class IndexStats(BaseModel):
-    """What is indexed, for `paperbot stats` and the Slack App Home."""
-
-    papers: int
-    scholars: int
-    last_sync: str | None
-    by_source: dict[str, int]
-    by_year: dict[int, int]
-
 
 
 class Assistant:
@@ -90,7 +97,14 @@ class Assistant:
         self._index = index
         self._chat_model = chat_model
         self._notice = notice or log.warning
+        self._follows: ChannelFollows | None = None
+        self._follows_lock = threading.Lock()  # Slack listener threads make it once
         open_data_dir(settings, notice=self._notice)
+
+    def close(self) -> None:
+        """Close the follows store if it was opened (it reopens on next use)."""
+        if self._follows is not None:
+            self._follows.close()
 
     # --- shared parts ------------------------------------------------------------------------
 
@@ -116,10 +130,13 @@ class Assistant:
         if self._index is None:
             from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
             from retrieval.index.paper_index import PaperIndex
+            from retrieval.storage.roster import names_of
 
-            # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode
+            # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode;
+            # author filters follow the roster's aliases ("by Lenny Guo" finds Luanzheng Guo too)
             cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
-            self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache))
+            self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache),
+                                          roster_names=lambda name: names_of(self.settings, name))
         return self._index
 
     @property
@@ -164,7 +181,8 @@ class Assistant:
         Aditya Grover on diffusion" must find diffusion in the records, not "Grover". None for
         an index too small for word frequencies to say which word is specific
         (``evidence.RARITY_MIN_RECORDS``)."""
-        from retrieval.answers.evidence import RARITY_MIN_RECORDS, content_terms
+        from retrieval.answers.evidence import RARITY_MIN_RECORDS
+        from retrieval.text import content_terms
 
         if self.index.count() < RARITY_MIN_RECORDS:
             return None
@@ -267,7 +285,7 @@ class Assistant:
         A listing needs no model: it arrives as one ``Final``. A mixed question whose topic
         answer abstains ends with a ``Final`` listing the filtered set (replacing any deltas).
         """
-        from retrieval.answers.chain import Final, stream_answer
+        from retrieval.answers.chain import stream_answer
 
         inputs, merged, notice = self._answer_inputs(question, k, filters, history)
         text = str(inputs["question"])
@@ -294,8 +312,8 @@ class Assistant:
         return resolve_min_relevance(self.settings)
 
     def summarize(self, name: str, *, since: int | None = None) -> ScholarSummaryResult | AmbiguousScholarResult:
-        from retrieval.ingest.roster import Roster
-        from retrieval.scholars.profile import summarize_scholar
+        from retrieval.scholars.summary import summarize_scholar
+        from retrieval.storage.roster import Roster
 
         if not name.strip():
             raise InputError("The scholar's name is empty.", hint='Try: paperbot summarize "Zhao Zhang"')
@@ -325,11 +343,33 @@ class Assistant:
 
     def is_known_scholar(self, name: str) -> bool:
         """On the roster (name, alias or id), or an author of some indexed paper."""
-        from retrieval.ingest.roster import Roster
+        from retrieval.storage.roster import Roster
 
         if Roster.load(self.settings).find(name) is not None:
             return True
         return bool(self.index.knows_author(name))
+
+    # --- the roster, syncs and fetches --------------------------------------------------------
+
+    def scholars(self) -> list[Scholar]:
+        """The roster, sorted by name."""
+        from retrieval.storage.roster import Roster
+
+        return Roster.load(self.settings).list()
+
+    def add_scholar(self, name: str, *, orcid: str | None = None, openalex_id: str | None = None,
+                    arxiv_name: str | None = None, aliases: Sequence[str] = ()) -> Scholar:
+        """Put a scholar on the roster (``Roster.add``: a name or id already there is an ``InputError``)."""
+        from retrieval.storage.roster import Roster
+
+        return Roster.load(self.settings).add(name, orcid=orcid, openalex_id=openalex_id, arxiv_name=arxiv_name,
+                                              aliases=aliases)
+
+    def remove_scholar(self, name: str) -> Scholar:
+        """Take the scholar known by ``name`` (any name, alias or id) off the roster; papers stay indexed."""
+        from retrieval.storage.roster import Roster
+
+        return Roster.load(self.settings).remove(name)
 
     def sync(self, *, progress: Callable[[SyncEvent], None] | None = None) -> SyncReport:
         """Fetch new works of every roster scholar from all sources into the index."""
@@ -337,6 +377,35 @@ class Assistant:
 
         with self._writing("sync"):
             return sync_roster(self.settings, self.index, progress=progress)
+
+    def fetch(self, source: str, *, author: str | None = None, query: str | None = None, ids: Sequence[str] = (),
+              orcid: str | None = None, dois: Sequence[str] = (), since: date | None = None,
+              max_results: int | None = None, bars: ProgressBars | None = None) -> FetchResult:
+        """Fetch works from arXiv, OpenAlex or Crossref, selected one way, and index what arrived
+        (``retrieval.ingest.fetchers``; a source failing part-way keeps what it delivered)."""
+        from retrieval.ingest.fetchers import DEFAULT_MAX_RESULTS, FetchRequest, fetch_and_index
+
+        request = FetchRequest(source, author=author, query=query, ids=tuple(ids), orcid=orcid, dois=tuple(dois),
+                               since=since, max_results=max_results or DEFAULT_MAX_RESULTS)
+        return fetch_and_index(self.settings, request, self.ingest_papers, bars)
+
+    # --- follows (the Slack door's alerts) ------------------------------------------------------
+
+    @property
+    def follows(self) -> ChannelFollows:
+        """Follow, unfollow, list and the alerts queue (``retrieval.alerts.channels``)."""
+        with self._follows_lock:
+            if self._follows is None:
+                from retrieval.alerts.channels import ChannelFollows
+
+                self._follows = ChannelFollows(self.settings, papers=self.papers, is_known_scholar=self.is_known_scholar)
+            return self._follows
+
+    # --- checks ------------------------------------------------------------------------------
+
+    def check_consistency(self) -> ConsistencyReport:
+        """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""
+        return self.index.check_consistency()
 
     def repair(self, *, progress: Callable[[int, int], None] | None = None,
                force: bool = False) -> ConsistencyReport:
@@ -355,6 +424,34 @@ class Assistant:
         from retrieval.sources.files.bibtex_writer import to_bibtex
 
         return to_bibtex(papers)
+
+    def export(self, fmt: str = "jsonl") -> Iterator[str]:
+        """Every indexed record with its provenance: JSON lines, or one BibTeX text."""
+        papers = self.index.iter_papers()
+        if fmt == "bibtex":
+            yield self.to_bibtex(list(papers))
+            return
+        for paper in papers:
+            yield paper.model_dump_json(exclude_none=True) + "\n"
+
+    def count(self) -> int:
+        """How many records are indexed."""
+        return self.index.count()
+
+    def ingested_before(self, path: Path, marker: str) -> bool:
+        """Whether this very file (by content) was indexed and recorded under ``marker`` (``mark_ingested``)."""
+        return self.index.store.get_meta(marker) == _digest(path)
+
+    def mark_ingested(self, path: Path, marker: str) -> None:
+        """Record that ``path`` as it is now was indexed (`paperbot demo` indexes its sample once)."""
+        self.index.store.set_meta(marker, _digest(path))
+
+    @staticmethod
+    def file_formats() -> tuple[str, ...]:
+        """The file formats ``ingest_files`` reads (``fmt``), in the order detection tries them."""
+        from retrieval.sources.files.detect import FORMATS
+
+        return FORMATS
 
     def ingest_files(
         self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None
@@ -376,20 +473,13 @@ class Assistant:
             return ingest_papers(self.index, papers, progress=progress)
 
     def stats(self) -> IndexStats:
-        from retrieval.ingest.roster import Roster
+        from retrieval.index.stats import index_stats
 
-        by_source: dict[str, int] = {}
-        by_year: dict[int, int] = {}
-        for paper in self.index.iter_papers():
-            for source in paper.sources:
-                by_source[source] = by_source.get(source, 0) + 1
-            if paper.year is not None:
-                by_year[paper.year] = by_year.get(paper.year, 0) + 1
-        roster = Roster.load(self.settings)
-        return IndexStats(
-            papers=self.index.count(),
-            scholars=len(roster.list()),
-            last_sync=self.index.store.get_meta("last_sync"),
-            by_source=dict(sorted(by_source.items())),
-            by_year=dict(sorted(by_year.items())),
-        )
+        return index_stats(self.index, len(self.scholars()))
+
+    def papers_per_scholar(self) -> dict[str, int]:
+        """Per roster scholar, the indexed papers one of whose authors could be them (`paperbot stats`)."""
+        from retrieval.index.stats import papers_per_scholar
+
+        scholars = self.scholars()
+        return papers_per_scholar(self.index.iter_papers() if scholars else iter(()), scholars)

@@ -27,6 +27,10 @@ def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("paperbot", appauthor=False))
 
 
+def _default_encoder_cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("paperbot", appauthor=False)) / "encoders"
+
+
 def _env(name: str) -> AliasChoices:
     """Bind a field to exactly one environment variable (case-insensitive)."""
     return AliasChoices(name)
@@ -76,6 +80,13 @@ class Settings(BaseSettings):
         validation_alias=_env("PAPERBOT_ENCODER"),
         description="Local encoder backend for all-MiniLM-L6-v2; auto: the fastest within the quality bar, "
                     "measured once per CPU (retrieval.index.encoders.choice); an existing index keeps its encoder.",
+    )
+    encoder_cache_dir: Path = Field(
+        default_factory=_default_encoder_cache_dir,
+        validation_alias=_env("PAPERBOT_ENCODER_CACHE_DIR"),
+        description="Where the ONNX exports and auto's measured choice live, shared by every data dir on the "
+                    "machine and keyed by model and runtime versions (retrieval.index.encoders.cache). "
+                    "Default: <user cache dir>/paperbot/encoders.",
     )
 
     # --- LLM -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ too late (the device id is already written). Observed under ``strace -f`` on a f
 
 The other libraries are switched off where they are used: Chroma with
 ``anonymized_telemetry=False`` (``retrieval/index/dense.py``), the Hugging Face hub with
-``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` (``retrieval.index.encoders.local.model_path``).
+``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` (``retrieval.index.encoders.base.model_path``).
 """
 
 from __future__ import annotations

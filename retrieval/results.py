@@ -3,15 +3,71 @@
 These are the public contracts. ``--json`` output of the CLI is exactly ``model_dump()`` of
 the ``*Result`` models here (see the issue contracts); the Slack layer renders the same
 objects as Block Kit. Change them only additively.
+
+Sections: questions and answers (filters, hits, citations, answers and their stream events),
+scholars and collaborators, ingests, fetches and syncs, the roster and follows, the index's
+statistics. The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
+``retrieval.config``, and nothing else of the core (``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field, field_validator
 
-from retrieval.records.paper import Paper
+from retrieval.records.paper import (
+    Paper,
+    clean_text,
+    format_authors,
+    normalize_openalex_id,
+    normalize_orcid,
+    unique_clean,
+)
+from retrieval.text import fold
+
+if TYPE_CHECKING:
+    from retrieval.errors import SourceError
+
+
+# --- what validation and parsing removed, as the doors report it ---------------------------------
+
+
+@dataclass(frozen=True)
+class SkippedItem:
+    """One item of a document that produced no paper (or, in warnings, lost a field)."""
+
+    item: str  # what it was: "entry 'smith2020' (line 120)", "line 17", "record 3 (oai:...)"
+    reason: str  # why, specifically: "no title", "unbalanced braces", ...
+
+
+@dataclass(frozen=True)
+class DroppedSentence:
+    text: str
+    reason: str  # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation"
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The validated answer plus what validation removed (kept for tests and the bench)."""
+
+    text: str  # final text; citations renumbered 1..m. Empty when abstained.
+    order: tuple[int, ...]  # order[i] = evidence number behind final citation [i + 1]
+    abstained: bool
+    reason: str | None = None  # why it abstained: "refusal" | "no valid citation" | "empty"
+    dropped: tuple[DroppedSentence, ...] = ()
+    invalid_citations: tuple[int, ...] = ()  # numbers that pointed to no evidence, in order seen
+    raw_citations: int = 0  # citation numbers in the raw text, valid or not
+    kept_sentences: int = 0  # claim sentences kept
+
+    @property
+    def dropped_sentences(self) -> list[str]:
+        return [d.text for d in self.dropped]
+
+
+# --- questions and answers ---------------------------------------------------------------------
 
 
 class SearchFilters(BaseModel):
@@ -40,6 +96,22 @@ class SearchFilters(BaseModel):
         if self.venue:
             parts.append(f"in venue {self.venue!r}")
         return ", ".join(parts)
+
+    def wording(self) -> str:
+        """"by Zhao Zhang in Nature since 2025": the filters in the order a sentence reads them."""
+        parts: list[str] = []
+        if self.authors:
+            parts.append("by " + " or ".join(self.authors))
+        if self.venue:
+            parts.append(f"in {self.venue}")
+        since, until = self.since, self.until
+        if since is not None and until is not None:
+            parts.append(f"in {since}" if since == until else f"from {since} to {until}")
+        elif since is not None:
+            parts.append(f"since {since}")
+        elif until is not None:
+            parts.append(f"until {until}")
+        return " ".join(parts)
 
 
 class SearchHit(BaseModel):
@@ -83,6 +155,10 @@ class Citation(BaseModel):
             open_access=paper.open_access,
         )
 
+    def byline(self, limit: int = 3) -> str:
+        """"A, B and C" or "A, B, C et al." (``records.paper.format_authors``)."""
+        return format_authors(self.authors, limit)
+
 
 class SearchResult(BaseModel):
     """``paperbot search --json``: ranked records with scores."""
@@ -109,10 +185,32 @@ class AnswerResult(BaseModel):
     notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive answer"
 
 
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of model text as it streams (unvalidated)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Final:
+    """The validated answer; always the last event. ``report`` is set when a model answered."""
+
+    result: AnswerResult
+    report: ValidationReport | None = None
+    query: str = ""  # the query retrieval ran with (the standalone rewrite for follow-ups)
+
+
+AnswerEvent = TextDelta | Final
+
+
+# --- scholars and collaborators ----------------------------------------------------------------
+
+
 class ScholarIdentity(BaseModel):
     name: str
     ids: dict[str, str] = Field(default_factory=dict)  # orcid, openalex, arxiv_name...
-    affiliations: dict[str, list[str]] = Field(default_factory=lambda: {"current": [], "previous": []})
+    affiliations: dict[str, list[str]] = Field(default_factory=lambda: {"current": list[str](), "previous": list[str]()})
 
 
 class Theme(BaseModel):
@@ -201,6 +299,257 @@ class CollaboratorsResult(BaseModel):
     scholars: list[ExpertCandidate]
     notice: str | None = Field(default=None, exclude=True)  # e.g. "no indexed paper is close to the topic"
     for_person: str | None = Field(default=None, exclude=True)  # who --for resolved to (display name)
+
+
+# --- ingests, fetches and syncs ------------------------------------------------------------------
+
+EMPTY_FILE = "the file is empty"  # ``FileResult.problem`` of a file with nothing in it
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What one file of an ingest yielded; ``problem`` says why it yielded no record."""
+
+    path: str
+    format: str | None  # None when the file could not be read in any format
+    records: int  # papers parsed from it (before deduplication)
+    skipped: int  # the report's skipped items that come from this file
+    problem: str | None = None  # "the file is empty", "not in a format paperbot reads", ...
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did, id by id."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[SkippedItem] = field(default_factory=list)
+    warnings: list[SkippedItem] = field(default_factory=list)  # kept records that lost a bad optional value
+    merged_duplicates: int = 0  # incoming items folded into another item of the same batch
+    files: list[FileResult] = field(default_factory=list)  # file ingests: one per given file
+
+    def extend(self, other: IngestReport) -> None:
+        self.added.extend(other.added)
+        self.updated.extend(other.updated)
+        self.unchanged.extend(other.unchanged)
+        self.skipped.extend(other.skipped)
+        self.warnings.extend(other.warnings)
+        self.merged_duplicates += other.merged_duplicates
+        self.files.extend(other.files)
+
+    @property
+    def total(self) -> int:
+        return len(self.added) + len(self.updated) + len(self.unchanged)
+
+    @property
+    def nothing_read(self) -> bool:
+        """No record came out of the given files: each was unreadable, empty or fully skipped."""
+        return self.total == 0 and bool(self.files) and all(result.problem for result in self.files)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "added": len(self.added),
+            "updated": len(self.updated),
+            "unchanged": len(self.unchanged),
+            "merged_duplicates": self.merged_duplicates,
+            "skipped": [{"item": s.item, "reason": s.reason} for s in self.skipped],
+            "warnings": [{"item": w.item, "reason": w.reason} for w in self.warnings],
+            "files": [asdict(result) for result in self.files],
+        }
+
+
+@dataclass
+class FetchResult:
+    """What one `paperbot ingest arxiv|openalex|crossref` fetch did (``retrieval.ingest.fetchers``).
+
+    ``report`` is the ingest of the works received, its ``skipped`` led by what the source could
+    not deliver (unknown DOIs, unusable items); ``failure`` is the source's error when it failed
+    part-way (the works received before it are indexed).
+    """
+
+    source: str  # "arxiv", "openalex", "crossref"
+    label: str  # "arXiv", "OpenAlex", "Crossref"
+    what: str  # "arXiv papers of 'Adrian Del Maestro'"
+    fetched: int
+    report: IngestReport
+    notes: list[str] = field(default_factory=list)  # e.g. results left out by the name filter
+    failure: SourceError | None = None
+
+
+class SourceFailure(BaseModel):
+    """A source that failed for one scholar; works it delivered before failing were kept."""
+
+    source: str
+    message: str
+    fetched_before_failure: int = 0
+
+
+class ScholarSync(BaseModel):
+    """What one scholar's sync did."""
+
+    name: str
+    new: list[str] = Field(default_factory=list)  # ids of papers not in the index before this sync
+    updated: list[str] = Field(default_factory=list)  # existing records that gained information
+    unchanged: int = 0
+    fetched: dict[str, int] = Field(default_factory=dict)  # works received per source asked
+    completed: list[str] = Field(default_factory=list)  # sources whose sync time was advanced
+    errors: list[SourceFailure] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # skipped sources, ambiguous profiles, caps
+
+
+class SyncReport(BaseModel):
+    """The outcome of one ``sync_roster`` run (``paperbot sync --json`` prints this)."""
+
+    started_at: str
+    finished_at: str | None = None
+    scholars: list[ScholarSync] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def new_paper_ids(self) -> list[str]:
+        """Every paper that is new in this sync, once, in the order found."""
+        return list(dict.fromkeys(pid for scholar in self.scholars for pid in scholar.new))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def updated_paper_ids(self) -> list[str]:
+        new = set(self.new_paper_ids)
+        return [pid for pid in dict.fromkeys(p for s in self.scholars for p in s.updated) if pid not in new]
+
+    @property
+    def errors(self) -> list[tuple[str, SourceFailure]]:
+        """(scholar name, failure) for every source that failed."""
+        return [(scholar.name, failure) for scholar in self.scholars for failure in scholar.errors]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True)
+class SyncEvent:
+    """Progress of a sync, for a progress bar or log lines.
+
+    ``stage``: "start" (a scholar begins), "source" (a source delivered ``count`` works),
+    "error" (a source failed, ``message``), "note" (``message``), "done" (scholar committed).
+    """
+
+    scholar: str
+    position: int  # 1-based
+    total: int
+    stage: str
+    source: str | None = None
+    count: int = 0
+    message: str = ""
+
+
+# --- the roster and follows ----------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Scholar(BaseModel):
+    """One rostered person and how to find their works in each source."""
+
+    name: str
+    orcid: str | None = None
+    openalex_id: str | None = None
+    arxiv_name: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    added_at: str = Field(default_factory=_now)
+    last_synced: dict[str, str] = Field(default_factory=dict)  # source -> ISO time of the last complete fetch
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        name = clean_text(value)
+        if not name:
+            raise ValueError("the scholar's name is empty")
+        return name
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases(cls, value: list[str]) -> list[str]:
+        return unique_clean(value)
+
+    @property
+    def names(self) -> list[str]:
+        """Every name this scholar is known by: name, arXiv name, aliases."""
+        found = [self.name]
+        for extra in [self.arxiv_name, *self.aliases]:
+            if extra and extra not in found:
+                found.append(extra)
+        return found
+
+    def matches(self, query: str) -> bool:
+        """True for any of the scholar's names (case/accents ignored), their ORCID or OpenAlex id."""
+        text = query.strip()
+        orcid = normalize_orcid(text)
+        if orcid and orcid == self.orcid:
+            return True
+        openalex = normalize_openalex_id(text)
+        if openalex and openalex == self.openalex_id:
+            return True
+        wanted = fold(text)
+        return bool(wanted) and any(fold(name) == wanted for name in self.names)
+
+
+FollowKind = Literal["scholar", "topic"]
+
+
+class Follow(BaseModel):
+    """One follow of one channel."""
+
+    id: int
+    channel: str
+    kind: FollowKind
+    query: str
+    created_by: str | None = None
+    created_at: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.query}"
+
+
+class FollowAlert(BaseModel):
+    """New papers one follow has not announced yet."""
+
+    follow: Follow
+    papers: list[Paper]
+
+
+@dataclass(frozen=True)
+class FollowAdded:
+    """``Assistant.follow``: the follow, whether it is new, and whether its kind was guessed."""
+
+    follow: Follow
+    created: bool
+    guessed: bool  # the text did not say scholar or topic: ``alerts.follows.guess_kind`` chose
+
+
+@dataclass
+class PendingAlerts:
+    """New papers queued by syncs, and per follow those it matches and has not announced."""
+
+    paper_ids: list[str]
+    alerts: list[FollowAlert]
+
+
+# --- the index ---------------------------------------------------------------------------------
+
+
+class IndexStats(BaseModel):
+    """What is indexed, for `paperbot stats` and the Slack App Home."""
+
+    papers: int
+    scholars: int
+    last_sync: str | None
+    by_source: dict[str, int]
+    by_year: dict[int, int]
 
 
 ScholarSummaryResult.model_rebuild()

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
 
-from tests.support.model_cache import shared_model_cache
+from tests.support.model_cache import shared_model_cache, use_session_encoder_cache
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before anything is collected: the session's own encoder cache, never the user's."""
+    use_session_encoder_cache()
 
 
 @pytest.fixture(scope="session")
 def model_cache() -> Path:
-    """The encoder's on-disk cache (ONNX exports, the auto choice), made once per session:
-    ``tests.support.model_cache.link_model_cache`` links it into a data dir."""
+    """The session's encoder cache dir (ONNX exports, the auto choice), exported into once and used by
+    every data dir and subprocess (``tests/support/model_cache.py``)."""
     return shared_model_cache()
 
 
@@ -20,6 +26,24 @@ def model_cache() -> Path:
 def reference_encoder():
     """The reference torch encoder (sentence-transformers), loaded once per session and shared by
     every in-process test that needs real vectors (it keeps no state between calls)."""
-    from retrieval.index.encoders.local import TorchEncoder
+    from retrieval.index.encoders.torch_encoder import TorchEncoder
 
     return TorchEncoder()
+
+
+@pytest.fixture
+def slack_retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits slack_sdk's retry handlers ask for, recorded instead of slept.
+
+    On a 429 the SDK sleeps Retry-After plus up to 1 s of jitter, on a 5xx a backoff (0.5 s,
+    1 s, ...), with ``time.sleep`` called from its ``http_retry`` modules: real seconds that a
+    test of the retries spends idle. Only those modules' ``time`` is replaced; the retried calls
+    themselves still go to the stand-in.
+    """
+    from slack_sdk.http_retry import builtin_handlers, handler  # here: slack_sdk costs ~85 ms to import
+
+    waits: list[float] = []
+    clock = types.SimpleNamespace(sleep=waits.append)
+    monkeypatch.setattr(handler, "time", clock)
+    monkeypatch.setattr(builtin_handlers, "time", clock)
+    return waits

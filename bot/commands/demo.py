@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,15 +33,14 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.commands.ingest import print_report
 
     path = sample_path()
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    index = ctx.index
-    if index.store.get_meta(META_KEY) == digest:
-        ctx.note(f"Sample corpus already indexed in {ctx.settings.data_dir} ({index.count():,} records).")
+    assistant = ctx.assistant
+    if assistant.ingested_before(path, META_KEY):
+        ctx.note(f"Sample corpus already indexed in {ctx.settings.data_dir} ({assistant.count():,} records).")
     else:
         ctx.note(f"Indexing the sample corpus into {ctx.settings.data_dir} (first run only) ...")
         with ctx.progress("Indexing sample", total=None) as update:
-            report = ctx.assistant.ingest_files([path], progress=update)
-        index.store.set_meta(META_KEY, digest)
+            report = assistant.ingest_files([path], progress=update)
+        assistant.mark_ingested(path, META_KEY)
         print_report(report, ctx, as_json=False, what="Sample corpus")
         ctx.out()
     result = ctx.assistant.ask(args.question)

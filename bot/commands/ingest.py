@@ -19,7 +19,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.ingest.pipeline import IngestReport
+    from retrieval.results import IngestReport
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
@@ -34,14 +34,14 @@ def rewrite_fetch_argv(argv: list[str]) -> list[str]:
 
 
 class _Formats:
-    """``retrieval.sources.files.detect.FORMATS`` (formats may be added there) as argparse choices, read
+    """``Assistant.file_formats()`` (formats may be added to the readers) as argparse choices, read
     when argparse first looks at them: building the parser imports none of the file readers."""
 
     @staticmethod
     def _names() -> tuple[str, ...]:
-        from retrieval.sources.files import detect as source_files
+        from retrieval.assistant import Assistant
 
-        return source_files.FORMATS
+        return Assistant.file_formats()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
@@ -87,8 +87,8 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
 
 def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:
     """The one-line error of an ingest that read nothing: what each file held, and what to do."""
-    from retrieval.ingest.pipeline import EMPTY_FILE
-    from retrieval.sources.files import detect as source_files
+    from retrieval.assistant import Assistant
+    from retrieval.results import EMPTY_FILE
 
     problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in report.files if result.problem]
     listed = "; ".join(f"{path}: {problem}" for path, problem in problems[:PROBLEMS_SHOWN])
@@ -98,7 +98,7 @@ def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:
         message = f"Nothing could be read from {listed}."
     else:
         message = f"Nothing could be read from the {len(report.files)} given files ({listed})."
-    formats = ", ".join(source_files.FORMATS)
+    formats = ", ".join(Assistant.file_formats())
     if fmt is not None:
         which = "the file is" if len(report.files) == 1 else "the files are"
         hint = f"Check that {which} {fmt}, or pass another --format ({formats})."

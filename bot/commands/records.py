@@ -33,28 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace, ctx: CliContext) -> int:
-    papers = ctx.index.iter_papers()
-    if args.format == "bibtex":
-        ctx.stdout.write(ctx.assistant.to_bibtex(list(papers)))
-        return 0
-    for paper in papers:
-        ctx.stdout.write(paper.model_dump_json(exclude_none=True) + "\n")
+    for chunk in ctx.assistant.export(args.format):
+        ctx.stdout.write(chunk)
     return 0
 
 
 def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.ingest.roster import Roster
-    from retrieval.records.names import names_compatible
-
     stats = ctx.assistant.stats()
-    roster = Roster.load(ctx.settings).list()
-    per_scholar: dict[str, int] = {scholar.name: 0 for scholar in roster}
-    if roster:
-        for paper in ctx.index.iter_papers():
-            for scholar in roster:
-                names = [scholar.name, *scholar.aliases]
-                if any(names_compatible(a, n) for a in paper.author_names for n in names):
-                    per_scholar[scholar.name] += 1
+    per_scholar = ctx.assistant.papers_per_scholar()
     payload = {**stats.model_dump(mode="json"), "by_scholar": per_scholar}
     if args.json:
         ctx.out_json(payload)
@@ -72,16 +58,16 @@ def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
 def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.force and not args.repair:
         raise InputError("--force only applies with --repair.", hint="Run `paperbot doctor --repair --force`.")
-    index = ctx.index
     if args.repair:
         with ctx.progress("Repairing (re-embedding where needed)", total=None) as update:
             report = ctx.assistant.repair(progress=update, force=args.force)  # under the data dir's writer lock
     else:
-        report = index.check_consistency()
+        report = ctx.assistant.check_consistency()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok})
     else:
         ctx.out(str(report))
         if report.encoder_choice:
             ctx.out(report.encoder_choice)
+        ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
     return 0 if (args.repair or report.ok) else 3

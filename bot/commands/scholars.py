@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bot.commands.ingest import FETCH_SOURCES  # the sources a scholar is synced from, in this order
+
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.ingest.roster import Scholar
+    from retrieval.results import Scholar
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,29 +54,24 @@ def _describe(scholar: Scholar) -> str:
 
 
 def _synced(scholar: Scholar) -> str:
-    from retrieval.ingest.roster import SOURCES
-
-    marks = [f"{source} {scholar.last_synced[source][:10]}" for source in SOURCES if source in scholar.last_synced]
+    marks = [f"{source} {scholar.last_synced[source][:10]}" for source in FETCH_SOURCES if source in scholar.last_synced]
     return "last synced: " + (", ".join(marks) if marks else "never")
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.ingest.roster import Roster
-
-    roster = Roster.load(ctx.settings)
     if args.scholars_action == "add":
-        scholar = roster.add(args.name, orcid=args.orcid, openalex_id=args.openalex, arxiv_name=args.arxiv_name,
-                             aliases=args.alias)
+        scholar = ctx.assistant.add_scholar(args.name, orcid=args.orcid, openalex_id=args.openalex,
+                                            arxiv_name=args.arxiv_name, aliases=args.alias)
         ctx.out(f"Added {_describe(scholar)}.")
         if not (scholar.orcid or scholar.openalex_id):
             ctx.note("Tip: without --orcid or --openalex, OpenAlex is searched by name and Crossref is skipped.")
         ctx.note("Run `paperbot sync` to fetch their publications.")
         return 0
     if args.scholars_action == "remove":
-        scholar = roster.remove(args.name)
+        scholar = ctx.assistant.remove_scholar(args.name)
         ctx.out(f"Removed {scholar.name} from the roster (their indexed papers stay in the index).")
         return 0
-    scholars = roster.list()
+    scholars = ctx.assistant.scholars()
     if args.json:
         ctx.out_json([scholar.model_dump(mode="json") for scholar in scholars])
         return 0

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 def _warm_up(ctx: CliContext) -> None:
     """Open the index before the first question arrives (errors surface on that question)."""
     try:
-        ctx.assistant.index.count()
+        ctx.assistant.count()
     except Exception:
         log.warning("the index could not be opened at start-up", exc_info=True)
 

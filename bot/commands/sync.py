@@ -10,7 +10,7 @@ from retrieval.errors import InputError, PaperbotError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.ingest.sync import SyncEvent, SyncReport
+    from retrieval.results import SyncEvent, SyncReport
 
 NEW_SHOWN = 10
 
@@ -45,7 +45,7 @@ def _progress(ctx: CliContext, update: Callable[[int, int], None]) -> Callable[[
 def print_report(report: SyncReport, ctx: CliContext) -> None:
     """The human summary: totals, then per scholar what is new (with titles) and what failed."""
     new_ids = report.new_paper_ids
-    titles = {pid: paper for pid, paper in ctx.index.get_many(new_ids).items()} if new_ids else {}
+    titles = {paper.id: paper for paper in ctx.assistant.papers(new_ids)} if new_ids else {}
     ctx.out(
         f"Synced {len(report.scholars)} scholar(s): {len(new_ids)} new paper(s), "
         f"{len(report.updated_paper_ids)} updated."
@@ -66,9 +66,7 @@ def print_report(report: SyncReport, ctx: CliContext) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from retrieval.ingest.roster import Roster
-
-    scholars = Roster.load(ctx.settings).list()
+    scholars = ctx.assistant.scholars()
     if not scholars:
         raise InputError(
             "The roster is empty: there is nobody to sync.",
@@ -78,9 +76,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         report = ctx.assistant.sync(progress=_progress(ctx, update))
     if report.new_paper_ids:
         try:
-            from retrieval.alerts.follows import note_new_papers
-
-            note_new_papers(ctx.settings, report.new_paper_ids)
+            ctx.assistant.follows.note_new_papers(report.new_paper_ids)
         except PaperbotError as exc:
             ctx.note(f"Could not queue follow alerts for the new papers: {exc}")
     if args.json:

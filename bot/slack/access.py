@@ -42,6 +42,11 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _dict(value: object) -> dict[str, Any]:
+    """A payload part that should be an object, or an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _id(value: object) -> str | None:
     if isinstance(value, dict):
         return _str(value.get("id"))
@@ -50,8 +55,8 @@ def _id(value: object) -> str | None:
 
 def requester_of(body: dict[str, Any]) -> Requester:
     """Workspace, channel and user of an event, slash command or interaction payload."""
-    event = body.get("event") if isinstance(body.get("event"), dict) else {}
-    container = body.get("container") if isinstance(body.get("container"), dict) else {}
+    event = _dict(body.get("event"))
+    container = _dict(body.get("container"))
     team = _str(body.get("team_id")) or _id(body.get("team")) or _str(event.get("team"))
     channel = (
         _str(event.get("channel")) or _str(body.get("channel_id")) or _id(body.get("channel"))
@@ -66,9 +71,8 @@ def is_allowed(settings: Settings, requester: Requester) -> bool:
         return False
     if settings.slack_allowed_users and requester.user not in settings.slack_allowed_users:
         return False
-    if settings.slack_allowed_channels and not (requester.channel or "").startswith("D"):
-        if requester.channel not in settings.slack_allowed_channels:
-            return False
+    if settings.slack_allowed_channels and not (requester.channel or "").startswith("D"):  # a DM is no channel
+        return requester.channel in settings.slack_allowed_channels
     return True
 
 
@@ -91,7 +95,7 @@ def access_middleware(settings: Settings, client: WebClient, background: Callabl
             if url:
                 background(lambda: _respond(url))
             return BoltResponse(status=200, body="")
-        event = body.get("event") if isinstance(body.get("event"), dict) else {}
+        event = _dict(body.get("event"))
         if _addressed_to_bot(event) and requester.channel:
             thread = _str(event.get("thread_ts")) or _str(event.get("ts"))
             background(lambda: _post(client, requester, thread))

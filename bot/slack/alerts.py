@@ -1,7 +1,7 @@
 """Follow alerts: post papers that syncs reported as NEW into the channels that follow them.
 
 ``paperbot sync`` (any process) hands the ids of new papers to the follows store's queue
-(``retrieval.alerts.follows.note_new_papers``); the serving bot picks them up every minute, matches
+(``Assistant.follows.note_new_papers``); the serving bot picks them up every minute, matches
 them against the follows and posts each matching paper once per follow. With
 ``PAPERBOT_SYNC_INTERVAL_HOURS`` set, the bot also runs the sync itself on that schedule.
 """
@@ -18,10 +18,8 @@ from slack_sdk.errors import SlackApiError
 from bot.slack.blocks import follow_alert_blocks
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import fallback_text, paginate
-from retrieval.alerts.follows import Follow
 from retrieval.errors import PaperbotError
-from retrieval.records.paper import Paper
-from retrieval.results import Citation
+from retrieval.results import Citation, FollowAlert
 
 log = logging.getLogger(__name__)
 
@@ -39,26 +37,27 @@ class FollowAlerts:
 
     def post_pending(self) -> int:
         """One pass over the queue; returns how many (follow, paper) announcements were posted."""
+        follows = self._deps.assistant.follows
         with self._lock:
-            ids = self._deps.follows.queued_new_papers()
-            if not ids:
+            pending = follows.pending()
+            if not pending.paper_ids:
                 return 0
-            papers = self._deps.assistant.papers(ids)
             posted, complete = 0, True
-            for alert in self._deps.follows.pending_alerts(papers):
-                outcome = self._post(alert.follow, alert.papers)
+            for alert in pending.alerts:
+                outcome = self._post(alert)
                 if outcome is None:
                     complete = False  # transient failure: keep the ids queued, try again next pass
                     continue
-                self._deps.follows.mark_announced(alert.follow.id, [paper.id for paper in alert.papers])
+                follows.mark_announced(alert.follow.id, [paper.id for paper in alert.papers])
                 posted += outcome
             if complete:
-                self._deps.follows.done_with_new_papers(ids)
+                follows.done_with(pending.paper_ids)
             return posted
 
-    def _post(self, follow: Follow, papers: Sequence[Paper]) -> int | None:
+    def _post(self, alert: FollowAlert) -> int | None:
+        follow = alert.follow
         channel, label = follow.channel, follow.label
-        citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(papers, start=1)]
+        citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(alert.papers, start=1)]
         text = f"New papers matching {label}: " + "; ".join(citation.title for citation in citations)
         try:
             for page in paginate(follow_alert_blocks(follow.kind, follow.query, citations)):

@@ -23,10 +23,9 @@ from bot.slack import blocks as kit
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import escape
 from bot.slack.jobs import Reply, Work, new_reference
-from retrieval.answers.chain import Final, TextDelta
 from retrieval.errors import PaperbotError, StorageError
 from retrieval.records.paper import clean_text
-from retrieval.results import AmbiguousScholarResult, AnswerResult
+from retrieval.results import AmbiguousScholarResult, AnswerResult, Final, TextDelta
 
 log = logging.getLogger(__name__)
 

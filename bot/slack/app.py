@@ -47,7 +47,6 @@ from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
-from retrieval.alerts.follows import FollowStore
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
 
@@ -58,6 +57,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_API_URL = "https://slack.com/api"
 RATE_LIMIT_RETRIES = 4
+DEFAULT_LIMITS = DoorLimits()  # frozen: one shared default
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -132,7 +132,7 @@ class SlackRuntime:
         self.scheduler = scheduler
         self._doors: list[SlackDoor] = []
 
-    def http_door(self, limits: DoorLimits = DoorLimits()) -> SlackDoor:
+    def http_door(self, limits: DoorLimits = DEFAULT_LIMITS) -> SlackDoor:
         """The ASGI application: ``POST /slack/events`` for Slack, ``GET /healthz`` for probes."""
         if not self.credentials.signing_secret:
             raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
@@ -140,12 +140,12 @@ class SlackRuntime:
         self._doors.append(door)
         return door
 
-    def http_server(self, limits: DoorLimits = DoorLimits()) -> uvicorn.Server:
+    def http_server(self, limits: DoorLimits = DEFAULT_LIMITS) -> uvicorn.Server:
         """uvicorn serving the door (``run(sockets=[bind(host, port)])``; SIGINT/SIGTERM stop it)."""
         return uvicorn.Server(uvicorn_config(self.http_door(limits)))
 
     def start_http(self, host: str = "127.0.0.1", port: int = 0, *,
-                   limits: DoorLimits = DoorLimits()) -> RunningServer:
+                   limits: DoorLimits = DEFAULT_LIMITS) -> RunningServer:
         """uvicorn serving the door in a background thread; ``shutdown()`` stops it."""
         return RunningServer(self.http_door(limits), bind(host, port))
 
@@ -218,7 +218,6 @@ def build_slack(
         settings=settings,
         assistant=assistant,
         store=store,
-        follows=FollowStore.for_settings(settings),
         queue=WorkQueue(settings.slack_workers, settings.slack_user_queue_limit),
         deduper=StoredDeduper(store),
         background=background,
@@ -238,7 +237,7 @@ def build_slack(
     scheduler = AlertScheduler(
         alerts, poll_seconds=alert_poll_seconds, sync_every_seconds=sync_every,
         run_sync=(lambda: assistant.sync().new_paper_ids) if sync_every else None,
-        note_new=deps.follows.note_new_papers, clock=clock,
+        note_new=assistant.follows.note_new_papers, clock=clock,
     )
     return SlackRuntime(app, deps, creds, scheduler)
 

@@ -25,8 +25,6 @@ from bot.slack.formatting import (
     plain_text,
     sections,
 )
-from retrieval.answers.listing import describe_filters
-from retrieval.records.paper import format_authors
 from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
@@ -72,7 +70,7 @@ def citation_line(citation: Citation, *, label: str | None = None) -> str:
     """``*[n]* <link|Title>`` then authors · venue · year · open-access badge."""
     number = label if label is not None else f"[{citation.n}]"
     title = link(citation_url(citation), citation.title)
-    facts = [escape(format_authors(citation.authors))]
+    facts = [escape(citation.byline())]
     if citation.venue:
         facts.append(f"_{escape(citation.venue).replace('_', ' ')}_")
     if citation.year:
@@ -98,7 +96,7 @@ def answer_blocks(result: AnswerResult, *, asked_by: str | None = None) -> list[
     blocks.extend(sections(markdown_to_mrkdwn(result.answer) or "_(empty answer)_"))
     notes: list[str] = []
     if result.filters:
-        described = describe_filters(SearchFilters.model_validate(result.filters))
+        described = SearchFilters.model_validate(result.filters).wording()
         if result.kind == "listing" and not result.abstained:
             notes.append(f":mag: Listing every indexed paper {escape(described)}")
         else:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from bot.slack.dedupe import StoredDeduper
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
-from retrieval.alerts.follows import FollowStore
 from retrieval.config import Settings
 
 if TYPE_CHECKING:
@@ -25,7 +24,6 @@ class SlackDeps:
     settings: Settings
     assistant: Assistant
     store: SlackStore
-    follows: FollowStore
     queue: WorkQueue
     deduper: StoredDeduper
     background: ThreadPoolExecutor
@@ -43,4 +41,4 @@ class SlackDeps:
         self.queue.close()
         self.background.shutdown(wait=True, cancel_futures=True)
         self.store.close()
-        self.follows.close()
+        self.assistant.close()  # the follows store it opened (reopened on next use)

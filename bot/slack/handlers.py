@@ -2,7 +2,7 @@
 
 Listeners turn a Slack payload into a ``Command`` and a ``Target``; :func:`handle` runs it.
 Slow verbs (ask, summarize, collaborators) go through the queue; the follow verbs only touch
-the follows store and answer at once.
+the follows store (``Assistant.follows``) and answer at once.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from bot.slack.command_text import Command
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import bold, escape, sections
 from bot.slack.jobs import Target, new_reference, notify, submit
-from retrieval.alerts.follows import Follow, FollowKind, guess_kind, parse_follow
 from retrieval.errors import PaperbotError
+from retrieval.results import Follow
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +49,12 @@ def handle(deps: SlackDeps, client: WebClient, command: Command, target: Target)
 
 
 def _follow_verbs(deps: SlackDeps, client: WebClient, command: Command, target: Target) -> None:
+    follows = deps.assistant.follows
     if command.verb == "follows":
-        follows = deps.follows.list(target.channel)
-        notify(client, target, sections(follows_text(follows)), "Follows of this channel")
+        notify(client, target, sections(follows_text(follows.list(target.channel))), "Follows of this channel")
         return
     if command.verb == "unfollow":
-        removed = deps.follows.remove(target.channel, command.text)
+        removed = follows.unfollow(target.channel, command.text)
         if removed is None:
             text = f"This channel does not follow {bold(command.text)}. `/paperbot follows` lists what it follows."
             notify(client, target, sections(text), "Nothing to unfollow")
@@ -62,10 +62,9 @@ def _follow_verbs(deps: SlackDeps, client: WebClient, command: Command, target: 
             text = f"Stopped following {_label(removed)} here."
             notify(client, target, sections(text), f"Unfollowed {removed.query}", public=True)
         return
-    kind, query = parse_follow(command.text)
-    chosen: FollowKind = kind or guess_kind(query, lambda name: is_known_scholar(deps, name))
-    follow, created = deps.follows.add(target.channel, chosen, query, created_by=target.user)
-    if not created:
+    added = follows.follow(target.channel, command.text, created_by=target.user)
+    follow = added.follow
+    if not added.created:
         text = f"This channel already follows {_label(follow)} (#{follow.id})."
         notify(client, target, sections(text), "Already followed")
         return
@@ -73,16 +72,11 @@ def _follow_verbs(deps: SlackDeps, client: WebClient, command: Command, target: 
         f":bell: Following {_label(follow)} here (#{follow.id}). After each sync I'll post new matching "
         "papers in this channel, each once."
     )
-    if kind is None:
-        other = "topic" if chosen == "scholar" else "scholar"
-        text += (f"\n_Read as a {chosen}. If you meant the {other}: `/paperbot unfollow {follow.id}` then "
-                 f"`/paperbot follow {other} {escape(query)}`._")
+    if added.guessed:
+        other = "topic" if follow.kind == "scholar" else "scholar"
+        text += (f"\n_Read as a {follow.kind}. If you meant the {other}: `/paperbot unfollow {follow.id}` then "
+                 f"`/paperbot follow {other} {escape(follow.query)}`._")
     notify(client, target, sections(text), f"Following {follow.query}", public=True)
-
-
-def is_known_scholar(deps: SlackDeps, name: str) -> bool:
-    """On the roster, or an author of some indexed paper."""
-    return deps.assistant.is_known_scholar(name)
 
 
 def _label(follow: Follow) -> str:

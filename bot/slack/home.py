@@ -13,7 +13,7 @@ from bot.slack.formatting import Block, context, divider, escape, header, sectio
 
 if TYPE_CHECKING:
     from bot.slack.deps import SlackDeps
-    from retrieval.assistant import IndexStats
+    from retrieval.results import IndexStats
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def home_view(stats: IndexStats | None, *, follows: int = 0) -> dict[str, Any]:
             f"*Last sync:* {last_sync}",
         ]
         if stats.by_year:
-            years = [year for year in stats.by_year]
+            years = list(stats.by_year)
             facts.append(f"*Publication years:* {min(years)}–{max(years)}")
         if stats.by_source:
             facts.append("*Sources:* " + escape(", ".join(f"{name} ({count:,})" for name, count in stats.by_source.items())))
@@ -77,5 +77,5 @@ class HomeTab:
         return stats
 
     def publish(self, client: WebClient, user_id: str) -> None:
-        view = home_view(self.stats(), follows=len(self._deps.follows.list()))
+        view = home_view(self.stats(), follows=len(self._deps.assistant.follows.list()))
         client.views_publish(user_id=user_id, view=view)

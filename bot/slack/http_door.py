@@ -64,7 +64,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -182,7 +182,7 @@ class ReplayGuard:
 # --- from bytes to a Bolt request --------------------------------------------------------------
 
 
-def bolt_request(raw: bytes, *, query: str, headers: dict[str, list[str]]) -> BoltRequest | None:
+def bolt_request(raw: bytes, *, query: str, headers: Mapping[str, Sequence[str]]) -> BoltRequest | None:
     """The Bolt request for a verified body, or ``None`` when the body cannot be read.
 
     Unreadable: not UTF-8, not a JSON object (e.g. an array), nested beyond the parser's recursion
@@ -191,7 +191,8 @@ def bolt_request(raw: bytes, *, query: str, headers: dict[str, list[str]]) -> Bo
     body without a ``payload`` field is parsed here as the plain form it is.
     """
     try:
-        request = BoltRequest(body=raw.decode("utf-8"), query=query, headers=headers)
+        bolt_headers: dict[str, str | Sequence[str]] = dict(headers)
+        request = BoltRequest(body=raw.decode("utf-8"), query=query, headers=bolt_headers)
     except (UnicodeDecodeError, ValueError, TypeError, AttributeError, RecursionError):
         return None
     if not isinstance(request.body, dict):
@@ -313,7 +314,7 @@ class SlackDoor:
             response = self.app.dispatch(request)
         except Exception:
             reference = new_reference()
-            log.error("unexpected error dispatching a Slack request [ref %s]", reference, exc_info=True)
+            log.exception("unexpected error dispatching a Slack request [ref %s]", reference)
             return _Answer(500, close=True)
         return _from_bolt(response)
 

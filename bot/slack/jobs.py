@@ -140,8 +140,7 @@ class Reply:
         else:
             self.message_ts = self._post(first, text)
             posted.append(self.message_ts)
-        for page in rest:
-            posted.append(self._post(page, text, thread_ts=self.thread_ts))
+        posted.extend(self._post(page, text, thread_ts=self.thread_ts) for page in rest)
         self._remember_thread()
         return posted
 
@@ -201,6 +200,7 @@ class Reply:
         return str(response["ts"])
 
     def _update(self, blocks: Sequence[Block], text: str) -> None:
+        assert self.message_ts is not None, "only a posted message is updated"
         self.client.chat_update(channel=self.target.channel, ts=self.message_ts, text=text, blocks=list(blocks), parse="none")
         self._last_update = self.deps.clock()
 

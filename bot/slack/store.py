@@ -116,7 +116,7 @@ class SlackStore:
         if row is None:
             return None
         keys = ("id", "created_at", "team", "channel", "thread_ts", "user", "kind", "question", "answer")
-        return StoredAnswer(**dict(zip(keys, row[:9])), cited_ids=json.loads(row[9]))
+        return StoredAnswer(**dict(zip(keys, row[:9], strict=True)), cited_ids=json.loads(row[9]))
 
     def thread_history(self, channel: str, thread_ts: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """(question, answer) pairs of the questions answered in this thread, oldest first."""
@@ -147,7 +147,7 @@ class SlackStore:
                 "SELECT answer_id, user, vote, created_at, question, answer, cited_ids FROM feedback ORDER BY created_at"
             ).fetchall()
         keys = ("answer_id", "user", "vote", "created_at", "question", "answer")
-        return [FeedbackRecord(**dict(zip(keys, row[:6])), cited_ids=json.loads(row[6])) for row in rows]
+        return [FeedbackRecord(**dict(zip(keys, row[:6], strict=True)), cited_ids=json.loads(row[6])) for row in rows]
 
     # --- threads -----------------------------------------------------------------------------
 

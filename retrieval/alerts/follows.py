@@ -16,53 +16,24 @@ Matching rules:
 
 from __future__ import annotations
 
+import builtins  # annotations in FollowStore's body after its method `list` need the builtin by name
 import re
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-import Stemmer
-from pydantic import BaseModel
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.records.names import names_compatible
-from retrieval.records.paper import Paper, fold, normalize_openalex_id, normalize_orcid
+from retrieval.records.paper import Paper, normalize_openalex_id, normalize_orcid
+from retrieval.results import Follow, FollowAlert, FollowKind
 from retrieval.storage.sqlite import SqliteFile
+from retrieval.text import fold, follow_terms
 
-FollowKind = Literal["scholar", "topic"]
 MAX_QUERY_CHARS = 200
 MAX_FOLLOWS_PER_CHANNEL = 50
 
-_STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or", "the", "to", "with", "about", "via", "using", "based", "towards", "toward", "new", "study", "studies", "paper", "papers"]
-)
-_WORD = re.compile(r"[a-z0-9]+")
 _KIND_PREFIX = re.compile(r"^(scholar|person|author|topic)\s*[:\s]\s*(.+)$", re.IGNORECASE | re.DOTALL)
-
-
-class Follow(BaseModel):
-    """One follow of one channel."""
-
-    id: int
-    channel: str
-    kind: FollowKind
-    query: str
-    created_by: str | None = None
-    created_at: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind} {self.query}"
-
-
-class FollowAlert(BaseModel):
-    """New papers one follow has not announced yet."""
-
-    follow: Follow
-    papers: list[Paper]
 
 
 def parse_follow(text: str) -> tuple[FollowKind | None, str]:
@@ -103,19 +74,9 @@ def guess_kind(query: str, is_known_scholar: Callable[[str], bool]) -> FollowKin
 # --- matching --------------------------------------------------------------------------------
 
 
-_STEMMER = Stemmer.Stemmer("english")  # PyStemmer, as in the lexical index; not thread-safe
-_STEMMER_LOCK = threading.Lock()
-
-
-def _stems(text: str) -> set[str]:
-    words = [word for word in _WORD.findall(fold(text)) if word not in _STOPWORDS]
-    with _STEMMER_LOCK:
-        return set(_STEMMER.stemWords(words))
-
-
 def topic_terms(topic: str) -> set[str]:
     """The stemmed content words a paper must contain to match a topic."""
-    return _stems(topic)
+    return follow_terms(topic)
 
 
 def matches(follow: Follow, paper: Paper) -> bool:
@@ -125,7 +86,7 @@ def matches(follow: Follow, paper: Paper) -> bool:
         if not terms:
             return False
         text = " ".join([paper.title, paper.abstract or "", " ".join(paper.categories), paper.venue or ""])
-        return terms <= _stems(text)
+        return terms <= follow_terms(text)
     orcid = normalize_orcid(follow.query)
     if orcid:
         return any(author.orcid == orcid for author in paper.authors)
@@ -240,7 +201,7 @@ class FollowStore:
             )
             return db.total_changes - before
 
-    def queued_new_papers(self, limit: int = 500) -> list[str]:
+    def queued_new_papers(self, limit: int = 500) -> builtins.list[str]:
         """Ids noted by syncs and not yet processed, oldest first."""
         with self._file.locked() as db:
             rows = db.execute("SELECT paper_id FROM inbox ORDER BY noted_at, paper_id LIMIT ?", (limit,)).fetchall()
@@ -251,7 +212,7 @@ class FollowStore:
         with self._file.transaction() as db:
             db.executemany("DELETE FROM inbox WHERE paper_id = ?", [(paper_id,) for paper_id in paper_ids])
 
-    def pending_alerts(self, papers: Iterable[Paper]) -> list[FollowAlert]:
+    def pending_alerts(self, papers: Iterable[Paper]) -> builtins.list[FollowAlert]:
         """For each follow, the given papers that match it and were not announced yet."""
         candidates = list(papers)
         alerts: list[FollowAlert] = []
@@ -300,7 +261,7 @@ def note_new_papers(settings: Settings, paper_ids: Iterable[str]) -> int:
 
 def _follow(row: tuple[object, ...]) -> Follow:
     follow_id, channel, kind, query, _key, created_by, created_at = row
-    return Follow(id=follow_id, channel=channel, kind=kind, query=query, created_by=created_by, created_at=created_at)  # type: ignore[arg-type]
+    return Follow(id=follow_id, channel=channel, kind=kind, query=query, created_by=created_by, created_at=created_at)
 
 
 def _now() -> str:

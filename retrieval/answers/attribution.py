@@ -4,7 +4,7 @@ A valid citation number is not yet a correct one. Small models number their outp
 and then cite by list position, or shift every ``[k]`` by one: "1. *Title of record 3* [1]".
 Each such sentence has a valid citation and would be kept, while it credits one record with
 another's work. ``EvidenceAttribution.misattributed`` catches the clear cases by comparing the
-sentence's content terms (``evidence.content_terms``: stemmed, without stopwords and numbers, so
+sentence's content terms (``text.content_terms``: stemmed, without stopwords and numbers, so
 citation marks never count) with the evidence records:
 
 * the sentence **names an uncited record**: it holds at least half (``TITLE_COVER``), and at
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval.answers.evidence import content_terms
 from retrieval.records.paper import Paper
+from retrieval.text import content_terms
 
 #: Share of an uncited record's own title terms a sentence must hold to be taken as naming it.
 TITLE_COVER = 0.5

@@ -36,13 +36,12 @@ any OpenAI-compatible server (llama.cpp, vLLM, Ollama) without json_schema suppo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from prompts import Prompt, load_prompt
 from retrieval.answers.attribution import EvidenceAttribution
-from retrieval.answers.citations import ValidationReport, validate_answer
+from retrieval.answers.citations import validate_answer
 from retrieval.answers.condense import heuristic_query, standalone_question
 from retrieval.answers.evidence import (
     EvidenceSet,
@@ -64,7 +63,16 @@ from retrieval.answers.model_output import (
 )
 from retrieval.config import Settings
 from retrieval.errors import InputError
-from retrieval.results import AnswerResult, Citation, SearchFilters, SearchHit
+from retrieval.results import (
+    AnswerEvent,
+    AnswerResult,
+    Citation,
+    Final,
+    SearchFilters,
+    SearchHit,
+    TextDelta,
+    ValidationReport,
+)
 
 if TYPE_CHECKING:  # the LLM stack (langchain, openai) is imported only when a model is configured
     from langchain_core.language_models import BaseChatModel
@@ -82,25 +90,6 @@ Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
 LLM_ABSTAIN_ANSWER = "The indexed papers do not answer this."
 MAX_QUESTION_CHARS = 2000
 MAX_K = 50
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of model text as it streams (unvalidated)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Final:
-    """The validated answer; always the last event. ``report`` is set when a model answered."""
-
-    result: AnswerResult
-    report: ValidationReport | None = None
-    query: str = ""  # the query retrieval ran with (the standalone rewrite for follow-ups)
-
-
-AnswerEvent = TextDelta | Final
 
 
 def _system_prompt() -> Prompt:

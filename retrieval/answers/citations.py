@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from retrieval.results import DroppedSentence, ValidationReport
+
 NO_ANSWER_SENTINEL = "NO_ANSWER"
 
 _GROUP = re.compile(r"\[\s*(\d{1,4}(?:\s*(?:[,;]|[-–—])\s*\d{1,4})*)\s*\]")
@@ -59,34 +61,12 @@ _WEAK_REFUSAL = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class DroppedSentence:
-    text: str
-    reason: str  # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation"
-
-
 class Attribution(Protocol):
     """Says which record a cited sentence is really about (``retrieval.answers.attribution``)."""
 
     def misattributed(self, sentence: str, cited: Sequence[int]) -> int | None: ...
 
-
-@dataclass(frozen=True)
-class ValidationReport:
-    """The validated answer plus what validation removed (kept for tests and the bench)."""
-
-    text: str  # final text; citations renumbered 1..m. Empty when abstained.
-    order: tuple[int, ...]  # order[i] = evidence number behind final citation [i + 1]
-    abstained: bool
-    reason: str | None = None  # why it abstained: "refusal" | "no valid citation" | "empty"
-    dropped: tuple[DroppedSentence, ...] = ()
-    invalid_citations: tuple[int, ...] = ()  # numbers that pointed to no evidence, in order seen
-    raw_citations: int = 0  # citation numbers in the raw text, valid or not
-    kept_sentences: int = 0  # claim sentences kept
-
-    @property
-    def dropped_sentences(self) -> list[str]:
-        return [d.text for d in self.dropped]
+    def says_something(self, sentence: str, cited: Sequence[int]) -> bool: ...
 
 
 def visible_text(text: str) -> str:
@@ -265,11 +245,12 @@ def validate_answer(
         refused = bool(_STRONG_REFUSAL.search(first_sentence)) or (
             bool(_WEAK_REFUSAL.search(first_sentence)) and not cited_numbers(first_sentence)
         )
-    common = dict(
-        dropped=tuple(work.dropped), invalid_citations=tuple(work.invalid), raw_citations=work.raw
-    )
+    dropped, invalid = tuple(work.dropped), tuple(work.invalid)
     if refused:
-        return ValidationReport(text="", order=(), abstained=True, reason="refusal", **common)
+        return ValidationReport(
+            text="", order=(), abstained=True, reason="refusal",
+            dropped=dropped, invalid_citations=invalid, raw_citations=work.raw,
+        )
 
     body = "\n".join(kept_lines).strip()
     order: list[int] = []
@@ -277,9 +258,13 @@ def validate_answer(
         if n not in order:
             order.append(n)
     if not order or work.claims == 0:
-        return ValidationReport(text="", order=(), abstained=True, reason="no valid citation", **common)
+        return ValidationReport(
+            text="", order=(), abstained=True, reason="no valid citation",
+            dropped=dropped, invalid_citations=invalid, raw_citations=work.raw,
+        )
     new_number = {old: new for new, old in enumerate(order, start=1)}
     final = _GROUP.sub(lambda m: "".join(f"[{new_number[n]}]" for n in parse_group(m.group(1))), body)
     return ValidationReport(
-        text=final, order=tuple(order), abstained=False, kept_sentences=work.claims, **common
+        text=final, order=tuple(order), abstained=False, kept_sentences=work.claims,
+        dropped=dropped, invalid_citations=invalid, raw_citations=work.raw,
     )

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from prompts import load_prompt
 from retrieval.answers.citations import NO_ANSWER_SENTINEL
-from retrieval.answers.evidence import content_words, neutralise, new_boundary
+from retrieval.answers.evidence import neutralise, new_boundary
+from retrieval.text import content_words
 
 if TYPE_CHECKING:  # langchain-core is imported only when a model is configured
     from langchain_core.language_models import BaseChatModel

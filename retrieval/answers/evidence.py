@@ -1,67 +1,28 @@
 """What an answer may rest on: the evidence policy, lexical support, and safe evidence blocks.
 
-Evidence policy (both answer modes, every door: CLI, Slack, ``answer_question``, ``bench/``)
--------------------------------------------------------------------------------------------
-The threshold in force is decided in one place, ``resolve_policy``: the caller's
-``min_relevance`` > ``PAPERBOT_MIN_RELEVANCE`` (``Settings.min_relevance``) > the calibrated
-default. ``select_relevant`` then keeps, in retriever order, the hits that may serve as
-evidence (four rules); none kept means abstain.
+Evidence policy (both answer modes, every door). ``resolve_policy`` decides the threshold in
+one place: the caller's ``min_relevance`` > ``PAPERBOT_MIN_RELEVANCE`` > the calibrated
+default. ``select_relevant`` keeps, in retriever order, the hits passing four rules; none kept
+means abstain:
 
-1. **Field-aware cut.** A hit passes its cut when its score reaches the threshold for what its
-   record can contain: ``CALIBRATED_MIN_RELEVANCE`` (0.51) for records with an abstract,
-   ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY`` (0.54) for title-only records. Both come from
-   ``bench/calibrate_threshold.py`` (fused score of the top hit, SciFact train claims vs 1,000
-   off-topic arXiv queries, 5% false accepts), the second with ``--title-only`` (the same
-   claims and queries over the 5,183 SciFact titles without abstracts: 0.5352, rounded up;
-   keeps 86.0% of test claims, lets 3.0% of held-out off-topic queries through). A threshold
-   set by the caller or the environment moves both cuts in the same ratio. Hits without a
-   dense score (BM25-only retrievers: the benchmark stand-in, test fakes) are on another
-   scale; with no threshold set they use ``LEXICAL_ONLY_MIN_RELEVANCE`` (0.35, from
-   ``bench/answers.py --sweep``: the lowest value abstaining on every off-corpus question).
-   A hit also passes with lexical support: its title + abstract contain at least
-   ``LEXICAL_MIN_SUPPORT`` (3/4, rounded up) of the question's content terms.
-2. **Relative to the best hit.** Once some hit passes, the others within ``RELATIVE_FLOOR`` of the
-   best score of the same query count too (a relevant title-only record ranked just under an
-   abstract sits at 0.47-0.49 under a best hit of about 0.55-0.9), and a hit scoring below
-   ``RELATIVE_FLOOR`` x the best is never evidence, whatever its lexical support. The floor 0.5
-   sits under the 1st percentile (0.52; 5th: 0.57, median 0.85) of (judged-relevant record's
-   score / top score) among the top 8 hits of the 809 SciFact train claims over the
-   title-only calibration index: it drops almost no relevant record.
-3. **Query-concept coverage.** The question's key concepts are its phrases: runs of content
-   words between stopwords and punctuation, read from the neutralised question ("quantum error
-   correction", "surface codes", "carbon footprint", "moose"). A record covers a phrase when its
-   title + abstract hold 3/4 of the phrase's stemmed words (rounded up: all of a one- or
-   two-word phrase). Every kept record must cover at least one phrase, and the kept records
-   together must cover at least ``CONCEPT_MIN_SHARE`` (half, rounded up) of the question's
-   multi-word phrases, the specific ones; otherwise paperbot abstains. Half rather than all
-   because claims and pasted text carry incidental phrases ("poorer prognosis", injected
-   "say PWNED"); a question naming one specific concept must find it.
-   A record whose dense cosine reaches ``PARAPHRASE_COSINE`` (0.6) covers every phrase: a
-   paraphrase shares meaning, not words. Over the SciFact corpus the best cosine among the
-   top 8 is at least 0.6 for 0.1% of the 1,000 off-topic queries (99th percentile 0.46) and
-   for 58.8% of the train claims; 0.5 would keep 86.5% of the claims, but near-miss records
-   of the same field reach 0.5-0.55 ("N-dimensional codes for detecting errors" for a
-   surface-code question: 0.54), so the cut is 0.6.
+1. **Field-aware cut.** The score reaches the cut for what the record holds
+   (``CALIBRATED_MIN_RELEVANCE`` with an abstract, ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY``
+   without, ``LEXICAL_ONLY_MIN_RELEVANCE`` without a dense score), or the title + abstract
+   hold ``LEXICAL_MIN_SUPPORT`` of the question's content terms (``text.content_terms``).
+2. **Relative to the best hit.** Once one passes, hits within ``RELATIVE_FLOOR`` of the best
+   count too; below ``RELATIVE_FLOOR`` x the best, none does.
+3. **Query-concept coverage.** Every kept record covers one of the question's phrases
+   (``text.content_phrases``), together ``CONCEPT_MIN_SHARE`` of its multi-word ones; a record
+   at ``PARAPHRASE_COSINE`` covers all.
+4. **The rarest word.** Over ``RARITY_MIN_RECORDS`` records or more, the question's rarest
+   content word (highest IDF) is in some kept record.
 
-4. **The rarest word.** When the index says how rare each word is (``rarity``: its BM25 IDF;
-   the CLI and Slack pass ``PaperIndex.term_rarity``), the question's rarest content word must
-   be in some kept record (or a kept record must be a paraphrase, rule 3). The rarest word is
-   the one that names what is asked ("MRI", "teenage", "LTLf"); records sharing only the
-   question's common words ("compressed sensing", "social media") are about something else.
-   Only over an index of ``RARITY_MIN_RECORDS`` (500) records or more: over a few dozen records
-   of one field the rarest word is an accident of the sample ("deep" among 40 testing papers).
+Evidence blocks (LLM mode): each untrusted record and the question sit between marker lines
+with a random per-request boundary; ``neutralise`` first removes whatever could forge
+structure (the boundary, markup tags, chat-template and Slack control tokens, ``[n]``).
 
-With a model configured the prompt also lets it reply ``NO_ANSWER`` (turned into an abstention
-by ``retrieval.answers.citations``) when the records do not address the question's key concepts.
-
-Evidence blocks (LLM mode)
---------------------------
-Records and the question are untrusted text. Each is wrapped between marker lines carrying a
-random per-request boundary token (``new_boundary()``); before wrapping, ``neutralise`` removes
-anything that could forge structure: the boundary itself and anything shaped like it,
-markup tags (``</evidence>``), chat-template control tokens (``<|im_start|>``, ``[INST]``),
-Slack control sequences (``<!channel>``, ``<@U123>``), and turns bracketed numbers into
-parentheses so ``[n]`` in the prompt only ever means "evidence record n".
+The rules in full, the measurements behind each constant and what was tried instead:
+``docs/evidence.md``.
 """
 
 from __future__ import annotations
@@ -71,19 +32,17 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-
-import Stemmer
 
 from retrieval.config import Settings
-from retrieval.records.paper import Paper, fold
+from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE  # bench/calibrate_threshold.py: records with an abstract
+from retrieval.records.paper import Paper
 from retrieval.results import SearchHit
+from retrieval.text import content_phrases, content_terms
 
 # stemmed word -> IDF in the index (``PaperIndex.term_rarity``; math.inf: no record has it)
 Rarity = Callable[[str], float]
 
-# Calibration: the one place to tune (see the module docstring for where each number comes from).
-CALIBRATED_MIN_RELEVANCE = 0.51  # bench/calibrate_threshold.py: records with an abstract
+# Calibration: the one place to tune (docs/evidence.md says where each number comes from).
 CALIBRATED_MIN_RELEVANCE_TITLE_ONLY = 0.54  # bench/calibrate_threshold.py --title-only
 LEXICAL_ONLY_MIN_RELEVANCE = 0.35  # hits without a dense score, bench/answers.py --sweep
 DEFAULT_MIN_RELEVANCE = CALIBRATED_MIN_RELEVANCE  # the public name of the default threshold
@@ -99,31 +58,6 @@ LEXICAL_MIN_SUPPORT = 0.75
 MAX_EVIDENCE_ABSTRACT_CHARS = 1500
 EVIDENCE_ABSTRACT_BUDGET = 9000
 MIN_EVIDENCE_ABSTRACT_CHARS = 300
-
-# --- lexical terms ---------------------------------------------------------------------------
-
-# English function words, plus the framing people wrap questions in ("which papers propose").
-_STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "else", "ever", "few", "for", "from", "further", "get", "gets", "got", "had", "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "lets", "like", "me", "might", "more", "most", "much", "must", "mustn", "my", "myself", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "onto", "or", "other", "others", "our", "ours", "ourselves", "out", "over", "own", "per", "please", "same", "shall", "shan", "she", "should", "shouldn", "since", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "though", "through", "thus", "to", "too", "under", "until", "up", "upon", "us", "very", "via", "was", "wasn", "we", "were", "weren", "what", "whatever", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "won", "would", "wouldn", "yet", "you", "your", "yours", "yourself", "yourselves", "paper", "papers", "article", "articles", "work", "works", "publication", "publications", "study", "studies", "research", "researcher", "researchers", "author", "authors", "scholar", "scholars", "record", "records", "indexed", "index", "propose", "proposes", "proposed", "proposing", "present", "presents", "presented", "introduce", "introduces", "introduced", "describe", "describes", "described", "discuss", "discusses", "discussed", "address", "addresses", "addressed", "investigate", "investigates", "investigated", "examine", "examines", "examined", "explore", "explores", "explored", "report", "reports", "reported", "show", "shows", "showed", "shown", "find", "finds", "found", "use", "uses", "used", "using", "approach", "approaches", "method", "methods", "technique", "techniques", "anyone", "someone", "something", "anything", "recent", "recently", "new", "novel", "existing", "known", "tell", "give", "list", "name", "mention", "mentions", "regarding", "related", "relate", "relates", "relating", "topic", "topics", "question", "questions", "answer", "answers"]
-)
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
-
-
-def content_words(text: str) -> list[str]:
-    """Lowercased, ASCII-folded words of ``text`` minus stopwords, numbers and 1-letter tokens."""
-    return [w for w in _WORD.findall(fold(text)) if len(w) > 1 and not w.isdigit() and w not in _STOPWORDS]
-
-
-def content_terms(text: str) -> set[str]:
-    """Stemmed content words: what "shares a word with the question" compares."""
-    words = content_words(text)
-    return set(_stemmer().stemWords(words)) if words else set()
-
 
 @dataclass(frozen=True)
 class RelevancePolicy:
@@ -156,20 +90,8 @@ def resolve_min_relevance(settings: Settings | None, override: float | None = No
 
 
 def question_concepts(question: str) -> list[tuple[str, ...]]:
-    """The question's key concepts: runs of stemmed content words between stopwords/punctuation."""
-    phrases: list[tuple[str, ...]] = []
-    for chunk in re.split(r"[^\w\s-]|_", fold(neutralise(question))):
-        run: list[str] = []
-        for word in _WORD.findall(chunk):
-            if len(word) > 1 and not word.isdigit() and word not in _STOPWORDS:
-                run.append(word)
-            elif run:
-                phrases.append(tuple(_stemmer().stemWords(run)))
-                run = []
-        if run:
-            phrases.append(tuple(_stemmer().stemWords(run)))
-    unique = list(dict.fromkeys(phrases))
-    return unique
+    """The question's key concepts: runs of stemmed content words between stopwords (rule 3)."""
+    return content_phrases(neutralise(question))
 
 
 def _plain(term: str) -> str:

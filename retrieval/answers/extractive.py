@@ -26,9 +26,10 @@ import re
 from collections.abc import Callable, Sequence
 
 from retrieval.answers.citations import split_sentences
-from retrieval.answers.evidence import content_terms, looks_like_instruction, neutralise
+from retrieval.answers.evidence import looks_like_instruction, neutralise
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerMode, AnswerResult, Citation, SearchHit
+from retrieval.text import content_terms
 
 NO_EVIDENCE_ANSWER = "No indexed paper addresses this."
 MAX_EXTRACTIVE_RECORDS = 5

@@ -30,23 +30,6 @@ NO_TOPIC_NOTICE = ("No indexed record addresses the topic specifically; "
                    "listing every record that matches the filters instead.")
 
 
-def describe_filters(filters: SearchFilters) -> str:
-    """"by Zhao Zhang in Nature since 2025": the filters in the order a sentence reads them."""
-    parts: list[str] = []
-    if filters.authors:
-        parts.append("by " + " or ".join(filters.authors))
-    if filters.venue:
-        parts.append(f"in {filters.venue}")
-    since, until = filters.since, filters.until
-    if since is not None and until is not None:
-        parts.append(f"in {since}" if since == until else f"from {since} to {until}")
-    elif since is not None:
-        parts.append(f"since {since}")
-    elif until is not None:
-        parts.append(f"until {until}")
-    return " ".join(parts)
-
-
 def first_sentence(paper: Paper) -> str | None:
     """The abstract's first usable sentence, trimmed; None for a title-only record."""
     for sentence in split_sentences(neutralise(paper.abstract)):
@@ -78,7 +61,7 @@ def listing_answer(
                             mode="extractive", abstained=True, citations=[], notice=notice)
     shown = list(papers[:cap])
     noun = "paper" if len(papers) == 1 else "papers"
-    described = describe_filters(filters)
+    described = filters.wording()
     order = ", newest first" if len(papers) > 1 else ""
     lines = [f"{len(papers)} {noun} {described}{order}:".replace("  ", " ")]
     citations: list[Citation] = []

@@ -18,6 +18,7 @@ from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from retrieval.config import Settings
 
@@ -99,16 +100,15 @@ def build_chat_model(settings: Settings) -> BaseChatModel | None:
     """The configured chat model, or None when neither a key nor a base URL is set."""
     if not settings.llm_configured:
         return None
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else PLACEHOLDER_API_KEY
     return _GuardedChatOpenAI(
         model=settings.llm_model,
         base_url=settings.openai_base_url,
-        api_key=key,
+        api_key=settings.openai_api_key or SecretStr(PLACEHOLDER_API_KEY),
         use_responses_api=False,
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
         temperature=settings.llm_temperature,
-        max_tokens=settings.llm_max_tokens,  # sent as max_completion_tokens, OpenAI's current name
+        max_completion_tokens=settings.llm_max_tokens,  # ChatOpenAI.max_tokens by its alias, OpenAI's current name
         # servers other than OpenAI's (llama.cpp, vLLM, Ollama) may know only the older name
         extra_body={"max_tokens": settings.llm_max_tokens} if settings.openai_base_url else None,
     )

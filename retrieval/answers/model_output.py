@@ -30,16 +30,11 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from retrieval.answers.citations import (
-    Attribution,
-    ValidationReport,
-    cited_numbers,
-    split_sentences,
-    validate_answer,
-    visible_text,
-)
+from retrieval.answers.citations import Attribution, cited_numbers, split_sentences, validate_answer, visible_text
 from retrieval.config import Settings
-from retrieval.records.paper import clean_field_value, fold
+from retrieval.records.paper import clean_field_value
+from retrieval.results import ValidationReport
+from retrieval.text import fold
 
 #: A reply that leaks this many sentences of the prompt is echoing its instructions: what is
 #: left of it (short lines such as "How to answer:") cannot be trusted either.
@@ -212,9 +207,9 @@ class ValidatedStream:
         self.raw += piece
         if len(self.raw) > MAX_REPLY_CHARS:
             raise ReplyRejected(f"it ran past {MAX_REPLY_CHARS:,} characters")
-        if "\n" in piece or "." in piece or "]" in piece or "?" in piece or "!" in piece:
-            if sum(len(split_sentences(line)) for line in self.raw.split("\n")) > MAX_REPLY_SENTENCES:
-                raise ReplyRejected(f"it ran past {MAX_REPLY_SENTENCES} sentences")
+        ends_sentence = "\n" in piece or "." in piece or "]" in piece or "?" in piece or "!" in piece
+        if ends_sentence and sum(len(split_sentences(line)) for line in self.raw.split("\n")) > MAX_REPLY_SENTENCES:
+            raise ReplyRejected(f"it ran past {MAX_REPLY_SENTENCES} sentences")
         complete = self._complete_prefix()
         if self._stopped or complete <= self._settled:
             return ""

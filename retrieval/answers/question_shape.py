@@ -21,8 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from retrieval.records.paper import clean_text, fold
+from retrieval.records.paper import clean_text
 from retrieval.results import SearchFilters
+from retrieval.text import fold
 
 QuestionKind = Literal["listing", "topic", "mixed"]
 

@@ -1,47 +1,15 @@
-"""The dense side of the index: Chroma, embedded or a ``chroma run`` server.
+"""The dense side of the index: Chroma, embedded (``PersistentClient``) or a ``chroma run`` server.
 
-With ``settings.chroma_url`` unset, ``chromadb.PersistentClient(settings.chroma_dir)`` is used;
-with it set, ``chromadb.HttpClient`` (host, port and TLS parsed from the URL). The connection
-is made lazily and dropped whenever the server cannot be reached, so the next call tries
-again: a server restarted between two questions is picked up without restarting paperbot.
+``DenseStore`` connects lazily and drops a connection that failed, so a restarted server is
+picked up by the next call; every request to a server is bounded by ``PAPERBOT_CHROMA_TIMEOUT``
+(chromadb sets no timeout of its own: ``bound_requests``). The collection is in cosine space with
+no embedding function (our encoder makes the vectors); metadata carries what filters and a
+citation need. ``refresh`` reopens an embedded index that another process wrote to; on a full
+disk the embedded index is read from a temporary copy (writes raise ``DiskFullError``); damaged
+files raise ``IndexDamagedError`` and ``move_aside`` keeps them for ``PaperIndex.repair``.
 
-Timeouts. chromadb 1.5.9's HTTP client builds its ``httpx.Client`` with ``timeout=None``
-(``chromadb/api/fastapi.py``) and its ``Settings`` carry no client-side timeout, so a server that
-accepts connections but never answers (hung, paused, half-dead proxy) would block the caller
-forever, already inside ``HttpClient()``, which makes requests. Two bounds, both
-``settings.chroma_timeout`` (``PAPERBOT_CHROMA_TIMEOUT``, 10 s by default): a heartbeat with that
-timeout before the client is built (so construction never starts against a silent server), the
-construction itself abandoned past that timeout (a server can answer the heartbeat and hang
-after it), then the same timeout set on the client's session for every later request
-(``bound_requests``).
-A timeout becomes ``IndexUnavailableError`` naming the server and the setting, and the
-connection is dropped so the next call starts over.
-
-The collection always uses cosine space and ``embedding_function=None``: vectors are computed
-by our own encoder and passed explicitly (Chroma's default function would try to download a
-model). Metadata per record carries what filters and a citation line need; the full record
-lives in the record store.
-
-Other processes. An embedded client holds the vector index in memory, so it does not see what
-another process writes (``paperbot ingest`` while ``paperbot serve`` runs) until it is reopened:
-``refresh`` does that, and ``PaperIndex`` calls it when the record store says another process
-wrote. Two processes *writing* at the same moment are still best served by a Chroma server
-(``PAPERBOT_CHROMA_URL``), which every process shares live.
-
-A full disk. Chroma writes to its SQLite file whenever it opens (a row of its
-``acquire_write`` table), so on a disk without a free byte the embedded index cannot even be
-opened for a search. It is then opened from a temporary copy on another filesystem (the
-system's temporary directory, when it has room and the index is below ``MAX_SNAPSHOT_BYTES``):
-queries answer as usual, every write raises ``DiskFullError``, and ``refresh``/``close`` drop
-the copy so that the next call opens the real index again once space is back. A process that
-already had the index open keeps reading it directly.
-
-Damage. When Chroma's own files are damaged ("database disk image is malformed", "file is not
-a database") the error is ``IndexDamagedError``; ``move_aside`` renames the directory to
-``chroma.damaged-<UTC time>`` (kept for inspection) so that ``PaperIndex.repair`` can rebuild
-the vectors from the record store into a new one.
-
-This module and ``index.py`` are the only ones that import chromadb.
+Why each of these, and what chromadb 1.5.9 does that forces them: ``docs/index.md`` ("The
+dense index"). This is the only module that imports chromadb.
 """
 
 from __future__ import annotations
@@ -75,10 +43,12 @@ from retrieval.errors import (
     PaperbotError,
     StorageError,
 )
-from retrieval.index.filters import ResolvedFilters, author_key
-from retrieval.records.paper import Paper, fold
+from retrieval.index.filters import ResolvedFilters
+from retrieval.records.names import author_key
+from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import LOW_SPACE, free_bytes, report_read_only
 from retrieval.storage.sqlite import disk_is_full as _disk_is_full
+from retrieval.text import fold
 
 log = logging.getLogger(__name__)
 
@@ -393,7 +363,7 @@ class DenseStore:
         def run() -> None:
             try:
                 outcome["value"] = build()
-            except BaseException as exc:  # handed to the caller below
+            except BaseException as exc:  # noqa: BLE001 (handed to the caller below, re-raised there)
                 outcome["error"] = exc
 
         worker = threading.Thread(target=run, name="chroma-connect", daemon=True)
@@ -567,7 +537,7 @@ class DenseStore:
         with self._call() as collection:
             for start in range(0, len(ids), BATCH):
                 got = collection.get(ids=list(ids[start : start + BATCH]), include=["embeddings"])
-                for item, vector in zip(got["ids"], got["embeddings"]):
+                for item, vector in zip(got["ids"], got["embeddings"], strict=True):
                     found[item] = np.asarray(vector, dtype=np.float32)
         return found
 
@@ -578,7 +548,7 @@ class DenseStore:
             offset = 0
             while True:
                 got = collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
-                for item, metadata in zip(got["ids"], got["metadatas"]):
+                for item, metadata in zip(got["ids"], got["metadatas"], strict=True):
                     result[item] = (metadata or {}).get("embedding_hash")
                 if len(got["ids"]) < _PAGE:
                     return result
@@ -600,5 +570,5 @@ class DenseStore:
         vectors = got["embeddings"][0] if got.get("embeddings") is not None else [None] * len(ids)
         return [
             (item, 1.0 - float(distance), np.asarray(vec, dtype=np.float32))
-            for item, distance, vec in zip(ids, distances, vectors)
+            for item, distance, vec in zip(ids, distances, vectors, strict=True)
         ]

@@ -20,11 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.index.encoders.local import Encoder
+from retrieval.index.encoders.base import Encoder
 from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
 
@@ -103,7 +104,7 @@ class EmbeddingCache:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> EmbeddingCache:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -221,8 +222,8 @@ def encode_with_cache(
         vectors = np.asarray(encoder.encode([text_by_hash[h] for h in chunk]), dtype=np.float32)
         if vectors.shape != (len(chunk), encoder.dimension):
             raise ValueError(f"encoder {encoder.name!r} returned shape {vectors.shape} for {len(chunk)} texts")
-        cache.put_many(encoder.name, dict(zip(chunk, vectors)))
-        for text_hash, vector in zip(chunk, vectors):
+        cache.put_many(encoder.name, dict(zip(chunk, vectors, strict=True)))
+        for text_hash, vector in zip(chunk, vectors, strict=True):
             rows = rows_by_hash[text_hash]
             out[rows] = vector
             done += len(rows)

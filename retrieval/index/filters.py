@@ -1,6 +1,6 @@
 """From what a person typed to what the retrievers can apply.
 
-Three jobs, all pure (no I/O):
+Parsing is pure (no I/O):
 
 * ``prepare_query``: reject an empty question, cap a huge one at ``MAX_QUERY_CHARS`` and say so.
 * ``extract_filters``: pull "since 2024", "in 2023", "from 2019 to 2021", "before 2010",
@@ -9,23 +9,32 @@ Three jobs, all pure (no I/O):
   authors and venues only when the caller confirms that the name is indexed
   (``known_authors`` / ``known_venue``), so "methods by hand" never becomes an author filter.
   Options given explicitly (``--since``...) win over parsed ones: the caller merges.
-* Author keys: ``author_key`` folds "Zhang, Zhao" and "Zhao Zhang" to the indexed key
-  ``"zhao zhang"``. Which keys a name selects is decided by ``names.names_compatible``
-  (initials-aware, both name orders) in ``PaperIndex.author_keys_for``. ``ResolvedFilters``
-  holds filters expanded to the concrete indexed values (author keys, venue keys) that both
-  retrievers apply as exact sets.
+
+Resolution reads the record store: ``FilterResolver`` expands the names in ``SearchFilters`` to
+the concrete indexed values (author keys, folded venues) that both retrievers apply as exact
+sets, a ``ResolvedFilters``. Which author keys a name selects is decided by
+``names.names_compatible`` (initials-aware, both name orders) on the written names the store
+files under the name's families; a roster scholar's name, alias or id stands for all their
+names through the ``RosterNames`` function the index's opener passes in (the roster lives in
+``ingest``, a layer above the index). Author keys themselves are ``names.author_key``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
-from retrieval.errors import InputError
-from retrieval.records.paper import clean_text, fold
+from retrieval.errors import InputError, PaperbotError
+from retrieval.records.names import filing_families, names_compatible
+from retrieval.records.paper import clean_text
 from retrieval.results import SearchFilters
+from retrieval.storage.records import RecordStore
+from retrieval.text import fold
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 # "lately", "recently", "recent work": the same window as a scholar summary's recent work
@@ -65,32 +74,7 @@ def prepare_query(query: str) -> PreparedQuery:
     )
 
 
-# Author names ------------------------------------------------------------------------------
-
-
-_JOINED = re.compile(r"(?<=\w)[-‐‑'’](?=\w)")  # Abu-Shammala, d'Ambrumenil, Xiao-Lin: one token
-
-
-def author_key(name: str) -> str | None:
-    """The folded key under which an author name is indexed ("Zhang, Zhao" -> "zhao zhang").
-
-    A key identifies a written name in the filter postings of Chroma and BM25; it is not a
-    parse. Which keys an author filter selects is decided on the written names by
-    ``names.names_compatible`` (see ``RecordStore.author_names_filed_under``). Changing what
-    this returns changes the stored postings: it needs an index rebuild.
-    """
-    text = _JOINED.sub("", name)
-    if "," in text:
-        family_part, given_part = text.split(",", 1)
-        if not fold(family_part):
-            return author_key(given_part)
-        tokens = fold(given_part).split() + fold(family_part).split()
-    else:
-        tokens = fold(text).split()
-    return " ".join(tokens) or None
-
-
-# Filters resolved against the index --------------------------------------------------------
+# What the retrievers apply -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -367,3 +351,99 @@ def merge_filters(explicit: SearchFilters | None, parsed: SearchFilters) -> Sear
         authors=explicit.authors or parsed.authors,
         venue=explicit.venue or parsed.venue,
     )
+
+
+# Filters resolved against the record store -------------------------------------------------
+
+RosterNames = Callable[[str], list[str]]
+"""Every name the roster knows a scholar by, given any of their names, aliases or ids; ``[name]``
+for a name it does not know (``ingest.roster.names_of`` bound to the settings). May raise a
+``PaperbotError`` when the roster cannot be read."""
+
+
+def is_venue_acronym(name: str) -> bool:
+    """One word with three or more capital letters: "ICDE", "INFOCOM", "NeurIPS", "SIGMOD"."""
+    word = name.strip()
+    return " " not in word and word.isalnum() and sum(ch.isupper() for ch in word) >= 3
+
+
+class FilterResolver:
+    """Names typed in filters -> the indexed values they select, read from one record store.
+
+    ``roster_names`` widens an author name to every name of the roster scholar it names; without
+    it (or while the roster cannot be read) a name stands for itself only.
+    """
+
+    def __init__(self, store: RecordStore, roster_names: RosterNames | None = None) -> None:
+        self.store = store
+        self.roster_names = roster_names
+        self._venue_cache: tuple[int, frozenset[str]] | None = None  # (store generation, venue keys)
+
+    def author_keys_for(self, name: str) -> set[str]:
+        """Indexed author keys of every written name compatible with ``name`` or a roster alias of it.
+
+        "Z. Zhang" -> {"zhao zhang", "z zhang"}; "Zhao Zhang" also finds "Zhang Zhao" written
+        family-first; "Di Wang" finds Di Wang but not Wei Wang (``names.names_compatible``). A
+        roster scholar's name, alias or id stands for all their names (``roster_names``).
+        """
+        if not name.strip():
+            return set()
+        found: set[str] = set()
+        for written_as in self._names_of(name):
+            filed = self.store.author_names_filed_under(filing_families(written_as))
+            found.update(key for written, key in filed if names_compatible(written_as, written))
+        return found
+
+    def _names_of(self, name: str) -> list[str]:
+        """``roster_names(name)``; a damaged roster is logged and ignored here: search still works."""
+        if self.roster_names is None:
+            return [name]
+        try:
+            return self.roster_names(name)
+        except PaperbotError as exc:
+            log.warning("%s Author filters ignore the roster until it is fixed.", exc.user_message)
+            return [name]
+
+    def knows_author(self, name: str) -> bool:
+        return bool(self.author_keys_for(name))
+
+    def venue_keys(self) -> frozenset[str]:
+        """Every indexed venue (folded), re-read only after a write to the store."""
+        generation = self.store.generation()
+        cached = self._venue_cache
+        if cached is None or cached[0] != generation:
+            cached = (generation, frozenset(self.store.venue_keys()))
+            self._venue_cache = cached
+        return cached[1]
+
+    def knows_venue(self, name: str) -> bool:
+        """True when ``name`` is exactly an indexed venue (after folding), or an acronym written
+        as one ("ICDE", "NeurIPS": one word with three or more capitals) that is a whole word of
+        an indexed venue ("2023 IEEE 39th International Conference on Data Engineering (ICDE)").
+        Conservative on purpose: "in Vision" never becomes a venue filter."""
+        key = fold(name)
+        if not key:
+            return False
+        venues = self.venue_keys()
+        if key in venues:
+            return True
+        if not is_venue_acronym(name):
+            return False
+        return any(key in venue.split() for venue in venues)
+
+    def parse_question(self, question: str) -> tuple[str, SearchFilters]:
+        """``extract_filters`` with the indexed authors and venues as the known names."""
+        return extract_filters(question, self.knows_author, self.knows_venue)
+
+    def resolve(self, filters: SearchFilters | None) -> ResolvedFilters:
+        """Expand author names and the venue substring to the indexed values they match."""
+        if filters is None or filters.is_empty():
+            return ResolvedFilters()
+        author_keys = None
+        if filters.authors:
+            author_keys = frozenset(key for name in filters.authors for key in self.author_keys_for(name))
+        venue_keys = None
+        needle = fold(filters.venue or "")
+        if needle:
+            venue_keys = frozenset(venue for venue in self.venue_keys() if needle in venue)
+        return ResolvedFilters(filters.since, filters.until, author_keys, venue_keys)

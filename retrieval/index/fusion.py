@@ -1,6 +1,7 @@
 """Pure ranking arithmetic: rank fusion, score scaling, near-duplicate removal, threshold calibration.
 
-No I/O and no retriever knowledge: ``index.py`` feeds ranked id lists and vectors in.
+No I/O and no retriever knowledge: ``search.py`` feeds the signals and vectors in. The
+measurements behind the weights and the threshold are in ``docs/index.md``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+# The fused score a top hit needs to count as relevant (records with an abstract): calibrated by
+# bench/calibrate_threshold.py at 5% false accepts (docs/index.md, "Relevance threshold"). The
+# answer chain's evidence policy starts from it (``retrieval.answers.evidence``). Rerun the
+# calibration whenever the fusion changes.
+CALIBRATED_MIN_RELEVANCE = 0.51
 
 
 @dataclass(frozen=True)
@@ -21,8 +28,8 @@ class FusionConfig:
     terms a record contains). Weights were chosen on the SciFact train claims only: this beat
     reciprocal rank fusion (nDCG@10 0.744 vs 0.715 for RRF k=60) and per-query z-score or
     min-max normalisation (0.737-0.738); unlike a rank fusion it yields a score whose value means
-    something, so a relevance threshold can be calibrated on it. The table is in the ``index``
-    module docstring.
+    something, so a relevance threshold can be calibrated on it. The table is in
+    ``docs/index.md``.
     """
 
     dense_weight: float = 0.7
@@ -76,7 +83,7 @@ def reciprocal_rank_fusion(
     if len(rankings) != len(weights):
         raise ValueError("one weight per ranking is required")
     scores: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights):
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + weight / (rrf_k + rank)
     order = {item: n for n, item in enumerate(scores)}
@@ -126,7 +133,7 @@ class Calibration:
 
 
 def calibrate_threshold(
-    relevant: Sequence[float], irrelevant: Sequence[float], max_false_accept: float = 0.05
+    relevant: Sequence[float] | np.ndarray, irrelevant: Sequence[float] | np.ndarray, max_false_accept: float = 0.05
 ) -> Calibration:
     """Lowest threshold that lets through at most ``max_false_accept`` of the irrelevant scores.
 
@@ -139,7 +146,7 @@ def calibrate_threshold(
     positives = np.asarray(relevant, dtype=np.float64)
     if positives.size == 0 or negatives.size == 0:
         raise ValueError("both score samples are needed to calibrate")
-    allowed = int(math.floor(max_false_accept * len(negatives)))
+    allowed = math.floor(max_false_accept * len(negatives))
     # threshold just above the (allowed+1)-th highest irrelevant score
     cut = negatives[len(negatives) - allowed - 1]
     threshold = float(np.nextafter(cut, np.inf))

@@ -30,106 +30,29 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import threading
-import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import bm25s
 import numpy as np
-import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 
-from retrieval.index.filters import ResolvedFilters, author_key
-from retrieval.records.paper import Paper, fold
+from retrieval.index.filters import ResolvedFilters
+from retrieval.records.names import author_key
+from retrieval.records.paper import Paper
 from retrieval.storage.records import RecordStore
+from retrieval.text import bm25_tokens, fold
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 1  # of retrieval.text.bm25_tokens: bump it when the tokens change
 TITLE_WEIGHT = 2  # the title is repeated this many times in the indexed text
 BM25_K1 = 0.9  # term-frequency saturation
 BM25_B = 0.4  # document-length normalisation
 _BM25_PARAMETERS = {"k1": BM25_K1, "b": BM25_B, "method": "lucene"}
-
-# Tokenizer ---------------------------------------------------------------------------------
-
-_WORD = re.compile(r"[^\W_]+")
-# CJK ideographs, kana and hangul: scripts written without spaces, indexed as character bigrams.
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-_STOPWORDS = frozenset(STOPWORDS_EN)
-_STEMMER = Stemmer.Stemmer("english")
-_STEMMER_LOCK = threading.Lock()  # PyStemmer objects (and our stem cache) are not thread-safe
-
-
-# Combining marks (Latin/Greek/Cyrillic accents, Hebrew and Arabic vowel signs...). Hangul is
-# safe: NFKD splits its syllables into conjoining jamo, which are letters, and NFC rejoins them.
-_COMBINING = re.compile(
-    "[\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
-    "\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
-)
-
-
-def _fold(text: str) -> str:
-    """Lowercase and strip accents (``Café`` -> ``cafe``); ASCII text takes a fast path."""
-    if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return unicodedata.normalize("NFC", _COMBINING.sub("", decomposed))
-
-
-def _cjk_grams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased, accent-folded, stopword-free, stemmed tokens; CJK runs become bigrams.
-
-    Never raises on any script: Arabic, Cyrillic... words pass through the English stemmer
-    unchanged, CJK text is split into overlapping character pairs.
-    """
-    folded = _fold(text)
-    words: list[str] = []
-    grams: list[str] = []
-    if not _CJK.search(folded):
-        words = [word for word in _WORD.findall(folded) if len(word) >= 2 and word not in _STOPWORDS]
-    else:
-        for word in _WORD.findall(folded):
-            if not _CJK.search(word):
-                if len(word) >= 2 and word not in _STOPWORDS:
-                    words.append(word)
-                continue
-            position = 0
-            for run in _CJK.finditer(word):
-                rest = word[position : run.start()]
-                if len(rest) >= 2:
-                    words.append(rest)
-                grams.extend(_cjk_grams(run.group()))
-                position = run.end()
-            if len(word) - position >= 2:
-                words.append(word[position:])
-    return _stem(words) + grams
-
-
-_STEMS: dict[str, str] = {}
-_STEM_CACHE_LIMIT = 500_000
-
-
-def _stem(words: list[str]) -> list[str]:
-    """Stem through a cache: a corpus repeats few distinct words many times."""
-    with _STEMMER_LOCK:
-        new = list({word for word in words if word not in _STEMS})
-        if new:
-            if len(_STEMS) + len(new) > _STEM_CACHE_LIMIT:
-                _STEMS.clear()
-            _STEMS.update(zip(new, _STEMMER.stemWords(new)))
-        return [_STEMS[word] for word in words]
 
 
 def document_text(paper: Paper) -> str:
@@ -233,7 +156,7 @@ class LexicalSnapshot:
         if self.retriever is None:
             return None
         vocab = self.retriever.vocab_dict
-        term_ids = [vocab[token] for token in tokenize(query) if token in vocab]
+        term_ids = [vocab[token] for token in bm25_tokens(query) if token in vocab]
         if not term_ids:
             return None
         matrix = self.retriever.scores
@@ -370,7 +293,7 @@ class LexicalIndex:
             years.append(paper.year if paper.year is not None else -1)
             venues.append(fold(paper.venue) if paper.venue else None)
             authors.append([key for key in (author_key(a.name) for a in paper.authors) if key])
-            corpus.append(tokenize(document_text(paper)))
+            corpus.append(bm25_tokens(document_text(paper)))
         retriever = None
         if ids:
             retriever = bm25s.BM25(**_BM25_PARAMETERS)

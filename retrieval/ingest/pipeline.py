@@ -21,14 +21,13 @@ import logging
 import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval.errors import InputError, ParseError
 from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
 from retrieval.records.paper import Paper
-from retrieval.sources.files.base import SkippedItem
+from retrieval.results import EMPTY_FILE, FileResult, IngestReport, SkippedItem
 from retrieval.sources.files.detect import FORMATS, parse_file, read_text
 
 if TYPE_CHECKING:
@@ -38,60 +37,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 BATCH_SIZE = 256
-EMPTY_FILE = "the file is empty"
-
-
-@dataclass(frozen=True)
-class FileResult:
-    """What one file of an ingest yielded; ``problem`` says why it yielded no record."""
-
-    path: str
-    format: str | None  # None when the file could not be read in any format
-    records: int  # papers parsed from it (before deduplication)
-    skipped: int  # the report's skipped items that come from this file
-    problem: str | None = None  # "the file is empty", "not in a format paperbot reads", ...
-
-
-@dataclass
-class IngestReport:
-    """What one ingest did, id by id."""
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    skipped: list[SkippedItem] = field(default_factory=list)
-    warnings: list[SkippedItem] = field(default_factory=list)  # kept records that lost a bad optional value
-    merged_duplicates: int = 0  # incoming items folded into another item of the same batch
-    files: list[FileResult] = field(default_factory=list)  # file ingests: one per given file
-
-    def extend(self, other: IngestReport) -> None:
-        self.added.extend(other.added)
-        self.updated.extend(other.updated)
-        self.unchanged.extend(other.unchanged)
-        self.skipped.extend(other.skipped)
-        self.warnings.extend(other.warnings)
-        self.merged_duplicates += other.merged_duplicates
-        self.files.extend(other.files)
-
-    @property
-    def total(self) -> int:
-        return len(self.added) + len(self.updated) + len(self.unchanged)
-
-    @property
-    def nothing_read(self) -> bool:
-        """No record came out of the given files: each was unreadable, empty or fully skipped."""
-        return self.total == 0 and bool(self.files) and all(result.problem for result in self.files)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "added": len(self.added),
-            "updated": len(self.updated),
-            "unchanged": len(self.unchanged),
-            "merged_duplicates": self.merged_duplicates,
-            "skipped": [{"item": s.item, "reason": s.reason} for s in self.skipped],
-            "warnings": [{"item": w.item, "reason": w.reason} for w in self.warnings],
-            "files": [asdict(result) for result in self.files],
-        }
 
 
 def _label(paper: Paper) -> str:
@@ -297,10 +242,10 @@ def read_files(
         try:
             outcome = parse_file(path, fmt)
         except ParseError as exc:
-            problem = EMPTY_FILE if _is_blank(_text_of(path)) else _gist(exc.user_message, path)
-            reason = f"no records found ({problem})" if problem == EMPTY_FILE else exc.user_message
+            refusal = EMPTY_FILE if _is_blank(_text_of(path)) else _gist(exc.user_message, path)
+            reason = f"no records found ({refusal})" if refusal == EMPTY_FILE else exc.user_message
             report.skipped.append(SkippedItem(item=str(path), reason=reason))
-            report.files.append(FileResult(str(path), fmt, records=0, skipped=1, problem=problem))
+            report.files.append(FileResult(str(path), fmt, records=0, skipped=1, problem=refusal))
             continue
         except Exception as exc:  # noqa: BLE001 - a bug or MemoryError: this file only (interrupts go on up)
             reason = _failure(path, exc)

@@ -24,20 +24,19 @@ scholar and overall, for the follow alerts.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field, computed_field
-
 from retrieval.config import Settings
 from retrieval.errors import InputError, PaperbotError, SourceError, UnknownScholarError
 from retrieval.ingest.pipeline import ingest_papers
-from retrieval.ingest.roster import Roster, Scholar
 from retrieval.records.merge import dedupe, same_paper
 from retrieval.records.names import NameMatch, name_match, names_compatible
 from retrieval.records.paper import Paper
+from retrieval.results import ScholarSync, SourceFailure, SyncEvent, SyncReport
+from retrieval.storage.roster import Roster, Scholar
 
 if TYPE_CHECKING:
     import httpx
@@ -99,73 +98,6 @@ class SyncSources:
 
 
 # --- report -------------------------------------------------------------------------------------
-
-
-class SourceFailure(BaseModel):
-    """A source that failed for one scholar; works it delivered before failing were kept."""
-
-    source: str
-    message: str
-    fetched_before_failure: int = 0
-
-
-class ScholarSync(BaseModel):
-    """What one scholar's sync did."""
-
-    name: str
-    new: list[str] = Field(default_factory=list)  # ids of papers not in the index before this sync
-    updated: list[str] = Field(default_factory=list)  # existing records that gained information
-    unchanged: int = 0
-    fetched: dict[str, int] = Field(default_factory=dict)  # works received per source asked
-    completed: list[str] = Field(default_factory=list)  # sources whose sync time was advanced
-    errors: list[SourceFailure] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)  # skipped sources, ambiguous profiles, caps
-
-
-class SyncReport(BaseModel):
-    """The outcome of one ``sync_roster`` run (``paperbot sync --json`` prints this)."""
-
-    started_at: str
-    finished_at: str | None = None
-    scholars: list[ScholarSync] = Field(default_factory=list)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def new_paper_ids(self) -> list[str]:
-        """Every paper that is new in this sync, once, in the order found."""
-        return list(dict.fromkeys(pid for scholar in self.scholars for pid in scholar.new))
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def updated_paper_ids(self) -> list[str]:
-        new = set(self.new_paper_ids)
-        return [pid for pid in dict.fromkeys(p for s in self.scholars for p in s.updated) if pid not in new]
-
-    @property
-    def errors(self) -> list[tuple[str, SourceFailure]]:
-        """(scholar name, failure) for every source that failed."""
-        return [(scholar.name, failure) for scholar in self.scholars for failure in scholar.errors]
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-@dataclass(frozen=True)
-class SyncEvent:
-    """Progress of a sync, for a progress bar or log lines.
-
-    ``stage``: "start" (a scholar begins), "source" (a source delivered ``count`` works),
-    "error" (a source failed, ``message``), "note" (``message``), "done" (scholar committed).
-    """
-
-    scholar: str
-    position: int  # 1-based
-    total: int
-    stage: str
-    source: str | None = None
-    count: int = 0
-    message: str = ""
 
 
 SyncProgress = Callable[[SyncEvent], None]
@@ -241,6 +173,12 @@ class _Fetch:
     asked: bool = True  # False when the source was skipped for this scholar (see notes)
 
 
+def written_by(paper: Paper, names: Sequence[str]) -> bool:
+    """Whether some author of ``paper`` could be the person known by ``names``
+    (``names_compatible``): arXiv's author search also returns other people's papers."""
+    return any(names_compatible(mine, author.name) for mine in names for author in paper.authors)
+
+
 def _drain(source: str, works: Callable[[], Iterator[Paper]], keep: Callable[[Paper], bool], cap: int) -> _Fetch:
     """Collect works until the iterator ends or fails; what arrived before a failure is kept."""
     result = _Fetch()
@@ -285,7 +223,7 @@ class _ScholarFetcher:
         return _since(self.scholar.last_synced.get(source))
 
     def _is_theirs(self, paper: Paper) -> bool:
-        return any(names_compatible(mine, author.name) for mine in self.scholar.names for author in paper.authors)
+        return written_by(paper, self.scholar.names)
 
     def arxiv(self) -> _Fetch:
         source = self.sources.arxiv
@@ -467,7 +405,7 @@ def _sync_one(
     before = [_record_ids(index, paper) for paper in unique]
     ingested = ingest_papers(index, unique)
     outcome.unchanged = len(ingested.unchanged)
-    for paper, previous in zip(unique, before):
+    for paper, previous in zip(unique, before, strict=True):
         after = _record_ids(index, paper)
         is_new, now_id = tracker.classify(previous, after)
         if now_id is None:

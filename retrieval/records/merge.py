@@ -485,6 +485,7 @@ def _merge_fields(a: Paper, b: Paper) -> Paper:
     arxiv_source = a if a.arxiv_id else b
     arxiv_id = a.arxiv_id or b.arxiv_id
     versions = [p.arxiv_version for p in (a, b) if p.arxiv_id == arxiv_id and p.arxiv_version]
+    openalex_id: str | None
     if published_side is not None and published_side.openalex_id:
         openalex_id = published_side.openalex_id  # OpenAlex keeps preprint and article apart
     else:

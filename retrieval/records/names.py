@@ -25,12 +25,15 @@ both ways: as the person Di Stefano first, and as the family name Di Stefano, wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+import re
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cached_property, lru_cache
 
-from retrieval.records.paper import Author, fold
+from retrieval.records.paper import Author
+from retrieval.text import fold, folded
 
 _PARTICLES = {"van", "von", "der", "den", "de", "del", "della", "da", "di", "la", "le", "du", "dos", "das", "ter", "ten", "st"}
 # Particles that are also given names in real author lists ("Di Wang", "Le Chen", "Van Nguyen").
@@ -185,7 +188,7 @@ def _given_compatible(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """
     if a and b and len(a) != len(b) and "".join(a) == "".join(b):
         return True
-    for left, right in zip(a, b):
+    for left, right in zip(a, b, strict=False):  # lengths differ when one side lists fewer given names
         if len(left) == 1 or len(right) == 1:
             if left[0] != right[0]:
                 return False
@@ -271,12 +274,6 @@ def name_specificity(name: str) -> int:
 
 
 @lru_cache(maxsize=131072)
-def folded(text: str) -> str:
-    """``records.fold``, cached: written names and affiliations repeat across an index."""
-    return fold(text)
-
-
-@lru_cache(maxsize=131072)
 def is_organisation(name: str) -> bool:
     """Heuristic: an organisational author ("The ATLAS Collaboration"), not a person."""
     words = folded(name).split()
@@ -297,7 +294,7 @@ def affiliations_overlap(a: list[str], b: list[str]) -> bool:
 
 
 def id_sets_agree(
-    orcids_a: Set[str], openalex_a: Set[str], orcids_b: Set[str], openalex_b: Set[str]
+    orcids_a: AbstractSet[str], openalex_a: AbstractSet[str], orcids_b: AbstractSet[str], openalex_b: AbstractSet[str]
 ) -> bool | None:
     """The id rule for two people known by sets of ids (one author has at most one of each).
 
@@ -338,3 +335,25 @@ def same_person(a: Author, b: Author, *, shared_coauthors: int = 0) -> bool:
     if strength is NameMatch.WEAK:
         return shared_coauthors > 0 or affiliations_overlap(a.affiliations, b.affiliations)
     return False
+
+
+_JOINED = re.compile(r"(?<=\w)[-‐‑'’](?=\w)")  # Abu-Shammala, d'Ambrumenil, Xiao-Lin: one token
+
+
+def author_key(name: str) -> str | None:
+    """The folded key under which an author name is indexed ("Zhang, Zhao" -> "zhao zhang").
+
+    A key identifies a written name in the filter postings of Chroma and BM25; it is not a
+    parse. Which keys an author filter selects is decided on the written names by
+    ``names_compatible`` (see ``RecordStore.author_names_filed_under``). Changing what
+    this returns changes the stored postings: it needs an index rebuild.
+    """
+    text = _JOINED.sub("", name)
+    if "," in text:
+        family_part, given_part = text.split(",", 1)
+        if not fold(family_part):
+            return author_key(given_part)
+        tokens = fold(given_part).split() + fold(family_part).split()
+    else:
+        tokens = fold(text).split()
+    return " ".join(tokens) or None

@@ -7,8 +7,9 @@ produces ``Paper`` objects; the record store, the index and the doors only ever 
 
 Author names are cleaned here, whichever parser or file a record comes from
 (``author_cleaning``: no ``<b>`` or "Song*" in a name, "et al." is no person); a list the
-source cut sets ``authors_truncated``. ``fold``, behind title keys and hence ``hash:`` ids,
-keeps every script: other scripts than Latin are transliterated.
+source cut sets ``authors_truncated``. Title keys, and hence ``hash:`` ids, are
+``retrieval.text.fold`` of the title: it keeps every script (other scripts than Latin are
+transliterated).
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import date
-from functools import cache
 from typing import Annotated, Any
 
-from anyascii import anyascii
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from retrieval.records.author_cleaning import clean_author
+from retrieval.text import fold
 
 # Identifier normalisation ------------------------------------------------------------------
 
@@ -100,86 +100,6 @@ def clean_text(value: str | None) -> str:
             value = _TERMINAL_ESCAPE.sub("", value)
         value = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
     return _SPACE.sub(" ", value).strip()
-
-
-# Letters that Unicode decomposition leaves alone ("Martı́n", "Łukasz", "Søren").
-LATIN_LETTERS = str.maketrans({
-    "ı": "i", "ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss",
-    "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
-})
-
-
-_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
-_LETTER_OR_DIGIT = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd"})
-_LATIN_NAMES = ("LATIN ", "MODIFIER LETTER ", "FEMININE ORDINAL", "MASCULINE ORDINAL")
-_IDEOGRAPH_NAMES = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH")
-
-
-@cache
-def _latin_fold(char: str) -> str:
-    """The fold of one non-ASCII character before transliteration existed: its ASCII letters
-    after decomposition (accents dropped), or a separator."""
-    parts = (part.lower() for part in unicodedata.normalize("NFKD", char) if not unicodedata.combining(part))
-    return "".join(part if part.isascii() else " " for part in parts)
-
-
-@cache
-def _foreign(char: str) -> str | None:
-    """Transliteration of a letter or digit of a non-Latin script that decomposition cannot
-    fold ("ж" -> "zh", "深" -> " shen ": ideographs are words of their own); None for others.
-
-    Modifier letters (the ʻokina, ʼ) count as Latin: they sit in Latin names.
-    """
-    if unicodedata.category(char) not in _LETTER_OR_DIGIT or _NOT_ALNUM.sub("", _latin_fold(char)):
-        return None
-    name = unicodedata.name(char, "")
-    if name.startswith(_LATIN_NAMES):
-        return None
-    text = _NOT_ALNUM.sub("", anyascii(char).lower())
-    return f" {text} " if text and name.startswith(_IDEOGRAPH_NAMES) else text
-
-
-def is_non_latin_letter(char: str) -> bool:
-    """True for a letter or digit of another script than Latin that only transliteration folds
-    ("ж", "深", "α", "٣"); False for "é", "ł", "ℓ", "ʻ", symbols and ASCII."""
-    return not char.isascii() and _foreign(char) is not None
-
-
-def has_non_latin_letters(value: str) -> bool:
-    """True when ``value`` holds a letter or digit that only transliteration folds."""
-    return not value.isascii() and any(is_non_latin_letter(char) for char in value.translate(LATIN_LETTERS))
-
-
-def fold(value: str) -> str:
-    """Lowercase ASCII-folded alphanumerics, for comparing names and titles.
-
-    Latin text loses its accents (``LATIN_LETTERS`` covers the letters decomposition leaves
-    alone) and folds exactly as it did before other scripts were transliterated, so Latin
-    titles keep their ``hash:`` ids. Letters of other scripts are transliterated (``anyascii``,
-    ``_foreign``): two different Chinese or Cyrillic titles no longer fold to the same empty
-    key. A combining mark after such a letter is transliterated with it (Devanagari vowel
-    signs); after a Latin letter it is an accent and vanishes. ASCII text, the common case
-    on a hot path, skips all of it.
-    """
-    if value.isascii():
-        return _NOT_ALNUM.sub(" ", value.lower()).strip()
-    parts: list[str] = []
-    after_foreign = False
-    for char in value.translate(LATIN_LETTERS):
-        if char.isascii():
-            parts.append(char)
-            after_foreign = False
-            continue
-        foreign = _foreign(char)
-        if foreign is not None:
-            parts.append(foreign)
-            after_foreign = True
-        elif after_foreign and unicodedata.category(char)[0] == "M":
-            parts.append(_NOT_ALNUM.sub("", anyascii(char).lower()))
-        else:
-            parts.append(_latin_fold(char))
-            after_foreign = False
-    return _NOT_ALNUM.sub(" ", "".join(parts).lower()).strip()
 
 
 def title_key(title: str) -> str:

@@ -1,35 +1,15 @@
 """Clustering author mentions into people, one family-name block at a time.
 
-This is the decision half of ``retrieval.scholars.people`` (which builds the directory around it), shaped
-like S2AND, Beard and the NASA ADS disambiguation: mentions are *blocked* by family name, and
-inside a block clusters of mentions are joined step by step, each step on stronger evidence
-than the names alone. Two clusters are never joined when their names are incompatible
-("Tong Zhang" / "Zhao Zhang"), their ids conflict (two ORCIDs, two OpenAlex author ids), or they
-hold two author slots of one paper.
+The decision half of ``retrieval.scholars.people`` (which builds the directory around it):
+mentions are blocked by family name, and inside a block clusters of mentions are joined step by
+step, strongest evidence first: 1. the same ORCID or OpenAlex author id; 2. a shared co-author
+or affiliation; 3. the same spelled-out full name unless disjoint co-authors together with
+distant topics or incompatible affiliations say two people (``consolidate_full_names``, the
+``evidence`` policy only); 4. a family name every written name of which is compatible with every
+other. Incompatible names, conflicting ids or two author slots of one paper are never joined.
+The ``strict`` policy (steps 1, 2 and 4) is the baseline of ``bench/people.py``.
 
-The steps, strongest evidence first:
-
-1. **ids**: the same ORCID or OpenAlex author id (``names.id_sets_agree``).
-2. **shared context**: a co-author or an affiliation in common. Identical written names first;
-   a name compatible with several people (an initial: "Z. Zhang") joins only when everyone it
-   shares context with could be one person, so an initial never glues two people together.
-3. **the same full name** (``consolidate_full_names``, the ``evidence`` policy only): clusters
-   whose names spell out the same first given name ("Tao Li", "Tao E. Li") are one person unless
-   the evidence says two. Evidence against is *disjoint co-author communities* together with
-   *distant topics* (the centroids of the papers' stored vectors) or *incompatible
-   affiliations*. For a common name (a short given name in a populous family block: "Wei
-   Zhang", "Bo Wang") disjoint communities are enough unless the topics are close: common
-   names are shared by many people, rare ones seldom. Clusters are joined most similar first,
-   and every join is checked against the cluster as it has grown, so a paper without
-   co-authors cannot bridge two people.
-4. **an unambiguous family name**: when every name carrying a family name is compatible with
-   every other ("Adrian Del Maestro", "A. Del Maestro") and nothing proves two people, the block
-   is one person.
-
-The ``strict`` policy (steps 1, 2 and 4: what paperbot did before) is kept as the baseline of
-``bench/people.py``. Thresholds come from title vectors of real publication lists (all-MiniLM-
-L6-v2): random halves of one person's papers have centroids at cosine 0.51 or more, while the
-namesakes of ``scholars-real`` sit at 0.03 to 0.23; ``FAR_TOPIC`` lies between.
+The rules in full, and the measurements the thresholds come from: ``docs/scholars.md``.
 """
 
 from __future__ import annotations
@@ -46,7 +26,6 @@ from retrieval.records.names import (
     PersonName,
     affiliation_keys,
     affiliations_overlap,
-    folded,
     id_sets_agree,
     is_east_asian_name,
     name_match,
@@ -54,11 +33,12 @@ from retrieval.records.names import (
     parse_name,
 )
 from retrieval.records.paper import Author
+from retrieval.text import folded
 
 # Co-authorship on very large collaborations says little about identity.
 MAX_AUTHORS_FOR_COAUTHOR_EVIDENCE = 25
 # Centroid cosine under which two sets of papers are "distant topics", and over which they are
-# "close" (see the module docstring for where the numbers come from).
+# "close" (docs/scholars.md says where the numbers come from).
 FAR_TOPIC = 0.25
 NEAR_TOPIC = 0.5
 # A cluster that fits two incompatible people about as well (within this much affinity) joins neither.
@@ -135,8 +115,8 @@ class Cluster:
         self.papers = {slot.paper_id}
         self.names = {slot.author.name}
         self.folded = {folded(slot.author.name)}
-        self.orcid = {slot.author.orcid} - {None}
-        self.openalex = {slot.author.openalex_id} - {None}
+        self.orcid: set[str] = {slot.author.orcid} if slot.author.orcid is not None else set()
+        self.openalex: set[str] = {slot.author.openalex_id} if slot.author.openalex_id is not None else set()
         self.strong, self.weak = context.coauthors_of(slot.position)
         self.affils = affiliation_keys(slot.author.affiliations)
         self.venues = {key} if (key := venue_key(slot.venue)) else set()
@@ -321,7 +301,7 @@ class BlockGrouping:
         """Join clusters spelling out the same first given name unless evidence says two people.
 
         Candidates are joined most similar first (a heap of pair affinities, re-scored against
-        the grown cluster after every join); see the module docstring for the rule.
+        the grown cluster after every join); the rule in full: ``docs/scholars.md``.
         """
         by_first: dict[str, list[int]] = defaultdict(list)
         given_letters: dict[str, int] = {}

@@ -1,32 +1,17 @@
 """Expert finding: a topic -> the people whose indexed papers make the strongest case.
 
-This is the *document model* of expert finding (Balog et al., TREC Enterprise): retrieve the
-papers closest to the topic, then score each person through their papers,
+The *document model* of expert finding (Balog et al., TREC Enterprise): retrieve the papers
+closest to the topic, then score each person through their papers,
 
     score(person) = sum over retrieved papers d of person:  rel(d) * recency(d) * position(person, d)
 
-* ``rel(d) = exp(-(rank(d) - 1) / RANK_DECAY)`` from the hybrid retriever's order: the best
-  hit counts 1, the tenth about 0.4, the fiftieth almost nothing. Ranks, not raw scores,
-  because the fused score is a scaled reciprocal-rank sum that decays too slowly to tell a
-  topic's core papers from its periphery; a flat weight would let prolific authors of loosely
-  related papers win (the "hub" effect).
-* ``recency(d) = RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (age in years / HALF_LIFE_YEARS)``:
-  this year's papers count fully, a ten-year-old one about 0.6; older work never drops below
-  half, so an expert is not forgotten for being established. Undated papers count as old.
-* ``position``: first author 1.0, last author (the senior author in most fields) 0.9, any
-  other 0.7; a sole author 1.0.
+with ``rank_relevance`` (decaying with the hit's rank), ``recency_weight`` (halving every
+``HALF_LIFE_YEARS`` down to ``RECENCY_FLOOR``) and ``position_weight`` (first, last, other
+author). ``single_best_scores``, each person scored by their single best paper, is the baseline
+of ``bench/experts.py``. People are the groups of ``retrieval.scholars.people`` over the whole
+index, so every paper of a person counts once and a namesake's papers never add up.
 
-The constants were chosen on development folds of ``bench/experts.py`` (seeds 1 and 2, 587
-held-out titles; the benchmark reports other seeds): rank decay 5, 10 and 20 scored within
-noise of each other, and milder position weights (1 / 0.9 / 0.7) found more of the true
-authors than (1 / 0.8 / 0.5), for both rankings.
-
-So three strong papers beat one top hit: ranks 2, 3 and 5 sum to about 2.4, rank 1 alone is 1.
-``single_best_scores`` is the baseline the benchmark compares with: each person scored by
-their single best paper.
-
-People are the groups of ``retrieval.scholars.people`` over the whole index (ids first, namesakes kept
-apart), so every paper of a person counts once and a namesake's papers never add up.
+Why ranks and not scores, and how the constants were chosen: ``docs/scholars.md``.
 """
 
 from __future__ import annotations
@@ -35,14 +20,17 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Protocol
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
 from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
-from retrieval.scholars.people import Mention, PeopleDirectory, Person, directory_for, stored_vectors_of
-from retrieval.scholars.profile import RosterLike, affiliations, resolve_person, roster_claims
+from retrieval.scholars.cache import directory_for
+from retrieval.scholars.people import Mention, PeopleDirectory, Person, stored_vectors_of
+from retrieval.scholars.profile import affiliations
+from retrieval.scholars.resolve import RosterLike, resolve_person, roster_claims
 
 RETRIEVE_K = 150
 RANK_DECAY = 10.0
@@ -192,10 +180,14 @@ def _resolve_for(directory: PeopleDirectory, name: str, roster: RosterLike | Non
 
 
 def _directory_for(
-    index: SearchableIndex, hits: Sequence[SearchHit], directory: PeopleDirectory | None, roster: RosterLike | None
+    index: SearchableIndex,
+    hits: Sequence[SearchHit],
+    directory: PeopleDirectory | None,
+    roster: RosterLike | None,
+    cache_dir: Path,
 ) -> PeopleDirectory:
     if directory is None:
-        return directory_for(index, roster_claims(roster))
+        return directory_for(index, roster_claims(roster), cache_dir=cache_dir)
     missing = [h.paper for h in hits if h.paper.id not in directory.papers]
     if missing:  # the index changed since the directory was built
         return PeopleDirectory(
@@ -235,13 +227,13 @@ def find_collaborators(
         raise InputError("--new-only needs --for NAME: new to whom?", hint='Try: --for "Zhao Zhang" --new-only')
     today = today or date.today()
     if roster is None:
-        from retrieval.ingest.roster import Roster
+        from retrieval.storage.roster import Roster
 
         roster = Roster.load(settings)
     hits = index.search(topic, k=retrieve_k, filters=None)
     if not hits:
         return CollaboratorsResult(topic=topic, scholars=[], notice="No indexed paper matches this topic.")
-    directory = _directory_for(index, hits, directory, roster)
+    directory = _directory_for(index, hits, directory, roster, settings.cache_dir)
     excluded: set[str] = set()
     asker: Person | None = None
     if for_name:

@@ -22,14 +22,13 @@ holds that mention (``find_person_id``).
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval.errors import PaperbotError
 from retrieval.records.names import (
-    folded,
     id_sets_agree,
     name_specificity,
     names_compatible,
@@ -47,6 +46,7 @@ from retrieval.scholars.clustering import (
     Vectors,
     group_block,
 )
+from retrieval.text import folded
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,17 @@ class Claim:
     openalex_id: str | None = None
 
 
+@dataclass(frozen=True)
+class Group:
+    """One person as clustering found them: their author slots ``(paper id, position)``, the
+    family-name block they were grouped in, the roster scholar who claimed them, their ids."""
+
+    family: str
+    slots: tuple[tuple[str, int], ...]
+    claimed_by: str | None = None
+    ids: tuple[tuple[str, str], ...] = ()
+
+
 def claims_of(entries: Iterable[Any]) -> tuple[Claim, ...]:
     """Claims from roster entries (anything with ``name``, ``names``, ``orcid``, ``openalex_id``)."""
     return tuple(
@@ -158,7 +169,9 @@ class PeopleDirectory:
 
     ``clustering``: "evidence" (default) or "strict" (the baseline, see the module docstring);
     ``vectors``: the index's stored embeddings by paper id, for topic evidence; ``claims``: roster
-    scholars whose names and ids claim mentions.
+    scholars whose names and ids claim mentions. ``groups``: the ``groups`` of a directory built
+    earlier over the same papers (``retrieval.scholars.cache``), placed as they are: nothing is
+    clustered, and ``vectors`` and ``claims`` are not read.
     """
 
     def __init__(
@@ -168,6 +181,7 @@ class PeopleDirectory:
         clustering: str = "evidence",
         vectors: Vectors | None = None,
         claims: Sequence[Claim] = (),
+        groups: Sequence[Group] | None = None,
     ) -> None:
         if clustering not in POLICIES:
             raise ValueError(f"clustering must be one of {POLICIES}, not {clustering!r}")
@@ -182,11 +196,13 @@ class PeopleDirectory:
         self._by_family: dict[str, list[Person]] = defaultdict(list)
         self._by_id: dict[tuple[str, str], list[Person]] = {}
         self._topics = TopicSpace(vectors)
-        self._group(claims)
+        self.groups: list[Group] = []  # every person as placed, in order: what a cache keeps
+        self._place(self._group(claims) if groups is None else groups)
 
     # --- construction -------------------------------------------------------------------------
 
-    def _group(self, claims: Sequence[Claim]) -> None:
+    def _group(self, claims: Sequence[Claim]) -> list[Group]:
+        """Cluster every author slot into people: one ``Group`` each, in placing order."""
         blocks: dict[str, list[Cluster]] = defaultdict(list)
         for paper_id, paper in self.papers.items():
             parsed = [parse_name(a.name) for a in paper.authors]
@@ -198,18 +214,23 @@ class PeopleDirectory:
             self._topics.prefetch(_papers_needing_topics(blocks))  # one batched read of the vectors
         clusters: list[tuple[str, Cluster]] = []
         for family in sorted(blocks):
-            for cluster in group_block(family, blocks[family], policy=self.clustering, topics=self._topics):
-                clusters.append((family, cluster))
+            clusters.extend(
+                (family, cluster)
+                for cluster in group_block(family, blocks[family], policy=self.clustering, topics=self._topics)
+            )
         owner: dict[int, str] = {}
         if claims and self.clustering == "evidence":
             clusters, owner = self._apply_claims(clusters, claims)
-        for family, cluster in clusters:
-            self._add(family, cluster, owner.get(id(cluster)))
+        return [self._group_of(family, cluster, owner.get(id(cluster))) for family, cluster in clusters]
+
+    def _place(self, groups: Sequence[Group]) -> None:
+        for group in groups:
+            self._add(group)
         self.people.sort(key=lambda p: (-len(p.paper_ids), p.name))
         for person in self.people:
             for mention in person.mentions:
-                for key in (("orcid", mention.author.orcid), ("openalex", mention.author.openalex_id)):
-                    if key[1] and person not in (holders := self._by_id.setdefault(key, [])):
+                for kind, value in (("orcid", mention.author.orcid), ("openalex", mention.author.openalex_id)):
+                    if value and person not in (holders := self._by_id.setdefault((kind, value), [])):
                         holders.append(person)
 
     def _apply_claims(
@@ -219,7 +240,10 @@ class PeopleDirectory:
         owner: dict[int, str] = {}
         dropped: set[int] = set()
         for claim in claims:
-            ids = ({claim.orcid} - {None}, {claim.openalex_id} - {None})
+            ids: tuple[set[str], set[str]] = (
+                {claim.orcid} if claim.orcid is not None else set(),
+                {claim.openalex_id} if claim.openalex_id is not None else set(),
+            )
             named = [
                 (family, c) for family, c in clusters
                 if id(c) not in dropped and (
@@ -250,23 +274,32 @@ class PeopleDirectory:
         similarity = self._topics.similarity(anchor, other)
         return not (anchor.has_coauthors and other.has_coauthors and similarity is not None and similarity < FAR_TOPIC)
 
-    def _mention(self, slot: Slot) -> Mention:
-        paper = self.papers[slot.paper_id]
-        written = folded(slot.author.name)
-        occurrence = sum(1 for a in paper.authors[: slot.position] if folded(a.name) == written)
-        return Mention(slot.paper_id, slot.position, len(paper.authors), slot.author, paper.published, occurrence)
+    def _mention(self, paper_id: str, position: int) -> Mention:
+        paper = self.papers[paper_id]
+        author = paper.authors[position]
+        written = folded(author.name)
+        occurrence = sum(1 for a in paper.authors[:position] if folded(a.name) == written)
+        return Mention(paper_id, position, len(paper.authors), author, paper.published, occurrence)
 
-    def _add(self, family: str, cluster: Cluster, claimed_by: str | None) -> None:
-        mentions = sorted((self._mention(slot) for slot in cluster.slots), key=_newest_first, reverse=True)
-        person = Person(key=min(m.mention_id for m in mentions), mentions=mentions, claimed_by=claimed_by)
-        person.names.update(m.author.name for m in mentions)
-        written = Counter(i for m in mentions for i in (m.author.orcid, m.author.openalex_id) if i)
+    @staticmethod
+    def _group_of(family: str, cluster: Cluster, claimed_by: str | None) -> Group:
+        written = Counter(i for slot in cluster.slots for i in (slot.author.orcid, slot.author.openalex_id) if i)
+        ids: list[tuple[str, str]] = []
         for kind, values in (("orcid", cluster.orcid), ("openalex", cluster.openalex)):
             if values:  # the most used one: an ORCID may have joined several OpenAlex profiles
-                person.ids[kind] = max(sorted(values), key=lambda value: written[value])
+                ids.append((kind, max(sorted(values), key=lambda value: written[value])))
+        slots = tuple((slot.paper_id, slot.position) for slot in cluster.slots)
+        return Group(family, slots, claimed_by, tuple(ids))
+
+    def _add(self, group: Group) -> None:
+        mentions = sorted((self._mention(*slot) for slot in group.slots), key=_newest_first, reverse=True)
+        person = Person(key=min(m.mention_id for m in mentions), mentions=mentions, claimed_by=group.claimed_by)
+        person.names.update(m.author.name for m in mentions)
+        person.ids.update(group.ids)
+        self.groups.append(group)
         self.people.append(person)
         self._by_key[person.key] = person
-        families = {family} | {parse_name(n).family for n in person.names}
+        families = {group.family} | {parse_name(n).family for n in person.names}
         for name_family in sorted(families):
             self._by_family[name_family].append(person)
         for mention in mentions:
@@ -324,23 +357,7 @@ class PeopleDirectory:
         return sorted({n for p in self.people for n in p.names})
 
 
-# --- one directory per index state ------------------------------------------------------------
-
-_CACHE_SIZE = 2
-_cache: OrderedDict[tuple[Any, ...], PeopleDirectory] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _generation(index: Any) -> tuple[str, int] | None:
-    """(which store, its write counter) when the index exposes one, else None."""
-    source: Any = index
-    counter: Callable[[], int] | None = getattr(index, "generation", None)
-    if not callable(counter):
-        source = getattr(index, "store", None)
-        counter = getattr(source, "generation", None)
-    if not callable(counter):
-        return None
-    return str(getattr(source, "path", id(source))), int(counter())
+# --- the index's stored vectors --------------------------------------------------------------
 
 
 def stored_vectors_of(index: Any) -> Vectors | None:
@@ -349,8 +366,6 @@ def stored_vectors_of(index: Any) -> Vectors | None:
     A vector store that is down gives no topic evidence rather than an error: grouping people
     still works on names, ids and co-authors.
     """
-    from retrieval.errors import PaperbotError
-
     getter = getattr(index, "vectors", None) or getattr(getattr(index, "dense", None), "vectors", None)
     if not callable(getter):
         return None
@@ -363,28 +378,3 @@ def stored_vectors_of(index: Any) -> Vectors | None:
         return dict(found) if found else {}
 
     return lookup
-
-
-def directory_for(index: Any, claims: Sequence[Claim] = (), clustering: str = "evidence") -> PeopleDirectory:
-    """The people of everything ``index.iter_papers()`` yields, rebuilt only after a write.
-
-    Grouping a large index takes seconds, so the directory is kept per store generation (the
-    record store bumps it on every write) and roster claims. Indexes without a generation are
-    grouped afresh. Topic evidence comes from the vectors the index stores.
-    """
-    generation = _generation(index)
-    build = lambda: PeopleDirectory(  # noqa: E731
-        index.iter_papers(), clustering=clustering, vectors=stored_vectors_of(index), claims=claims
-    )
-    if generation is None:
-        return build()
-    key = (*generation, clustering, tuple(claims))
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is None:
-            cached = build()
-            _cache[key] = cached
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
-        _cache.move_to_end(key)
-        return cached

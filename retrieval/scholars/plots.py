@@ -25,8 +25,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from retrieval.errors import StorageError
-from retrieval.records.paper import fold
 from retrieval.results import Coauthor, ScholarSummaryResult
+from retrieval.text import fold
 
 MAX_NETWORK_PEOPLE = 12
 DPI = 150
@@ -137,7 +137,7 @@ def render_timeline(summary: ScholarSummaryResult, path: Path) -> Path:
             colour_index += 1
         ax.bar(years, heights, bottom=bottom, color=colour, edgecolor="white", linewidth=0.8,
                label=textwrap.fill(theme.label, 32))
-        bottom = [b + h for b, h in zip(bottom, heights)]
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     if not series:
         heights = [summary.counts_by_year.get(y, 0) for y in years]
         ax.bar(years, heights, color=PALETTE[0], edgecolor="white", label="papers")

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-import Stemmer
 
-from retrieval.answers.evidence import content_words, neutralise
-from retrieval.records.paper import Paper, fold
+from retrieval.answers.evidence import neutralise
+from retrieval.records.paper import Paper
+from retrieval.text import content_words, fold, stem_words
 
 MIN_THEME_SIMILARITY = 0.12
 MIN_ASSIGN_SIMILARITY = 0.08
@@ -63,11 +63,6 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
 @lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
-
-
-@lru_cache(maxsize=1)
 def _filler() -> frozenset[str]:
     return frozenset(key for word in _FILLER_WORDS.split() if (key := _token_key(word)))
 
@@ -78,7 +73,7 @@ def _token_key(surface: str) -> str | None:
     words = content_words(surface)
     if not words:
         return None
-    return " ".join(_stemmer().stemWords(words))
+    return " ".join(stem_words(words))
 
 
 def _display(surface: str) -> str:
@@ -91,10 +86,13 @@ def _display(surface: str) -> str:
 
 @dataclass
 class _Terms:
-    """Terms of one text: key -> weight, and key -> written forms seen (with weights)."""
+    """Terms of one text: key -> weight, and key -> written forms seen (with weights).
 
-    counts: Counter[str] = field(default_factory=Counter)
-    surfaces: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    Weights are floats (titles count ``TITLE_WEIGHT``, title forms 0.25), hence no ``Counter``.
+    """
+
+    counts: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    surfaces: defaultdict[str, defaultdict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
 
 
 def _extract(text: str, weight: float, into: _Terms, *, title: bool) -> None:
@@ -237,9 +235,10 @@ def _bonus(key: str) -> float:
 
 
 def _best_surface(key: str, terms: Sequence[_Terms]) -> str:
-    seen: Counter[str] = Counter()
+    seen: defaultdict[str, float] = defaultdict(float)
     for t in terms:
-        seen.update(t.surfaces.get(key, {}))
+        for form, weight in t.surfaces.get(key, {}).items():
+            seen[form] += weight
     if not seen:
         return key
     # prefer the form most used; ties to the one with capitals kept (acronyms, proper nouns)
@@ -322,7 +321,8 @@ def group_into_themes(
         block = similarity[np.ix_(members, members)]
         central = papers[members[int(np.argmax(block.sum(axis=1)))]]
         group_papers = [papers[i] for i in members]
-        phrase, keys = "", []
+        phrase = ""
+        keys: list[str] = []
         if index != other_index:
             ordered = [central] + [p for p in group_papers if p is not central]
             phrase, keys = label_for(ordered, background, limit=2 if len(ordered) > 1 else 1)
@@ -381,7 +381,7 @@ def assign_to_themes(
             assert space is not None
             sims = space.matrix @ space.vector(paper)
         by_theme: dict[str, list[float]] = defaultdict(list)
-        for label, value in zip(owner, sims):
+        for label, value in zip(owner, sims, strict=True):
             by_theme[label].append(float(value))
         candidates = {label: sum(v) / len(v) for label, v in by_theme.items() if label != OTHER_LABEL}
         best = max(candidates.items(), key=lambda item: item[1], default=(OTHER_LABEL, 0.0))

@@ -202,7 +202,7 @@ class PoliteClient:
         if self._describe_error is not None:
             try:
                 described = self._describe_error(response)
-            except Exception:  # a describer must never hide the real failure
+            except Exception:  # noqa: BLE001 - a describer (any parser) must never hide the real failure
                 described = None
             if described:
                 return shorten(described)

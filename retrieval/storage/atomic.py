@@ -42,7 +42,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(target: Path, write: Callable[[Path], None], *, durable: bool = True) -> None:
+def atomic_write(target: Path, write: Callable[[Path], object], *, durable: bool = True) -> None:
     """Call ``write(tmp)`` to fill a temporary file next to ``target``, then swap it in.
 
     ``write`` receives the temporary path (it exists, empty) and may write it any way it likes,

@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -219,9 +219,7 @@ def hold_writer_lock(
         yield
     finally:
         guard.owner, guard.depth = None, 0
-        try:
+        with suppress(OSError):
             settings.writer_holder_path.unlink(missing_ok=True)
-        except OSError:
-            pass
         guard.file_lock.release()
         guard.thread_lock.release()

@@ -6,7 +6,7 @@ can find the records a new paper must merge with, and the index can tell added /
 unchanged records apart without parsing JSON. An ``author_names`` side table files each
 written author name of a paper under every family name it may carry
 (``names.filing_families``: "Zhang Zhao" under "zhao" and "zhang") with its canonical author
-key (``query_filters.author_key``, the value author filters select in Chroma and BM25), so
+key (``names.author_key``, the value author filters select in Chroma and BM25), so
 that an author filter finds every compatible written name (``names.names_compatible``) with
 one indexed lookup and maps it to its key. A ``title_variants``
 side table lists each paper's ``merge.title_variants`` keys, so that the other version of a
@@ -19,7 +19,7 @@ author names cleaned ("et al." removed, ``authors_truncated`` set, no ``<b>`` or
 ``hash:`` ids re-keyed where the fold that now keeps every script computes another one. What
 the store cannot do itself, moving vectors in Chroma to the new ids and rebuilding BM25, it
 leaves listed in a ``vector_moves`` table with a ``derived_refresh`` mark in ``meta``:
-``PaperIndex`` finishes it on first use (``PaperIndex._catch_up``).
+``PaperIndex`` finishes it on first use (``index.catch_up.MigrationCatchUp``).
 
 Every write is one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``): a failure rolls back and
 leaves the previous data intact. Each write also bumps a ``generation`` counter in the ``meta``
@@ -48,13 +48,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Self
+
+from pydantic import BaseModel
 
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.index.filters import author_key
 from retrieval.records.merge import merge_papers, title_variants
-from retrieval.records.names import filing_families
-from retrieval.records.paper import Author, Paper, Provenance, fold, title_key
+from retrieval.records.names import author_key, filing_families
+from retrieval.records.paper import Author, Paper, Provenance, title_key
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
+from retrieval.text import fold
 
 log = logging.getLogger(__name__)
 
@@ -293,7 +296,7 @@ def _decode(record: str) -> Paper:
         return Paper.model_validate_json(record)
 
 
-def _known(model: type, data: dict) -> dict:
+def _known(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key in model.model_fields}
 
 
@@ -466,7 +469,7 @@ class RecordStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> RecordStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -669,6 +672,10 @@ class RecordStore:
             _bump_generation(conn)
 
     # --- meta --------------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        """Every ``meta`` value by key: the generation, the encoder of the vectors, pending work."""
+        return dict(self._query("SELECT key, value FROM meta"))
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))

@@ -15,10 +15,10 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field
 
-from retrieval.answers.evidence import content_terms
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
 from retrieval.results import SearchFilters, SearchHit
+from retrieval.text import content_terms
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -31,7 +31,7 @@ def make_settings(**overrides: Any) -> Settings:
     """Settings isolated from the environment and any .env file (no LLM unless given)."""
     values: dict[str, Any] = {"openai_api_key": None, "openai_base_url": None, "min_relevance": None}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 class LexicalRetriever:

@@ -25,9 +25,10 @@ import re
 import threading
 import time
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class OpenAIStubServer:
         self._thread: threading.Thread | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
-    def start(self) -> OpenAIStubServer:
+    def start(self) -> Self:
         handler = _make_handler(self)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -86,7 +87,7 @@ class OpenAIStubServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> OpenAIStubServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -97,6 +98,7 @@ class OpenAIStubServer:
         if self._httpd is None:
             raise RuntimeError("server not started")
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address: (host, port)
         return f"http://{host}:{port}/v1"
 
     # --- script ----------------------------------------------------------------------------
@@ -162,10 +164,8 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             server._record(RecordedRequest("POST", self.path, self._headers(), body))
             reply = server._next_reply()
             server._wait(reply.delay)
-            try:
+            with suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                 self._respond(reply, body if isinstance(body, dict) else {})
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout): nothing to do
 
         def _respond(self, reply: StubReply, body: dict[str, Any]) -> None:
             if reply.raw_body is not None:

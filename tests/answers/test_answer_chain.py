@@ -9,11 +9,11 @@ from langchain_core.exceptions import ModelRateLimitError, ModelTimeoutError
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import SystemMessage
 
-from retrieval.answers.chain import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, Final, TextDelta, answer_question, stream_answer
+from retrieval.answers.chain import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, answer_question, stream_answer
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
-from retrieval.results import SearchFilters, SearchHit
+from retrieval.results import Final, SearchFilters, SearchHit, TextDelta
 from tests.answers.conftest import FailingModel, LexicalRetriever, by_title, make_settings, scripted
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"
@@ -112,7 +112,7 @@ def test_stream_yields_only_validated_sentences_then_the_final(retriever: Lexica
     reply = "Convergence was analysed [1]. Uncited filler here. Invented [99]. The overview reviews it [3]. Tail"
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(), chat_model=scripted(reply)))
     event = final(events)
-    streamed = "".join(e.text for e in events[:-1])
+    streamed = "".join(e.text for e in events[:-1] if isinstance(e, TextDelta))  # all are (``final``)
     # what was on screen while the model wrote: complete sentences that survive validation only
     assert streamed == "Convergence was analysed [1]. The overview reviews it [2]."
     assert "[99]" not in streamed and "filler" not in streamed
@@ -122,7 +122,7 @@ def test_stream_yields_only_validated_sentences_then_the_final(retriever: Lexica
 def test_character_stream_shows_each_sentence_once_it_is_complete(retriever: LexicalRetriever) -> None:
     model = FakeListChatModel(responses=["Convergence was analysed [1]. The overview reviews it [3]."])
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(), chat_model=model))
-    assert [e.text for e in events[:-1]] == ["Convergence was analysed [1]."]  # the last one: in the Final
+    assert [e.text for e in events[:-1] if isinstance(e, TextDelta)] == ["Convergence was analysed [1]."]  # the last one: in the Final
     assert final(events).result.answer == "Convergence was analysed [1]. The overview reviews it [2]."
 
 
@@ -134,7 +134,7 @@ def test_model_failure_falls_back_to_extractive(retriever: LexicalRetriever, err
     model = FailingModel(error=error, chunks=["Partial answer "])
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(llm_max_retries=2), chat_model=model))
     result = final(events).result
-    assert [e.text for e in events[:-1]] == []  # an unfinished, uncited fragment is never shown
+    assert [e.text for e in events[:-1] if isinstance(e, TextDelta)] == []  # an unfinished, uncited fragment is never shown
     assert result.mode == "extractive" and not result.abstained and len(result.citations) == 3
     assert result.notice == f"LLM unreachable ({cause}): extractive answer instead."
 
@@ -155,7 +155,7 @@ def test_prompt_separates_instructions_from_data(retriever: LexicalRetriever) ->
     answer_question(DDA, retriever=retriever, settings=make_settings(), chat_model=model)
     system, user = model.seen[0]
     assert isinstance(system, SystemMessage)
-    first_line, rest = user.text.split("\n", 1)
+    first_line, _ = user.text.split("\n", 1)
     boundary = first_line.removeprefix("Data marker of this message: ")
     assert boundary.startswith("@@PB-") and boundary not in system.text
     assert "discrete dipole" not in system.text  # no data in the instructions

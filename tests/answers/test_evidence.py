@@ -9,7 +9,6 @@ import pytest
 from retrieval.answers.evidence import (
     DEFAULT_MIN_RELEVANCE,
     build_evidence,
-    content_terms,
     neutralise,
     new_boundary,
     resolve_min_relevance,
@@ -18,6 +17,7 @@ from retrieval.answers.evidence import (
 )
 from retrieval.records.paper import Paper
 from retrieval.results import SearchHit
+from retrieval.text import content_terms
 from tests.answers.conftest import by_title, make_settings
 
 
@@ -126,4 +126,5 @@ def test_long_abstracts_are_cut_to_share_a_budget(papers: list[Paper]) -> None:
     assert all(700 < n <= 752 for n in abstract_lengths(build_evidence([long] * 12).render()))  # 9000 / 12
     assert all(250 < n <= 302 for n in abstract_lengths(build_evidence([long] * 50).render()))  # floor of 300
     short = build_evidence([SearchHit(paper=papers[1], score=1.0)]).render()
+    assert papers[1].abstract is not None
     assert abstract_lengths(short)[0] == len(" ".join(papers[1].abstract.split()))  # short ones stay whole

@@ -16,7 +16,6 @@ import pytest
 
 from retrieval.answers.chain import answer_question
 from retrieval.answers.evidence import (
-    CALIBRATED_MIN_RELEVANCE,
     CALIBRATED_MIN_RELEVANCE_TITLE_ONLY,
     question_concepts,
     resolve_min_relevance,
@@ -25,6 +24,7 @@ from retrieval.answers.evidence import (
 )
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
+from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE
 from retrieval.records.paper import Paper
 from retrieval.results import SearchHit
 from tests.answers.conftest import make_settings
@@ -85,11 +85,11 @@ def test_threshold_in_force_argument_then_setting_then_calibrated() -> None:
 
 
 def test_every_door_reads_the_same_threshold(tmp_path: Path) -> None:
-    from retrieval.index.paper_index import RELEVANCE_THRESHOLD, PaperIndex
+    from retrieval.index.paper_index import PaperIndex
     from tests.index.conftest import HashEncoder
 
     for value, expected in ((None, CALIBRATED_MIN_RELEVANCE), (0.42, 0.42)):
-        settings = Settings(_env_file=None, data_dir=tmp_path / str(value), openai_api_key=None,  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, data_dir=tmp_path / str(value), openai_api_key=None,
                             openai_base_url=None, min_relevance=value)
         index = PaperIndex.open(settings, encoder=HashEncoder())
         try:
@@ -97,7 +97,6 @@ def test_every_door_reads_the_same_threshold(tmp_path: Path) -> None:
             assert Assistant(settings, index=index, chat_model=None).relevance_threshold == expected
         finally:
             index.close()
-    assert RELEVANCE_THRESHOLD == CALIBRATED_MIN_RELEVANCE
 
 
 def test_title_only_records_get_their_own_cut() -> None:
@@ -149,7 +148,7 @@ def test_a_record_far_below_the_best_hit_is_not_evidence() -> None:
 def real_assistant(tmp_path_factory: pytest.TempPathFactory, reference_encoder) -> Iterator[Assistant]:
     from retrieval.index.paper_index import PaperIndex
 
-    settings = Settings(_env_file=None, data_dir=tmp_path_factory.mktemp("policy-real"), openai_api_key=None,  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=tmp_path_factory.mktemp("policy-real"), openai_api_key=None,
                         openai_base_url=None, min_relevance=None)
     index = PaperIndex.open(settings, encoder=reference_encoder)
     index.upsert(list(PAPERS.values()))

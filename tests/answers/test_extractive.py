@@ -21,6 +21,7 @@ def test_key_sentence_is_the_most_similar_abstract_sentence(papers: list[Paper])
     sentence = key_sentence(QUESTION, paper)
     assert sentence is not None
     assert "convergence" in sentence.lower() and "discrete dipole approximation" in sentence.lower()
+    assert paper.abstract is not None
     assert sentence in paper.abstract.replace("\n", " ").replace("  ", " ") or sentence.endswith("…")
 
 

@@ -17,9 +17,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from prompts import load_prompt
-from retrieval.answers.chain import Final, answer_question, stream_answer
+from retrieval.answers.chain import answer_question, stream_answer
 from retrieval.records.paper import Paper
-from retrieval.results import SearchFilters, SearchHit
+from retrieval.results import Final, SearchFilters, SearchHit
 from tests.answers.conftest import LexicalRetriever, RecordingFakeModel, make_settings, scripted
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"
@@ -46,7 +46,7 @@ def prompt_parts(model: RecordingFakeModel) -> tuple[str, str, str]:
 def assert_structure_intact(user: str, boundary: str, records: int) -> None:
     """Only genuine marker lines carry the boundary; no record or question can add or close one."""
     carrying = [line for line in user.splitlines()[1:] if boundary in line]  # line 1 announces it
-    assert all(MARKER.match(line) and MARKER.match(line).group("b") == boundary for line in carrying), carrying
+    assert all((match := MARKER.match(line)) and match.group("b") == boundary for line in carrying), carrying
     assert len(carrying) == 2 + 2 * records
     assert len(re.findall(r"@@\s*PB", user)) == len(carrying) + 1  # no other boundary-shaped text
     citation_like = [line for line in user.splitlines() if re.search(r"\[\d+\]", line)]
@@ -220,7 +220,7 @@ class FirstRecordModel(RecordingFakeModel):
 def test_hostile_on_topic_questions_stay_data(mixed: LexicalRetriever, hostile_questions: dict[str, dict], key: str) -> None:
     model = FirstRecordModel(messages=iter([]))
     result = answer_question(hostile_questions[key]["question"], retriever=mixed, settings=make_settings(), chat_model=model)
-    system, user, boundary = prompt_parts(model)
+    _, user, boundary = prompt_parts(model)
     records = user.count(f"{boundary} RECORD [")
     assert records >= 1
     assert_structure_intact(user, boundary, records=records)
@@ -235,6 +235,6 @@ def test_system_prompt_is_the_same_whatever_the_question(mixed: LexicalRetriever
     for question in (DDA, hostile_questions["markup"]["question"]):
         model = scripted("Convergence was analysed [1].")
         answer_question(question, retriever=mixed, settings=make_settings(), chat_model=model)
-        system, _, boundary = prompt_parts(model)
+        system, _, _ = prompt_parts(model)
         systems.append(system)
     assert systems[0] == systems[1]  # byte-identical: a server's prompt cache serves every question

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.answers.chain import Final, TextDelta
 from retrieval.answers.extractive import extractive_answer
-from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE, describe_filters, listing_answer
+from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE, listing_answer
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
-from retrieval.results import AnswerResult, SearchFilters, SearchHit
+from retrieval.results import AnswerResult, Final, SearchFilters, SearchHit, TextDelta
 from tests.answers.conftest import scripted
 from tests.answers.listing_records import GUO_PAPERS, OTHER_PAPERS, RECORDS, ZHAO_PAPERS
 from tests.index.conftest import HashEncoder
@@ -33,7 +32,7 @@ THE_THREE = [
 
 
 def make_settings(data_dir: Path) -> Settings:
-    return Settings(_env_file=None, data_dir=data_dir, openai_api_key=None, openai_base_url=None,  # type: ignore[call-arg]
+    return Settings(_env_file=None, data_dir=data_dir, openai_api_key=None, openai_base_url=None,
                     min_relevance=None)
 
 
@@ -190,8 +189,8 @@ def test_a_long_listing_is_capped_and_says_how_to_see_the_rest():
 
 
 def test_describe_filters_reads_as_a_phrase():
-    assert describe_filters(SearchFilters(authors=["A B"], since=2019, until=2021)) == "by A B from 2019 to 2021"
-    assert describe_filters(SearchFilters(venue="Nature", until=2010)) == "in Nature until 2010"
+    assert SearchFilters(authors=["A B"], since=2019, until=2021).wording() == "by A B from 2019 to 2021"
+    assert SearchFilters(venue="Nature", until=2010).wording() == "in Nature until 2010"
 
 
 def test_a_title_only_record_in_a_topic_answer_shows_title_venue_and_year():
@@ -241,7 +240,8 @@ def test_mixed_question_over_an_empty_filter_abstains_with_the_reason(real_index
 
 
 def test_a_venue_acronym_lists_the_records_of_the_venue_that_spells_it_out(tmp_path: Path):
-    from retrieval.index.paper_index import PaperIndex, is_venue_acronym
+    from retrieval.index.filters import is_venue_acronym
+    from retrieval.index.paper_index import PaperIndex
 
     icde = "2023 IEEE 39th International Conference on Data Engineering (ICDE)"
     records = [
@@ -250,7 +250,7 @@ def test_a_venue_acronym_lists_the_records_of_the_venue_that_spells_it_out(tmp_p
         Paper(title="Vision transformers for remote sensing", published="2023",
               venue="Computer Vision and Pattern Recognition", authors=[{"name": "Cy Dee"}]),
     ]
-    index = PaperIndex.open(make_settings(tmp_path), encoder=HashEncoder())  # type: ignore[arg-type]
+    index = PaperIndex.open(make_settings(tmp_path), encoder=HashEncoder())
     try:
         index.upsert(records)
         result = Assistant(index.settings, index=index, chat_model=None).ask("papers published at ICDE")

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from prompts import load_prompt
-from retrieval.answers.chain import Final, TextDelta, answer_question, stream_answer
+from retrieval.answers.chain import answer_question, stream_answer
 from retrieval.answers.model_output import (
     MAX_REPLY_CHARS,
     ReplyRejected,
@@ -19,6 +19,7 @@ from retrieval.answers.model_output import (
     clean_reply,
     unusable_reason,
 )
+from retrieval.results import Final, TextDelta
 from tests.answers.conftest import LexicalRetriever, make_settings
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"
@@ -143,7 +144,7 @@ def test_the_same_list_with_the_right_citations_is_an_answer(retriever: LexicalR
     result = _answer(retriever, right)
     assert result.mode == "llm" and result.notice is None
     prefixes = ["Convergence of the discrete", "The discrete dipole approximation for", "The discrete dipole approximation:"]
-    assert [c.title.startswith(prefix) for c, prefix in zip(result.citations, prefixes)] == [True, True, True]
+    assert [c.title.startswith(prefix) for c, prefix in zip(result.citations, prefixes, strict=True)] == [True, True, True]
 
 
 @pytest.mark.parametrize(

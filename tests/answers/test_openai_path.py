@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from retrieval.answers.chain import Final, TextDelta, answer_question, stream_answer
+from retrieval.answers.chain import answer_question, stream_answer
 from retrieval.answers.llm import PLACEHOLDER_API_KEY, build_chat_model
 from retrieval.config import Settings
+from retrieval.results import Final, TextDelta
 from tests.answers.conftest import LexicalRetriever, make_settings
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
 

@@ -59,7 +59,7 @@ def test_names_of_the_filters_are_not_the_rare_word(tmp_path: Path, monkeypatch)
     from tests.answers.conftest import make_settings
     from tests.index.conftest import HashEncoder
 
-    index = PaperIndex.open(make_settings(data_dir=tmp_path), encoder=HashEncoder())  # type: ignore[arg-type]
+    index = PaperIndex.open(make_settings(data_dir=tmp_path), encoder=HashEncoder())
     try:
         index.upsert([Paper(title="Diffusion models for offline optimization", published="2023",
                             authors=[Author(name="Aditya Grover")]),

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from bench.real_llm import MIN_SUPPORT, Record, check_support, cited_sentences, prompt_records
-from retrieval.answers.evidence import content_terms
+from retrieval.text import content_terms
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
 
 REPO = Path(__file__).resolve().parents[2]

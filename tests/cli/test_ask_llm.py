@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
@@ -12,7 +14,17 @@ pytestmark = pytest.mark.slow
 QUESTION = "Which papers use large language models to generate unit tests?"
 
 
-def _llm_env(server: OpenAIStubServer) -> dict[str, str]:
+class _LlmEnv(TypedDict):
+    """The environment naming the stub endpoint (keys spelled out: none is a parameter of paperbot_here)."""
+
+    OPENAI_BASE_URL: str
+    OPENAI_API_KEY: str
+    PAPERBOT_LLM_MODEL: str
+    PAPERBOT_LLM_TIMEOUT: str
+    PAPERBOT_LLM_MAX_RETRIES: str
+
+
+def _llm_env(server: OpenAIStubServer) -> _LlmEnv:
     return {
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": "sk-test-not-a-real-key",

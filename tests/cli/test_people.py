@@ -44,13 +44,13 @@ OSLO = ScholarCandidate(name="Wei Zhang", person_id="person:77aa00bb11cc", affil
 
 
 def _summary(**overrides: object) -> ScholarSummaryResult:
-    values: dict[str, object] = dict(
-        scholar=ScholarIdentity(name="Wei Zhang", affiliations={"current": ["MIT"], "previous": []}),
-        summary="Works on photonics [1].", mode="extractive", themes=[], papers=[], coauthors=[], topics=[],
-        paper_count=5, person_id="person:0123456789ab",
-    )
+    values: dict[str, object] = {
+        "scholar": ScholarIdentity(name="Wei Zhang", affiliations={"current": ["MIT"], "previous": []}),
+        "summary": "Works on photonics [1].", "mode": "extractive", "themes": [], "papers": [], "coauthors": [], "topics": [],
+        "paper_count": 5, "person_id": "person:0123456789ab",
+    }
     values.update(overrides)
-    return ScholarSummaryResult(**values)  # type: ignore[arg-type]
+    return ScholarSummaryResult(**values)
 
 
 # --- rendering ---------------------------------------------------------------------------------

@@ -12,12 +12,12 @@ from bot.commands.records import run_stats
 from bot.commands.summarize import render_ambiguous, render_summary
 from bot.context import CliContext
 from bot.render import render_answer, render_search
-from retrieval.assistant import IndexStats
 from retrieval.config import Settings
 from retrieval.results import (
     AmbiguousScholarResult,
     AnswerResult,
     Citation,
+    IndexStats,
     ScholarCandidate,
     ScholarIdentity,
     ScholarSummaryResult,
@@ -109,6 +109,9 @@ class _Stats:
     def stats(self) -> IndexStats:
         return IndexStats(papers=702, scholars=0, last_sync=None, by_source={"arxiv": 105, "bibtex": 106},
                           by_year=dict.fromkeys(range(1990, 2027), 11))
+
+    def papers_per_scholar(self) -> dict[str, int]:
+        return {}  # an empty roster
 
 
 def _stats_output(tmp_path: Path, stdout: io.StringIO) -> list[str]:

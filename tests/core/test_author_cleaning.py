@@ -211,14 +211,15 @@ def test_jsonl_records_are_cleaned_and_keep_the_flag() -> None:
 
 
 def test_openalex_truncated_authorships_and_decorated_names() -> None:
+    authorships = [{"author": {"display_name": "Jiaming Song*"}}, {"author": {"display_name": "et al."}}]
     work = {
         "id": "https://openalex.org/W1", "title": "One", "publication_year": 2020,
         "is_authors_truncated": True,
-        "authorships": [{"author": {"display_name": "Jiaming Song*"}}, {"author": {"display_name": "et al."}}],
+        "authorships": authorships,
     }
     paper = parse_work(work)
     assert paper.author_names == ["Jiaming Song"] and paper.authors_truncated
-    complete = {**work, "is_authors_truncated": False, "authorships": work["authorships"][:1]}
+    complete = {**work, "is_authors_truncated": False, "authorships": authorships[:1]}
     assert not parse_work(complete).authors_truncated
 
 

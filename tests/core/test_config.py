@@ -68,15 +68,21 @@ def test_secrets_are_not_printed(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
     settings = load_settings()
     assert "sk-very-secret" not in repr(settings)
+    assert settings.openai_api_key is not None
     assert settings.openai_api_key.get_secret_value() == "sk-very-secret"
 
 
 def test_every_setting_is_documented_in_env_example():
     from pathlib import Path
 
+    from pydantic import AliasChoices
+
     from retrieval.config import Settings
 
     example = (Path(__file__).resolve().parents[2] / ".env.example").read_text(encoding="utf-8")
-    variables = [field.validation_alias.choices[0] for field in Settings.model_fields.values()]
+    variables = []
+    for name, field in Settings.model_fields.items():
+        assert isinstance(field.validation_alias, AliasChoices), f"{name} has no environment variable"
+        variables.append(field.validation_alias.choices[0])
     missing = [name for name in variables if f"{name}=" not in example]
     assert missing == []

@@ -1,4 +1,4 @@
-"""``records.fold`` keeps every script: non-Latin titles get ids of their own, Latin ones keep theirs.
+"""``text.fold`` keeps every script: non-Latin titles get ids of their own, Latin ones keep theirs.
 
 Before, ``fold`` kept only ASCII: two Chinese (or Cyrillic) titles of one year and first author
 folded to the same empty key, hence the same ``hash:`` id, and an ingest merged them into one
@@ -9,6 +9,7 @@ previous implementation, kept here as the reference.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
@@ -19,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-import retrieval.records.paper as records
+import retrieval.text as text_module
 from retrieval.index.paper_index import PaperIndex
 from retrieval.ingest.pipeline import ingest_papers
-from retrieval.records.paper import LATIN_LETTERS, Paper, fold, has_non_latin_letters
+from retrieval.records.paper import Paper
 from retrieval.sources.files.detect import parse_file
+from retrieval.text import LATIN_LETTERS, fold, has_non_latin_letters
 from tests.index.conftest import HashEncoder, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +34,7 @@ SCHOLARS_REAL = ROOT.parent / "shared" / "datasets" / "scholars-real"
 
 
 def _old_fold(value: str) -> str:
-    """``records.fold`` as it was: ASCII letters after decomposition, everything else a separator."""
+    """``text.fold`` as it was: ASCII letters after decomposition, everything else a separator."""
     decomposed = unicodedata.normalize("NFKD", value.translate(LATIN_LETTERS))
     ascii_only = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return re.sub(r"[^a-z0-9]+", " ", ascii_only.lower()).strip()
@@ -98,13 +100,13 @@ def test_latin_text_never_reaches_the_transliterator(monkeypatch: pytest.MonkeyP
     def refuse(text: str) -> str:
         raise AssertionError(f"anyascii called for {text!r}")
 
-    monkeypatch.setattr(records, "anyascii", refuse)
-    records._foreign.cache_clear()
+    monkeypatch.setattr(text_module, "anyascii", refuse)
+    text_module._foreign.cache_clear()
     try:
         assert fold("Déjà vu: Łódź, Ørsted & Œuvre — ßig") == "deja vu lodz orsted oeuvre ssig"
         assert fold("plain ASCII") == "plain ascii"
     finally:
-        records._foreign.cache_clear()
+        text_module._foreign.cache_clear()
 
 
 # --- every title and name the project's fixtures and the real lists hold --------------------
@@ -143,10 +145,8 @@ def _fixture_texts(path: Path) -> Iterator[str]:
             except ValueError:
                 continue
     elif ".xml" in path.suffixes:
-        try:
+        with contextlib.suppress(ET.ParseError):
             yield from (node.text for node in ET.fromstring(raw).iter() if node.text and node.text.strip())
-        except ET.ParseError:
-            pass
 
 
 def _check_unchanged(texts: Iterator[str]) -> tuple[int, int]:

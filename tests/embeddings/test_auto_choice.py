@@ -1,7 +1,7 @@
 """``auto`` chooses by measurement: the rule, the per-CPU memory, doctor's line, an index's own encoder.
 
 Nothing here loads a model: candidates are fakes whose vectors are the reference's plus chosen
-noise, and ``embeddings`` is patched where it would load torch or onnxruntime.
+noise, and ``loading`` is patched where it would load torch or onnxruntime.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import pytest
 from bot.commands.records import run_doctor
 from retrieval.config import Settings
 from retrieval.index.encoders import choice as encoder_choice
-from retrieval.index.encoders import local as embeddings
+from retrieval.index.encoders import loading
+from retrieval.index.encoders.base import DIMENSION, ENCODER_NAMES
 from retrieval.index.encoders.choice import (
     REFERENCE,
     AutoChoice,
@@ -34,7 +35,8 @@ from retrieval.index.encoders.choice import (
     remembered_or_probed,
     select,
 )
-from retrieval.index.paper_index import ENCODER_META_KEY, ConsistencyReport, PaperIndex
+from retrieval.index.maintenance import ENCODER_META_KEY, ConsistencyReport
+from retrieval.index.paper_index import PaperIndex
 
 X86_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -260,7 +262,7 @@ def test_the_probe_texts_are_bundled_and_spread_over_lengths():
 
 
 class Named:
-    dimension = embeddings.DIMENSION
+    dimension = DIMENSION
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -271,57 +273,62 @@ class Named:
 
 @pytest.fixture()
 def no_models(monkeypatch):
-    """``embeddings`` with fakes where it would load torch or onnxruntime; records every load."""
+    """``loading`` with fakes where it would load torch or onnxruntime; records every load."""
     loads: list[str] = []
 
     def torch_encoder() -> Named:
         loads.append("torch")
-        return Named(embeddings.TorchEncoder.name)
+        return Named(ENCODER_NAMES["torch"])
 
-    def onnx_encoder(cache_dir: Path, variant: str = "onnx", **options: object) -> Named:
+    def onnx_encoder(root: Path, variant: str = "onnx", **options: object) -> Named:
         loads.append(variant)
-        return Named(embeddings.RECIPES[variant].encoder_name)
+        return Named(ENCODER_NAMES[variant])  # type: ignore[index]
 
-    monkeypatch.setattr(embeddings, "TorchEncoder", type("T", (), {"name": embeddings.TorchEncoder.name,
-                                                                   "__new__": lambda cls: torch_encoder()}))
-    monkeypatch.setattr(embeddings, "onnx_encoder", onnx_encoder)
-    monkeypatch.setattr(embeddings, "auto_signature", lambda cache_dir: cpu_signature("rt", 2, X86_CPUINFO))
+    monkeypatch.setattr(loading, "TorchEncoder", type("T", (), {"name": ENCODER_NAMES["torch"],
+                                                                "__new__": lambda cls: torch_encoder()}))
+    monkeypatch.setattr(loading, "onnx_encoder", onnx_encoder)
+    monkeypatch.setattr(loading, "auto_signature", lambda: cpu_signature("rt", 2, X86_CPUINFO))
     return loads
+
+
+def settings_in(tmp_path: Path, encoder: str) -> Settings:
+    """A data dir and an encoder cache of this test only (never the session's)."""
+    return Settings(data_dir=tmp_path / "data", encoder=encoder, encoder_cache_dir=tmp_path / "encoders",
+                    _env_file=None)
 
 
 def remember(settings: Settings, variant: str) -> AutoChoice:
     """This machine's remembered auto choice, as a probe would have written it."""
-    made = AutoChoice(variant, embeddings.auto_signature(settings.cache_dir),
+    made = AutoChoice(variant, loading.auto_signature(),
                       [result("torch", 18.0), result("onnx", 25.0), result("onnx-int8", 33.0, 0.995, 0.99)],
                       probed_at="2026-12-01 16:05 UTC", probe_texts=32)
-    made.results = [ProbeResult(r.variant, embeddings.TorchEncoder.name if r.variant == "torch"
-                                else embeddings.RECIPES[r.variant].encoder_name, r.texts_per_second,
+    made.results = [ProbeResult(r.variant, ENCODER_NAMES[r.variant], r.texts_per_second,  # type: ignore[index]
                                 r.cosine_mean, r.cosine_min) for r in made.results]
-    encoder_choice.write_choice(settings.cache_dir / "onnx", made)
+    encoder_choice.write_choice(settings.encoder_cache_dir, made)
     return made
 
 
 def test_auto_uses_the_remembered_choice_without_probing(tmp_path, no_models):
-    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    settings = settings_in(tmp_path, "auto")
     remember(settings, "onnx")
-    assert embeddings.load_encoder(settings).name == embeddings.RECIPES["onnx"].encoder_name
+    assert loading.load_encoder(settings).name == ENCODER_NAMES["onnx"]
     assert no_models == ["onnx"]
 
 
 def test_a_pinned_encoder_never_probes(tmp_path, no_models):
-    for choice, name in (("torch", embeddings.TorchEncoder.name), ("onnx-int8", embeddings.RECIPES["onnx-int8"].encoder_name)):
-        settings = Settings(data_dir=tmp_path, encoder=choice, _env_file=None)  # type: ignore[call-arg]
-        assert embeddings.load_encoder(settings).name == name
+    for choice, name in (("torch", ENCODER_NAMES["torch"]), ("onnx-int8", ENCODER_NAMES["onnx-int8"])):
+        settings = settings_in(tmp_path, choice)
+        assert loading.load_encoder(settings).name == name
     assert no_models == ["torch", "onnx-int8"]
-    assert not (tmp_path / "cache" / "onnx").exists()
+    assert not (tmp_path / "encoders").exists()  # nothing probed, nothing remembered
 
 
 @pytest.mark.parametrize("indexed", ["all-MiniLM-L6-v2/torch", "all-MiniLM-L6-v2/onnx-fp32"])
 def test_auto_keeps_the_encoder_of_an_existing_index(tmp_path, no_models, indexed):
-    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    settings = settings_in(tmp_path, "auto")
     remember(settings, "onnx-int8")  # this machine would choose int8
-    assert embeddings.load_encoder(settings, indexed=indexed).name == indexed
-    assert embeddings.load_encoder(settings, indexed="some-other-model/v3").name == embeddings.RECIPES["onnx-int8"].encoder_name
+    assert loading.load_encoder(settings, indexed=indexed).name == indexed
+    assert loading.load_encoder(settings, indexed="some-other-model/v3").name == ENCODER_NAMES["onnx-int8"]
 
     index = PaperIndex.open(settings)  # the real seam: the index tells load_encoder its recorded name
     try:
@@ -333,7 +340,7 @@ def test_auto_keeps_the_encoder_of_an_existing_index(tmp_path, no_models, indexe
 
 
 def test_an_unfinished_re_embedding_goes_on_with_its_target(tmp_path, no_models):
-    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
+    settings = settings_in(tmp_path, "auto")
     remember(settings, "onnx-int8")
     index = PaperIndex.open(settings)
     try:
@@ -345,16 +352,16 @@ def test_an_unfinished_re_embedding_goes_on_with_its_target(tmp_path, no_models)
 
 
 def test_doctor_line_says_what_auto_chose_and_what_the_index_keeps(tmp_path, no_models):
-    settings = Settings(data_dir=tmp_path, encoder="auto", _env_file=None)  # type: ignore[call-arg]
-    assert "not measured on this CPU yet" in embeddings.describe_encoder_choice(settings, embeddings.TorchEncoder.name)
+    settings = settings_in(tmp_path, "auto")
+    assert "not measured on this CPU yet" in loading.describe_encoder_choice(settings, ENCODER_NAMES["torch"])
     made = remember(settings, "onnx-int8")
-    int8 = embeddings.RECIPES["onnx-int8"].encoder_name
-    assert embeddings.describe_encoder_choice(settings, int8) == made.describe()
-    kept = embeddings.describe_encoder_choice(settings, embeddings.TorchEncoder.name)
+    int8 = ENCODER_NAMES["onnx-int8"]
+    assert loading.describe_encoder_choice(settings, int8) == made.describe()
+    kept = loading.describe_encoder_choice(settings, ENCODER_NAMES["torch"])
     assert kept.startswith(made.describe()) and "This index keeps 'all-MiniLM-L6-v2/torch'" in kept
     assert "PAPERBOT_ENCODER=onnx-int8 paperbot doctor --repair" in kept
-    pinned = Settings(data_dir=tmp_path, encoder="torch", _env_file=None)  # type: ignore[call-arg]
-    assert embeddings.describe_encoder_choice(pinned, embeddings.TorchEncoder.name).startswith(
+    pinned = settings_in(tmp_path, "torch")
+    assert loading.describe_encoder_choice(pinned, ENCODER_NAMES["torch"]).startswith(
         "Encoder 'all-MiniLM-L6-v2/torch', set by PAPERBOT_ENCODER=torch. Encoder auto choice on this CPU: onnx-int8")
 
 
@@ -362,11 +369,15 @@ def test_doctor_prints_the_choice(tmp_path):
     line = "Encoder auto choice on this CPU: onnx-int8 (probed ...)."
     report = ConsistencyReport(records=2, vectors=2, indexed_encoder="x", current_encoder="x", encoder_choice=line)
     out = io.StringIO()
-    ctx = SimpleNamespace(index=SimpleNamespace(check_consistency=lambda: report), stdout=out,
+    checks = SimpleNamespace(check_consistency=lambda: report)
+    ctx = SimpleNamespace(index=checks, assistant=checks, stdout=out,
+                          settings=settings_in(tmp_path, "auto"),
                           out=lambda text="": out.write(text + "\n"),
                           out_json=lambda payload: out.write(json.dumps(payload) + "\n"))
     assert run_doctor(Namespace(force=False, repair=False, json=False), ctx) == 0  # type: ignore[arg-type]
-    assert out.getvalue().splitlines() == ["Index consistent: 2 records, 2 vectors.", line]
+    assert out.getvalue().splitlines() == [
+        "Index consistent: 2 records, 2 vectors.", line,
+        f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {tmp_path / 'encoders'}"]
     out.truncate(0), out.seek(0)
     run_doctor(Namespace(force=False, repair=False, json=True), ctx)  # type: ignore[arg-type]
     assert json.loads(out.getvalue())["encoder_choice"] == line

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.index.encoders.local import OnnxEncoder
+from retrieval.index.encoders.onnx_runtime import OnnxEncoder
 
 
 def batcher(batch_size: int = 1, token_budget: int | None = None, sort: bool = True) -> OnnxEncoder:

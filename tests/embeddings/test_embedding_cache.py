@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,7 @@ TEXTS = [f"abstract number {n} about topic {n % 3}" for n in range(7)]
 
 
 @pytest.fixture
-def cache(tmp_path: Path) -> EmbeddingCache:
+def cache(tmp_path: Path) -> Iterator[EmbeddingCache]:
     with EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite3") as opened:
         yield opened
 

@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -104,7 +105,7 @@ class MemoEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if todo:
-            self._memo.update(zip(todo, self.inner.encode(todo)))
+            self._memo.update(zip(todo, self.inner.encode(todo), strict=True))
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts])
@@ -221,10 +222,10 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
 # --- settings and indexes --------------------------------------------------------------------
 
 
-def make_settings(data_dir: Path, chroma_url: str | None = None, **extra: object) -> Settings:
-    """Settings isolated from the environment and from any .env file."""
+def make_settings(data_dir: Path, chroma_url: str | None = None, **extra: Any) -> Settings:
+    """Settings isolated from the environment and from any .env file (``extra``: any other fields)."""
     collection = f"t-{uuid.uuid4().hex[:12]}"  # the session server is shared between tests
-    values: dict[str, object] = {"min_relevance": None, **extra}
+    values: dict[str, Any] = {"min_relevance": None, **extra}
     return Settings(_env_file=None, data_dir=data_dir, chroma_url=chroma_url, collection=collection, **values)
 
 

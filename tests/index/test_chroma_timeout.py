@@ -58,7 +58,7 @@ def test_a_server_that_never_answers_fails_within_the_timeout(tmp_path, silent_u
     settings = make_settings(tmp_path / "data", silent_url, chroma_timeout=TIMEOUT)
     index = PaperIndex.open(settings, HashEncoder())
     try:
-        for attempt in range(2):  # and again on the next question: each call is bounded
+        for _ in range(2):  # and again on the next question: each call is bounded
             started = time.monotonic()
             with pytest.raises(IndexUnavailableError) as failure:
                 index.search("discrete dipole approximation", k=3)
@@ -93,6 +93,7 @@ def test_a_server_that_hangs_after_connecting_times_out_and_is_used_again_when_i
     server.start()
     settings = make_settings(tmp_path / "data", server.url, chroma_timeout=TIMEOUT)
     index = PaperIndex.open(settings, HashEncoder())
+    assert server.process is not None  # started above
     try:
         index.upsert(arxiv_papers[:10])
         before = [hit.paper.id for hit in index.search("discrete dipole approximation", k=3)]
@@ -101,7 +102,7 @@ def test_a_server_that_hangs_after_connecting_times_out_and_is_used_again_when_i
         safety.start()
         try:
             started = time.monotonic()
-            with pytest.raises(IndexUnavailableError, match="did not answer within 0.5 s"):
+            with pytest.raises(IndexUnavailableError, match=r"did not answer within 0\.5 s"):
                 index.search("discrete dipole approximation", k=3)
             assert time.monotonic() - started < 10 * TIMEOUT
             with pytest.raises(IndexUnavailableError, match="did not answer"):
@@ -157,9 +158,9 @@ def heartbeat_only_url() -> Iterator[str]:
 def test_a_server_that_hangs_while_the_client_is_built_fails_within_the_timeout(tmp_path, heartbeat_only_url):
     index = PaperIndex.open(make_settings(tmp_path / "data", heartbeat_only_url, chroma_timeout=TIMEOUT), HashEncoder())
     try:
-        for attempt in range(2):
+        for _ in range(2):
             started = time.monotonic()
-            with pytest.raises(IndexUnavailableError, match="did not answer within 0.5 s"):
+            with pytest.raises(IndexUnavailableError, match=r"did not answer within 0\.5 s"):
                 index.search("discrete dipole approximation", k=3)
             assert time.monotonic() - started < 10 * TIMEOUT
     finally:

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from retrieval.errors import ConfigError
-from retrieval.index import paper_index as index_module
+from retrieval.index import maintenance
 from retrieval.index.dense import record_metadata
-from retrieval.index.paper_index import ENCODER_META_KEY, LEGACY_ENCODER_NAME, ConsistencyReport, PaperIndex
+from retrieval.index.maintenance import ENCODER_META_KEY, LEGACY_ENCODER_NAME, ConsistencyReport
+from retrieval.index.paper_index import PaperIndex
 
 from .conftest import HashEncoder
 
@@ -89,7 +90,7 @@ def test_an_interrupted_re_embedding_is_neither_searched_nor_taken_for_done(inde
             raise RuntimeError("killed half-way")
         return encoder.encode([p.embedding_text for p in papers])
 
-    monkeypatch.setattr(index_module, "ENCODE_BATCH", 2)
+    monkeypatch.setattr(maintenance, "ENCODE_BATCH", 2)
     index = _open(index_settings, HashEncoder("model-b"), embed=failing_embed)
     try:
         with pytest.raises(RuntimeError):

@@ -13,10 +13,11 @@ import pytest
 
 from retrieval.errors import InputError
 from retrieval.index.dense import record_metadata
-from retrieval.index.fusion import FusionConfig, fused_score
-from retrieval.index.paper_index import RELEVANCE_THRESHOLD, PaperIndex
+from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE, FusionConfig, fused_score
+from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Author, Paper
 from retrieval.results import SearchFilters
+from retrieval.storage.roster import Roster, names_of
 
 from .conftest import CountingEncoder, by_arxiv, make_settings
 
@@ -158,6 +159,7 @@ def test_hybrid_score_is_the_fusion_of_cosine_scaled_bm25_and_coverage(filled):
     plain = PaperIndex(filled.settings, filled.store, filled.dense, filled.lexical, filled.encoder,
                        fusion=FusionConfig(coverage_weight=0.0))
     for hit in plain.search(query, k=5):
+        assert hit.lexical_score is not None  # hybrid search scores every hit on both sides
         assert hit.score == pytest.approx(fused_score(hit.dense_score, hit.lexical_score, plain.fusion), abs=2e-6)
 
 
@@ -183,7 +185,7 @@ def test_filters_apply_inside_both_retrievers_not_after_truncation(index_setting
             hits = search(query, k=2, filters=SearchFilters(since=2009))
             assert [h.paper.id for h in hits] == [target.id]
         hits = index.search(query, k=5, filters=SearchFilters(authors=["D. Choi"]))  # modular forms: off-topic
-        assert sorted(h.paper.arxiv_id for h in hits) == ["0704.0012", "0704.0013"]
+        assert sorted(h.paper.arxiv_id or "" for h in hits) == ["0704.0012", "0704.0013"]
     finally:
         index.close()
 
@@ -209,7 +211,7 @@ def namesakes(index: PaperIndex) -> dict[str, Paper]:
                    "GPU sparse kernels", "communication-avoiding methods"])  # distinct: no near-duplicates
     papers = {f"{key} {n}": Paper(title=f"Sparse solvers: {topic}", abstract=f"We study {topic} for sparse solvers.",
                                   year=2020, authors=[Author(name=name)])
-              for key, names in NAMESAKES.items() for n, (name, topic) in enumerate(zip(names, topics))}
+              for key, names in NAMESAKES.items() for n, (name, topic) in enumerate(zip(names, topics, strict=False))}
     index.upsert(list(papers.values()))
     return papers
 
@@ -233,9 +235,16 @@ def test_author_filter_reads_names_like_the_scholar_pages(index, namesakes, want
     assert {h.paper.id for h in hits} == {namesakes[key].id for key in found}, wanted
 
 
-def test_author_filter_follows_roster_aliases(index):
-    from retrieval.ingest.roster import Roster
+@pytest.fixture
+def roster_index(index_settings, counting_encoder: CountingEncoder):
+    """An index whose author filters follow the roster, opened as ``Assistant.index`` opens it."""
+    opened = PaperIndex.open(index_settings, counting_encoder, roster_names=lambda name: names_of(index_settings, name))
+    yield opened
+    opened.close()
 
+
+def test_author_filter_follows_roster_aliases(roster_index):
+    index = roster_index
     written = {"Luanzheng Guo": "checkpointing for LLM fine-tuning", "Lenny Guo": "I/O tracing on HPC systems",
                "Li Guo": "graph partitioning heuristics"}
     papers = {name: Paper(title=f"Studies of {topic}", abstract=f"We study {topic}.", year=2024,
@@ -254,7 +263,8 @@ def test_author_filter_follows_roster_aliases(index):
     assert parsed.authors == ["Lenny Guo"]
 
 
-def test_a_damaged_roster_does_not_break_author_filters(index, caplog):
+def test_a_damaged_roster_does_not_break_author_filters(roster_index, caplog):
+    index = roster_index
     paper = Paper(title="Studies of sparse solvers", abstract="Sparse solvers.", authors=[Author(name="Lenny Guo")])
     index.upsert([paper])
     (index.settings.data_dir / "roster.json").write_text("{not json", encoding="utf-8")
@@ -379,11 +389,17 @@ def test_warm_up_loads_everything_lazy(index_settings, arxiv_papers, counting_en
     seeded = PaperIndex.open(index_settings, counting_encoder)
     seeded.upsert(arxiv_papers[:3])
     seeded.close()
-    index = PaperIndex.open(index_settings)
-    index._encoder_factory = lambda settings: counting_encoder
+    loads: list[str] = []
+
+    def factory(settings):
+        loads.append("loaded")
+        return counting_encoder
+
+    index = PaperIndex.open(index_settings, encoder_factory=factory)
     try:
         index.warm_up()
-        assert index._encoder is counting_encoder and index.lexical.is_current()
+        assert loads == ["loaded"] and index.lexical.is_current()
+        assert index.encoder is counting_encoder and loads == ["loaded"]
     finally:
         index.close()
 
@@ -398,8 +414,7 @@ def test_encoder_is_loaded_only_when_needed(index_settings, arxiv_papers, counti
     seeded = PaperIndex.open(index_settings, counting_encoder)
     seeded.upsert(arxiv_papers[:3])
     seeded.close()
-    index = PaperIndex.open(index_settings)
-    index._encoder_factory = factory
+    index = PaperIndex.open(index_settings, encoder_factory=factory)
     try:
         assert index.count() == 3 and len(list(index.iter_papers())) == 3
         assert index.get(arxiv_papers[0].id) == arxiv_papers[0]
@@ -412,6 +427,6 @@ def test_encoder_is_loaded_only_when_needed(index_settings, arxiv_papers, counti
 def test_relevance_threshold_comes_from_calibration_or_settings(tmp_path):
     default = PaperIndex.open(make_settings(tmp_path / "a"))
     custom = PaperIndex.open(make_settings(tmp_path / "b", min_relevance=0.25))
-    assert default.relevance_threshold == RELEVANCE_THRESHOLD and custom.relevance_threshold == 0.25
+    assert default.relevance_threshold == CALIBRATED_MIN_RELEVANCE and custom.relevance_threshold == 0.25
     default.close()
     custom.close()

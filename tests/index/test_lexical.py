@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,15 +12,16 @@ import pytest
 
 from retrieval.index import lexical
 from retrieval.index.filters import ResolvedFilters
-from retrieval.index.lexical import LexicalIndex, document_text, tokenize
+from retrieval.index.lexical import LexicalIndex, document_text
 from retrieval.records.paper import Paper
 from retrieval.storage.records import RecordStore
+from retrieval.text import bm25_tokens
 
 from .conftest import by_arxiv
 
 
 @pytest.fixture
-def store(tmp_path: Path, arxiv_papers: list[Paper]) -> RecordStore:
+def store(tmp_path: Path, arxiv_papers: list[Paper]) -> Iterator[RecordStore]:
     with RecordStore(tmp_path / "records.sqlite3") as opened:
         opened.put_many(arxiv_papers)
         yield opened
@@ -40,9 +42,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_tokenizer_stems_folds_and_drops_stopwords():
-    assert tokenize("The Convergence of Discrete Dipole Approximations") == ["converg", "discret", "dipol", "approxim"]
-    assert tokenize("Café résumé") == ["cafe", "resum"]
-    assert tokenize("ｆｕｌｌwidth") == ["fullwidth"]
+    assert bm25_tokens("The Convergence of Discrete Dipole Approximations") == ["converg", "discret", "dipol", "approxim"]
+    assert bm25_tokens("Café résumé") == ["cafe", "resum"]
+    assert bm25_tokens("ｆｕｌｌwidth") == ["fullwidth"]
 
 
 @pytest.mark.parametrize(
@@ -59,13 +61,14 @@ def test_tokenizer_stems_folds_and_drops_stopwords():
     ],
 )
 def test_tokenizer_handles_every_script_without_crashing(text, expected):
-    assert tokenize(text) == expected
+    assert bm25_tokens(text) == expected
 
 
 def test_document_text_weights_the_title_and_includes_authors_and_venue(arxiv_papers):
     paper = by_arxiv(arxiv_papers, "0704.0033")
     text = document_text(paper)
     assert text.count(paper.title) == lexical.TITLE_WEIGHT
+    assert paper.abstract is not None
     assert "Maxim A. Yurkin" in text and "J.Opt.Soc.Am.A" in text and paper.abstract in text
 
 
@@ -168,12 +171,14 @@ def test_empty_store_gives_empty_results(tmp_path):
 
 def test_scores_match_bm25s_and_coverage_weighs_the_query_terms_present(tmp_path, store, arxiv_papers):
     snapshot = LexicalIndex(tmp_path / "lexical", store).current()
+    assert snapshot.retriever is not None
     query = "dipole dipole approximation of light scattering by a sphere"  # a repeated term counts twice
-    tokens = [t for t in tokenize(query) if t in snapshot.retriever.vocab_dict]
+    tokens = [t for t in bm25_tokens(query) if t in snapshot.retriever.vocab_dict]
     scored = snapshot.score_all(query)
+    assert scored is not None
     assert np.allclose(scored.bm25, snapshot.retriever.get_scores(tokens), rtol=1e-5)
     # coverage, recomputed from the documents' own tokens
-    documents = [set(tokenize(document_text(p))) for p in (store.get(i) for i in snapshot.ids)]
+    documents = [set(bm25_tokens(document_text(p))) for p in (store.get(i) for i in snapshot.ids)]
     distinct = list(dict.fromkeys(tokens))
     df = {t: sum(t in doc for doc in documents) for t in distinct}
     idf = {t: np.log1p((len(documents) - df[t] + 0.5) / (df[t] + 0.5)) for t in distinct}
@@ -185,6 +190,7 @@ def test_scores_match_bm25s_and_coverage_weighs_the_query_terms_present(tmp_path
     # a filter zeroes both signals of the excluded documents
     mask = snapshot.mask(ResolvedFilters(since=2007, until=2007))
     masked = snapshot.score_all(query, mask)
+    assert masked is not None
     assert (masked.bm25[mask == 0] == 0).all() and (masked.coverage[mask == 0] == 0).all()
     assert snapshot.score_all("zzzqqq") is None
 
@@ -192,6 +198,7 @@ def test_scores_match_bm25s_and_coverage_weighs_the_query_terms_present(tmp_path
 def test_bm25_parameters_are_recorded_and_a_change_rebuilds(tmp_path, store, builds):
     directory = tmp_path / "lexical"
     snapshot = LexicalIndex(directory, store).current()
+    assert snapshot.retriever is not None
     assert (snapshot.retriever.k1, snapshot.retriever.b) == (lexical.BM25_K1, lexical.BM25_B)
     manifest = json.loads((directory / "manifest.json").read_text())
     assert manifest["bm25"] == {"k1": lexical.BM25_K1, "b": lexical.BM25_B, "method": "lucene"}
@@ -199,4 +206,6 @@ def test_bm25_parameters_are_recorded_and_a_change_rebuilds(tmp_path, store, bui
     (directory / "manifest.json").write_text(json.dumps(manifest))
     reopened = LexicalIndex(directory, store)
     assert not reopened.is_current()
-    assert reopened.current().retriever.k1 == lexical.BM25_K1 and len(builds) == 2
+    rebuilt = reopened.current().retriever
+    assert rebuilt is not None
+    assert rebuilt.k1 == lexical.BM25_K1 and len(builds) == 2

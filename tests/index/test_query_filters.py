@@ -6,12 +6,11 @@ from retrieval.errors import InputError
 from retrieval.index.filters import (
     MAX_QUERY_CHARS,
     ResolvedFilters,
-    author_key,
     extract_filters,
     merge_filters,
     prepare_query,
 )
-from retrieval.records.names import names_compatible
+from retrieval.records.names import author_key, names_compatible
 from retrieval.results import SearchFilters
 
 INDEXED_AUTHORS = ["Zhao Zhang", "Z. Zhang", "Wei Li", "P. M. Nadolsky", "Maxim A. Yurkin", "M. De Napoli"]
@@ -23,7 +22,7 @@ def known_author(name: str) -> bool:
 
 
 def known_venue(name: str) -> bool:
-    from retrieval.records.paper import fold
+    from retrieval.text import fold
 
     return fold(name) in INDEXED_VENUES
 

@@ -76,7 +76,7 @@ def test_without_a_filter_the_question_is_a_topic(question):
 
 
 def test_lately_is_the_scholar_summary_window_in_whole_years():
-    from retrieval.scholars.profile import RECENT_MONTHS as SUMMARY_MONTHS
+    from retrieval.scholars.summary import RECENT_MONTHS as SUMMARY_MONTHS
 
     assert RECENT_MONTHS == SUMMARY_MONTHS == 24
     assert extract_filters("lately", today=date(2026, 12, 1))[1].since == 2024

@@ -21,15 +21,15 @@ from pathlib import Path
 
 import pytest
 
-import retrieval.records.paper as records
 import retrieval.storage.records as store_module
 from retrieval.config import Settings
 from retrieval.errors import IndexUnavailableError
 from retrieval.index.filters import ResolvedFilters
 from retrieval.index.paper_index import PaperIndex
 from retrieval.ingest.pipeline import ingest_papers
-from retrieval.records.paper import LATIN_LETTERS, Author, Paper, Provenance
+from retrieval.records.paper import Author, Paper, Provenance
 from retrieval.storage.records import RecordStore
+from retrieval.text import LATIN_LETTERS, fold
 
 from .conftest import HashEncoder, make_settings
 
@@ -37,7 +37,7 @@ ENCODER = "test/migration"
 
 
 def _old_fold(value: str) -> str:
-    """``records.fold`` before it transliterated other scripts."""
+    """``text.fold`` before it transliterated other scripts."""
     decomposed = unicodedata.normalize("NFKD", value.translate(LATIN_LETTERS))
     ascii_only = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return re.sub(r"[^a-z0-9]+", " ", ascii_only.lower()).strip()
@@ -53,7 +53,7 @@ def _clear_name_caches() -> None:
 @contextmanager
 def previous_code(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The old fold everywhere it is used, and a schema without migration 5."""
-    new_fold = records.fold
+    new_fold = fold
     with monkeypatch.context() as patch:
         for name, module in list(sys.modules.items()):
             if name.startswith("retrieval") and module is not None and getattr(module, "fold", None) is new_fold:
@@ -130,6 +130,12 @@ def _new_id(title: str, names: list[str], year: str = "2021") -> str:
     return Paper(title=title, published=year, authors=[{"name": n} for n in names]).id
 
 
+def _stored(index: PaperIndex, paper_id: str) -> Paper:
+    paper = index.get(paper_id)
+    assert paper is not None, f"{paper_id} is not in the index"
+    return paper
+
+
 def test_the_old_index_really_is_the_old_shape(old_index) -> None:
     settings, old_ids = old_index
     old_chinese = old_ids[f"{CHINESE_A}|Wang Wei"]
@@ -154,13 +160,13 @@ def test_opening_migrates_store_chroma_and_bm25_without_embedding(old_index) -> 
         assert {chinese, cyrillic, tensor, "doi:10.1000/ddm", "doi:10.1000/plain", "doi:10.1000/wangwei"} == ids
         assert old_ids[f"{CHINESE_A}|Wang Wei"] not in ids and old_ids[f"{TENSOR}|<b>Shaden Smith</b>"] not in ids
 
-        merged = index.get(tensor)
+        merged = _stored(index, tensor)
         assert merged.author_names == ["Shaden Smith", "George Karypis"]  # the fuller spelling, once
         assert merged.authors_truncated is True  # the other list said "and others" and is as long
         assert {p.source_id for p in merged.provenance} == {TENSOR[:8]}
-        assert index.get(chinese).author_names == ["Wang Wei"] and index.get(chinese).authors_truncated
-        assert index.get(cyrillic).authors_truncated
-        song = index.get("doi:10.1000/ddm")
+        assert _stored(index, chinese).author_names == ["Wang Wei"] and _stored(index, chinese).authors_truncated
+        assert _stored(index, cyrillic).authors_truncated
+        song = _stored(index, "doi:10.1000/ddm")
         assert song.author_names == ["Song, Jiaming", "Ermon, Stefano"] and not song.authors_truncated
 
         names = {name for (name,) in _rows(settings, "SELECT name FROM author_names")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .conftest import by_arxiv
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> RecordStore:
+def store(tmp_path: Path) -> Iterator[RecordStore]:
     clock = lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # noqa: E731
     with RecordStore(tmp_path / "data" / "records.sqlite3", clock=clock) as opened:
         yield opened

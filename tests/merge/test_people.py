@@ -110,6 +110,7 @@ def test_split_openalex_profiles_join_through_an_orcid() -> None:
     assert set(bran.paper_ids) == {article.id, preprint.id}
     assert bran.ids["orcid"] == "0000-0002-4432-3667"
     for author in (a for paper in (article, preprint) for a in paper.authors if "Bran" in a.name):
+        assert author.openalex_id is not None
         assert together.with_id("openalex", author.openalex_id) == [bran]
 
 

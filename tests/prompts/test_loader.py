@@ -66,7 +66,7 @@ def test_unbalanced_braces_raise(tmp_path: Path) -> None:
 
 
 def test_missing_file_names_the_expected_path(tmp_path: Path) -> None:
-    with pytest.raises(PromptError, match="nothere.txt"):
+    with pytest.raises(PromptError, match=r"nothere\.txt"):
         load_prompt("nothere", required=set(), directory=tmp_path)
 
 

@@ -21,15 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.index.encoders.local import Encoder
+from retrieval.index.encoders.base import Encoder
 from tests.reliability.helpers import FILES, bib_entries, link_model_cache, make_settings, paperbot
 
 
 @pytest.fixture(scope="session")
-def encoder(model_cache: Path) -> Encoder:
-    from retrieval.index.encoders.local import load_encoder
+def encoder(model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Encoder:
+    from retrieval.index.encoders.loading import load_encoder
 
-    return load_encoder(make_settings(model_cache.parent))
+    return load_encoder(make_settings(tmp_path_factory.mktemp("encoder-data"), encoder_cache_dir=model_cache))
 
 
 @pytest.fixture(scope="session")

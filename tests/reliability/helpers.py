@@ -67,7 +67,7 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {"data_dir": data_dir, "openai_api_key": None, "openai_base_url": None,
                               "slack_api_url": None, "chroma_url": None}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 def _limit_file_size(limit: int) -> Callable[[], None]:
@@ -102,7 +102,9 @@ def paperbot(*args: str, data_dir: Path, timeout: float = 300, file_size_limit: 
     except subprocess.TimeoutExpired:
         process.kill()
         stdout, stderr = process.communicate()
-        raise AssertionError(f"paperbot {' '.join(args)} did not finish in {timeout:.0f} s:\n{stderr[-2000:]}")
+        raise AssertionError(
+            f"paperbot {' '.join(args)} did not finish in {timeout:.0f} s:\n{stderr[-2000:]}"
+        ) from None
     return Run(process.returncode, stdout, stderr)
 
 

@@ -104,7 +104,7 @@ def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Pat
     together = link_model_cache(tmp_path / "together", model_cache)
     runs = [spawn("ingest", str(path), "--json", data_dir=together) for path in (first, second)]
     outcomes = [process.communicate(timeout=600) for process in runs]
-    for process, (_, stderr) in zip(runs, outcomes):
+    for process, (_, stderr) in zip(runs, outcomes, strict=True):
         assert process.returncode == 0, stderr[-2000:]
         assert "Traceback" not in stderr
 
@@ -188,9 +188,11 @@ def test_a_sigkilled_holder_does_not_block_the_next_ingest(tmp_path: Path, model
                                                           killed_file: Path) -> None:
     data_dir = link_model_cache(tmp_path / "data", model_cache)
     process = spawn("ingest", str(killed_file), "--json", data_dir=data_dir)
+    stderr = process.stderr
+    assert stderr is not None  # piped
     try:
         def writing() -> int | None:
-            assert process.poll() is None, f"ingest ended before it was seen writing: {process.stderr.read()}"
+            assert process.poll() is None, f"ingest ended before it was seen writing: {stderr.read()}"
             return count_records(data_dir) or None
 
         poll(writing, timeout=240, what="the first committed batch")

@@ -55,9 +55,11 @@ def test_sigkill_after_the_first_batch_then_doctor_and_rerun(tmp_path: Path, mod
     killed = link_model_cache(tmp_path / "killed", model_cache)
 
     process = spawn("ingest", str(source), "--json", data_dir=killed)
+    stderr = process.stderr
+    assert stderr is not None  # piped
     try:
         def first_batch() -> int | None:
-            assert process.poll() is None, f"ingest ended before the first batch was seen: {process.stderr.read()}"
+            assert process.poll() is None, f"ingest ended before the first batch was seen: {stderr.read()}"
             count = count_records(killed)
             return count or None
 

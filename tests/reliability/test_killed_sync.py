@@ -145,7 +145,7 @@ def test_sigkill_between_scholars_then_doctor_and_rerun(tmp_path: Path, model_ca
         _add_roster(killed, env)
         holding = HoldingReplay(roster_recordings(server.url), hold=crossref_url(server.url, f"orcid:{FENNER_ORCID}"))
         server.replay = holding
-        process = spawn("sync", "--json", data_dir=killed, **env)
+        process = spawn("sync", "--json", data_dir=killed, **env)  # type: ignore[arg-type]  # mypy matches **dict[str, str] to file_size_limit= too
         try:
             def held() -> bool | None:
                 if process.poll() is not None:

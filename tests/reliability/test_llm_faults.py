@@ -79,7 +79,8 @@ def test_console_script_with_the_endpoint_down_answers_and_keeps_the_key_to_itse
     """The real ``paperbot`` process: its own logging set-up prints warnings to stderr."""
     run = paperbot(
         "ask", QUESTION, data_dir=base_index, timeout=180,
-        OPENAI_BASE_URL=_closed_port_url(), PAPERBOT_LLM_TIMEOUT="1", PAPERBOT_LLM_MAX_RETRIES="1", **FAKE_SECRETS,
+        OPENAI_BASE_URL=_closed_port_url(), PAPERBOT_LLM_TIMEOUT="1", PAPERBOT_LLM_MAX_RETRIES="1",
+        **FAKE_SECRETS,  # type: ignore[arg-type]  # mypy matches **dict[str, str] to timeout= too, not only to **env
     )
     assert run.code == 0, run.stderr
     assert "Traceback" not in run.stderr

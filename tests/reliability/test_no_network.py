@@ -40,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -169,10 +170,8 @@ def _self_check(recorder: PacketRecorder) -> None:
         udp.sendto(b"probe", PROBE)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
         tcp.settimeout(2)
-        try:
+        with suppress(OSError):  # refused, as every connection in here is
             tcp.connect(PROBE)
-        except OSError:
-            pass  # refused, as every connection in here is
     seen = {(a["proto"], a["dst"], a["port"]) for a in recorder.take()}
     missing = {("udp", *PROBE), ("tcp", *PROBE)} - seen
     if missing:
@@ -270,7 +269,7 @@ sys.addaudithook(_hook)
 LONG_LIVED = """
 import time
 from retrieval.config import Settings
-from retrieval.index.encoders.local import load_encoder
+from retrieval.index.encoders.loading import load_encoder
 
 load_encoder(Settings()).encode(["a question that keeps the encoder busy"])
 time.sleep(12)
@@ -316,7 +315,7 @@ def _first_run_env(tmp_path: Path, data_dir: Path, **extra: str) -> dict[str, st
 def _run_without_network(tmp_path: Path, commands: list[list[str]], env: dict[str, str],
                          timeout: float = 300) -> list[dict[str, Any]]:
     """Run ``commands`` one after the other in a namespace whose packets are recorded."""
-    spec = {
+    spec: dict[str, Any] = {
         "out": str(tmp_path / "recorded.json"),
         "commands": [{"argv": argv, "env": env, "cwd": str(tmp_path), "timeout": timeout} for argv in commands],
     }
@@ -346,8 +345,10 @@ def _targets(packets: list[dict[str, Any]]) -> list[str]:
 
 
 def _home_files(tmp_path: Path) -> list[str]:
+    """What the commands left in the fresh HOME, besides paperbot's own encoder cache (~/.cache/paperbot)."""
     home = tmp_path / "home"
-    return sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    files = (str(p.relative_to(home)) for p in home.rglob("*"))
+    return sorted(f for f in files if f not in (".cache", ".cache/paperbot") and not f.startswith(".cache/paperbot/"))
 
 
 def _hosts_use_dns() -> bool:
@@ -379,7 +380,7 @@ def test_first_ingest_ask_and_summarize_make_no_connection_attempt(tmp_path: Pat
     ]
     results = _run_without_network(tmp_path, commands, _first_run_env(tmp_path, data_dir))
 
-    for argv, result in zip(commands, results):
+    for argv, result in zip(commands, results, strict=True):
         name = argv[1] if argv[0] == str(PAPERBOT) else "a process keeping the encoder loaded"
         assert result["code"] == 0, f"{name} failed without a network:\n{result['stderr'][-2000:]}"
         assert result["packets"] == [], f"{name} tried to reach the network: {_targets(result['packets'])}"
@@ -424,7 +425,7 @@ def test_the_recorders_catch_connections_from_python_and_from_c(tmp_path: Path) 
 def test_importing_onnxruntime_through_the_encoder_module_writes_no_device_id(tmp_path: Path) -> None:
     """onnxruntime's telemetry is off before it loads (fast, no root: its device id is the tell)."""
     env = _first_run_env(tmp_path, tmp_path / "data")
-    code = "import retrieval.index.encoders.local\nimport onnxruntime\n"
+    code = "import retrieval.index.encoders.onnx_runtime\nimport onnxruntime\n"
     proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -48,7 +48,7 @@ def _paperbot(*args: str, data_dir: Path) -> Run:
 def _modes_under(data_dir: Path) -> dict[str, int]:
     """``relative path -> mode`` of every regular file under the data dir (links not followed)."""
     found = {}
-    for folder, directories, files in os.walk(data_dir):  # os.walk does not enter linked directories
+    for folder, _, files in os.walk(data_dir):  # os.walk does not enter linked directories
         for name in files:
             path = Path(folder) / name
             if not path.is_symlink():

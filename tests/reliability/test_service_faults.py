@@ -7,7 +7,8 @@ Questions arrive as correctly signed ``app_mention`` events. Nothing is restarte
 fault and the recovery: the same app answers the next question.
 
 The Slack engineer's own tests cover one 429 and one 500; here the failures persist: a run of
-429s, 5xx beyond the client's retries, and cosmetic calls failing.
+429s, 5xx beyond the client's retries, and cosmetic calls failing. The waits slack_sdk asks for
+between retries are recorded and counted, not slept (``slack_retry_waits``, ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack.app import SlackRuntime, build_slack
+from bot.slack.app import RATE_LIMIT_RETRIES, SlackRuntime, build_slack
 from retrieval.assistant import Assistant
-from retrieval.index.encoders.local import Encoder
+from retrieval.index.encoders.base import Encoder
 from retrieval.index.paper_index import PaperIndex
 from tests.index.conftest import ChromaServer
 from tests.reliability.helpers import FAKE_SECRETS, make_settings, run_main, secrets_found
@@ -138,7 +139,7 @@ def test_chroma_down_gives_a_clear_error_then_recovers_without_restart(
     assert secrets_found({"log records": logged, "posted": json.dumps([c.params for c in site.api.calls])}) == []
 
 
-def test_runs_of_rate_limits_are_waited_out(installation: Installation) -> None:
+def test_runs_of_rate_limits_are_waited_out(installation: Installation, slack_retry_waits: list[float]) -> None:
     site = installation
     site.api.fail_next("chat.postMessage", status=429, times=3, retry_after=0)
     site.api.fail_next("chat.update", status=429, times=2, retry_after=0)
@@ -146,9 +147,13 @@ def test_runs_of_rate_limits_are_waited_out(installation: Installation) -> None:
     ts, final = _ask(site)
     assert TITLE in final.text() and "paperbot_vote_up" in final.text()
     assert len(posts_in_thread(site.api, "CGENERAL1", ts)) == 1  # delivered once, not once per retry
+    # every 429 was waited out (Retry-After 0 plus the SDK's jitter), the cosmetic call up to its retry limit
+    assert len(slack_retry_waits) == 3 + 2 + RATE_LIMIT_RETRIES, slack_retry_waits
+    assert all(0 <= wait < 1 for wait in slack_retry_waits), slack_retry_waits
 
 
-def test_server_errors_beyond_the_retries_then_the_next_question_is_answered(installation: Installation) -> None:
+def test_server_errors_beyond_the_retries_then_the_next_question_is_answered(installation: Installation,
+                                                                            slack_retry_waits: list[float]) -> None:
     site = installation
     site.api.fail_next("chat.postMessage", status=500, error="internal_error", times=3)  # 1 try + 2 retries
     response, ts = site.sender.mention(QUESTION)
@@ -162,6 +167,7 @@ def test_server_errors_beyond_the_retries_then_the_next_question_is_answered(ins
     site.idle()
     statuses = [c.status for c in site.api.calls_to("chat.postMessage") if c.params.get("thread_ts") == ts]
     assert statuses == [500, 500, 500, 200]
+    assert len(slack_retry_waits) == 2, slack_retry_waits  # the two retries waited the SDK's backoff
     assert "Sorry" in posted.text() and "reference" in posted.text()
 
     _, final = _ask(site)  # the worker survived: the next question is answered normally

@@ -231,7 +231,7 @@ def assistant(bot_disk: FullDisk, base_index: Path) -> Iterator[Assistant]:
 
 
 def test_slack_answers_a_question_on_a_full_disk_and_says_what_was_not_saved(
-    bot_disk: FullDisk, make_bot: BotFactory
+    bot_disk: FullDisk, make_bot: BotFactory  # noqa: F811 - the fixture imported from tests.slack.conftest
 ) -> None:
     bot = make_bot()
     state = bot.settings.data_dir / "slack" / "state.sqlite3"

@@ -11,7 +11,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
-from retrieval.ingest.roster import Roster, roster_path
+from retrieval.storage.roster import Roster, roster_path
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_add_list_find_remove_round_trip(settings: Settings) -> None:
     reloaded = Roster.load(settings)  # persisted, not only in memory
     assert [s.name for s in reloaded.list()] == ["Adrian Del Maestro", "Martin Fenner"]
     for query in ("martin fenner", "M. Fenner", "Fenner, Martin", "0000-0003-1419-2405", "A5069389160"):
-        assert reloaded.find(query) is not None and reloaded.find(query).name == "Martin Fenner"
+        assert (found := reloaded.find(query)) is not None and found.name == "Martin Fenner"
     assert reloaded.find("Martina Fenner") is None
 
     removed = reloaded.remove("M. Fenner")

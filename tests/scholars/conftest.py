@@ -19,9 +19,8 @@ FILES = ("arxiv_del_maestro.jsonl", "conference_authors_slice.jsonl", "openalex_
 def load_papers(*names: str) -> list[Paper]:
     papers: list[Paper] = []
     for name in names or FILES:
-        for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                papers.append(Paper.model_validate_json(line))
+        lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+        papers.extend(Paper.model_validate_json(line) for line in lines if line.strip())
     return papers
 
 
@@ -29,7 +28,7 @@ def make_settings(tmp: Path, **overrides: Any) -> Settings:
     """Settings isolated from the environment and any .env file (no LLM unless given)."""
     values: dict[str, Any] = {"data_dir": tmp, "openai_api_key": None, "openai_base_url": None}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 class PaperList:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from datetime import date
 
+from retrieval.config import Settings
 from retrieval.records.paper import Author, Paper
 from retrieval.results import AmbiguousScholarResult, ScholarSummaryResult
 from retrieval.scholars.people import PeopleDirectory, Person
-from retrieval.scholars.profile import coauthor_facts, resolve, resolve_person, summarize_scholar
+from retrieval.scholars.profile import coauthor_facts
+from retrieval.scholars.resolve import resolve, resolve_person
+from retrieval.scholars.summary import summarize_scholar
 from tests.scholars.conftest import PaperList
 from tests.scholars.test_people import vectors_from
 
@@ -54,12 +57,12 @@ def _others() -> list[Paper]:
     ]
 
 
-def test_eighteen_sole_author_records_of_one_name_are_one_person():
+def test_eighteen_sole_author_records_of_one_name_are_one_person(settings: Settings):
     own = [_paper(title, 2016 + i % 9, "Luanzheng Guo") for i, title in enumerate(IO_TITLES)]
     directory = PeopleDirectory([*own, *_others()])
     people = directory.compatible_with("Luanzheng Guo")
     assert len(people) == 1 and len(people[0].paper_ids) == 18
-    summary = summarize_scholar(PaperList([*own, *_others()]), None, "Luanzheng Guo", directory=directory, since=1900, today=TODAY)
+    summary = summarize_scholar(PaperList([*own, *_others()]), settings, "Luanzheng Guo", directory=directory, since=1900, today=TODAY)
     assert isinstance(summary, ScholarSummaryResult)
     assert summary.paper_count == 18 and summary.others_with_this_name == 0
     assert summary.person_id == people[0].key and summary.person_id.startswith("person:")
@@ -84,7 +87,7 @@ def test_a_scholar_with_two_communities_and_coauthorless_papers_is_one_person():
 
 
 def test_distant_communities_of_one_rare_name_are_two_people():
-    papers, topics = _communities()
+    papers, _topics = _communities()
     far = {p.id: ([1.0, 0.0, 0.0] if "Ann Lee" in p.author_names else [0.0, 1.0, 0.0]) for p in papers[:10]}
     directory = PeopleDirectory(papers[:10], vectors=vectors_from(far))
     assert sorted(len(p.paper_ids) for p in directory.compatible_with("Zhao Zhang")) == [5, 5]
@@ -103,7 +106,7 @@ def test_a_common_name_with_two_communities_stays_two_people_unless_topics_are_c
     assert [len(p.paper_ids) for p in together] == [6]
     # the same communities under a rare name and medium topics: one person
     rare = [p.model_copy(update={"authors": [Author(name="Weixiong Zhang"), *p.authors[1:]]}) for p in zhangs[:6]]
-    rare_medium = {p.id: medium[q.id] for p, q in zip(rare, zhangs[:6])}
+    rare_medium = {p.id: medium[q.id] for p, q in zip(rare, zhangs[:6], strict=True)}
     assert len(PeopleDirectory(rare + zhangs[6:], vectors=vectors_from(rare_medium)).compatible_with("Weixiong Zhang")) == 1
 
 
@@ -115,7 +118,7 @@ def test_different_orcids_split_the_same_name_and_an_idless_mention_joins_neithe
     assert sorted(len(p.paper_ids) for p in people) == [1, 1, 1]
 
 
-def test_a_dominant_candidate_is_chosen_and_the_others_counted():
+def test_a_dominant_candidate_is_chosen_and_the_others_counted(settings: Settings):
     main = [_paper(IO_TITLES[i], 2020, "Jia Song", "Ann Lee") for i in range(6)]
     other = _paper("Deep sea sediments", 2021, "Jia Song", "Ola Berg")
     topics = {p.id: [1.0, 0.0] for p in main} | {other.id: [0.0, 1.0]}
@@ -123,23 +126,29 @@ def test_a_dominant_candidate_is_chosen_and_the_others_counted():
     found = resolve(directory, "Jia Song")
     assert isinstance(found.person, Person) and len(found.person.paper_ids) == 6
     assert [len(p.paper_ids) for p in found.others] == [1]
-    summary = summarize_scholar(PaperList([*main, other]), None, "Jia Song", directory=directory, today=TODAY)
+    summary = summarize_scholar(PaperList([*main, other]), settings, "Jia Song", directory=directory, today=TODAY)
     assert isinstance(summary, ScholarSummaryResult)
     assert summary.others_with_this_name == 1 and summary.namesakes[0].sample_title == "Deep sea sediments"
     # the baseline policy asks back instead
     assert resolve(directory, "Jia Song", choose=False).person is None
 
 
-def test_comparable_candidates_are_asked_back_with_ids_to_pick():
+def test_comparable_candidates_are_asked_back_with_ids_to_pick(settings: Settings):
     one = [_paper(IO_TITLES[i], 2020, "Jia Song", "Ann Lee") for i in range(2)]
     two = [_paper(f"Marine geology {i}", 2021, "Jia Song", "Ola Berg") for i in range(2)]
     topics = {p.id: [1.0, 0.0] for p in one} | {p.id: [0.0, 1.0] for p in two}
     directory = PeopleDirectory([*one, *two], vectors=vectors_from(topics))
-    result = summarize_scholar(PaperList([*one, *two]), None, "Jia Song", directory=directory, today=TODAY)
+    result = summarize_scholar(PaperList([*one, *two]), settings, "Jia Song", directory=directory, today=TODAY)
     assert isinstance(result, AmbiguousScholarResult)
     ids = [c.person_id for c in result.candidates]
     assert len(set(ids)) == 2 and all(i and i.startswith("person:") for i in ids)
-    assert {resolve_person(directory, i).key for i in ids} == set(ids)
+    picked = set()
+    for person_id in ids:
+        assert person_id is not None
+        person = resolve_person(directory, person_id)
+        assert isinstance(person, Person)
+        picked.add(person.key)
+    assert picked == set(ids)
 
 
 def test_person_ids_survive_the_index_growing():

@@ -11,7 +11,7 @@ from matplotlib import image
 from retrieval.errors import StorageError
 from retrieval.results import ScholarSummaryResult
 from retrieval.scholars.plots import render_plots
-from retrieval.scholars.profile import summarize_scholar
+from retrieval.scholars.summary import summarize_scholar
 from tests.scholars.conftest import PaperList
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -16,11 +16,12 @@ from langchain_core.outputs import ChatResult
 from pydantic import Field
 
 from retrieval.errors import UnknownScholarError
-from retrieval.ingest.roster import Roster
 from retrieval.records.paper import Author, Paper
 from retrieval.results import AmbiguousScholarResult, ScholarSummaryResult
 from retrieval.scholars.people import PeopleDirectory, Person, claims_of
-from retrieval.scholars.profile import recent_work, resolve_person, summarize_scholar
+from retrieval.scholars.resolve import resolve_person
+from retrieval.scholars.summary import recent_work, summarize_scholar
+from retrieval.storage.roster import Roster
 from tests.scholars.conftest import PaperList, load_papers
 from tests.scholars.test_people import vectors_from
 
@@ -44,7 +45,8 @@ def test_initials_resolve_to_the_same_person_as_the_full_name(directory):
     short = resolve_person(directory, "a. del maestro")
     assert isinstance(full, Person) and isinstance(short, Person)
     assert full.key == short.key
-    assert resolve_person(directory, "Del Maestro").key == full.key  # family name with a particle
+    particle = resolve_person(directory, "Del Maestro")  # family name with a particle
+    assert isinstance(particle, Person) and particle.key == full.key
 
 
 def test_ambiguous_name_lists_candidates_with_what_tells_them_apart(index, settings, papers):
@@ -65,6 +67,7 @@ def test_ambiguous_name_lists_candidates_with_what_tells_them_apart(index, setti
     assert dumped["ambiguous"] is True and len(dumped["candidates"]) == 2
     # every candidate carries an id that picks exactly them
     for listed in result.candidates:
+        assert listed.person_id is not None
         picked = summarize(index, settings, directory, listed.person_id)
         assert isinstance(picked, ScholarSummaryResult) and picked.person_id == listed.person_id
         assert [c.title for c in picked.papers] == [listed.sample_title]
@@ -90,7 +93,8 @@ def test_exact_written_name_wins_over_merely_compatible_ones():
     assert isinstance(found, Person) and set(found.names) == {"Zhao Zhang"}
     only_initial = resolve_person(directory, "Z. Zhang")
     assert isinstance(only_initial, Person) and set(only_initial.names) == {"Z. Zhang"}
-    assert len(resolve_person(directory, "Zhang")) == 3  # family name only: everyone, ambiguous
+    everyone = resolve_person(directory, "Zhang")  # family name only: everyone, ambiguous
+    assert isinstance(everyone, list) and len(everyone) == 3
 
 
 def test_a_prolific_name_without_conflicting_evidence_is_one_person(directory):
@@ -141,7 +145,8 @@ def test_roster_entry_claims_its_names_and_aliases_but_not_a_distant_namesake(pa
     found = resolve_person(directory, "Zhao Zhang", roster)
     assert isinstance(found, Person) and found.claimed_by == "Zhao Zhang"
     assert set(found.paper_ids) == {zhaos[0].id, aliased.id}  # the distant namesake is not theirs
-    assert resolve_person(directory, "Zhang Zhao", roster).key == found.key
+    alias = resolve_person(directory, "Zhang Zhao", roster)
+    assert isinstance(alias, Person) and alias.key == found.key
     # the roster's scholar dominates the namesake: answered for, the namesake counted
     summary = summarize_scholar(PaperList([*papers, aliased]), settings, "Zhao Zhang", roster=roster, directory=directory)
     assert isinstance(summary, ScholarSummaryResult)
@@ -186,6 +191,7 @@ def test_affiliations_current_from_latest_paper_and_previous_within_ten_years(se
     directory = PeopleDirectory(papers)
     result = summarize_scholar(PaperList(papers), settings, "Jason Priem", directory=directory,
                                today=date(2023, 6, 1))
+    assert isinstance(result, ScholarSummaryResult)
     assert result.scholar.affiliations == {
         "current": ["OurResearch"],  # the 2022 paper has none: the latest one that has one
         "previous": ["Impact Technology Development (United States)"],  # 2005 is over ten years ago
@@ -337,7 +343,10 @@ def test_llm_themes_are_validated_and_renumbered(index, settings, directory):
     # the prompt carried the records and the theme listing, the user turn's first line the
     # boundary; the system prompt is the same bytes for every scholar (servers cache it)
     system, human = model.seen[0]
-    boundary = re.match(r"Data marker of this message: (@@PB-[0-9A-F]+@@)", human.content).group(1)
+    assert isinstance(human.content, str)
+    marker = re.match(r"Data marker of this message: (@@PB-[0-9A-F]+@@)", human.content)
+    assert marker is not None
+    boundary = marker.group(1)
     assert f"{boundary} RECORD [1]" in human.content and "THEME 1:" in human.content
     assert boundary not in system.content and "{" not in system.content
 

@@ -17,7 +17,7 @@ from retrieval.errors import InputError, UnknownScholarError
 from retrieval.results import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
 from retrieval.scholars.collaborators import document_model_scores, find_collaborators, single_best_scores
 from retrieval.scholars.people import PeopleDirectory
-from retrieval.scholars.profile import stored_vectors, summarize_scholar
+from retrieval.scholars.summary import stored_vectors, summarize_scholar
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ TOPIC = "communication in model parallel training"
 @pytest.fixture(scope="module")
 def people(real_index) -> PeopleDirectory:
     """Grouped as the product groups them: with the vectors the index stores."""
-    from retrieval.scholars.people import directory_for
+    from retrieval.scholars.cache import directory_for
 
     return directory_for(real_index)
 
@@ -53,7 +53,7 @@ def test_several_strong_papers_beat_one_top_hit(real_index, people):
 def test_collaborators_result_carries_evidence_and_reasons(real_index, index_settings, people):
     result = find_collaborators(real_index, index_settings, TOPIC, limit=5, today=TODAY, directory=people)
     assert isinstance(result, CollaboratorsResult) and result.topic == TOPIC
-    assert [s.name for s in result.scholars][0] == "Eric Xing"
+    assert result.scholars[0].name == "Eric Xing"
     xing = result.scholars[0]
     assert len(xing.papers) == 3
     assert xing.reason.startswith("3 papers among the 20 closest (best #1)")
@@ -186,7 +186,7 @@ def test_assistant_summarize_is_ambiguous_or_unknown(real_index, index_settings)
 
 def test_directory_is_cached_until_the_index_changes(tmp_path: Path, encoder, papers):
     from retrieval.index.paper_index import PaperIndex
-    from retrieval.scholars.people import directory_for
+    from retrieval.scholars.cache import directory_for
     from tests.scholars.conftest import make_settings
 
     index = PaperIndex.open(make_settings(tmp_path), encoder=encoder)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.slack.app import SlackRuntime, build_slack
+from bot.slack.app import DEFAULT_LIMITS, SlackRuntime, build_slack
 from bot.slack.http_door import DoorLimits, RunningServer
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
@@ -46,7 +46,7 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     """Settings isolated from the environment and any .env file (no LLM)."""
     values: dict[str, Any] = {"data_dir": data_dir, "openai_api_key": None, "openai_base_url": None}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 @pytest.fixture(scope="session")
@@ -127,11 +127,12 @@ BotFactory = Callable[..., Bot]
 @pytest.fixture
 def make_bot(stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path) -> Iterator[BotFactory]:
     """Build and serve an app; keyword arguments override settings (or pass ``core=``, or the
-    door's ``limits=``)."""
+    door's ``limits=``). Without ``core``, each bot's facade has its own data dir (the Slack
+    state, the follows and their alerts queue: ``Assistant.follows``) over the shared index."""
     started: list[tuple[SlackRuntime, RunningServer]] = []
 
     def start(*, core: Assistant | None = None, clock: Callable[[], float] | None = None,
-              sleep: Callable[[float], None] | None = None, limits: DoorLimits = DoorLimits(),
+              sleep: Callable[[float], None] | None = None, limits: DoorLimits = DEFAULT_LIMITS,
               **overrides: Any) -> Bot:
         settings = make_settings(
             tmp_path / f"bot{len(started)}", slack_bot_token=BOT_TOKEN, slack_signing_secret=SECRET,
@@ -141,7 +142,8 @@ def make_bot(stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path) -> It
         extra: dict[str, Any] = {"sleep": sleep or sleeps.append}  # throttling waits are recorded, not slept
         if clock is not None:
             extra["clock"] = clock
-        runtime = build_slack(settings, core or assistant, http=True, **extra)
+        facade = core or Assistant(settings, index=assistant.index, chat_model=None)
+        runtime = build_slack(settings, facade, http=True, **extra)
         server = runtime.start_http("127.0.0.1", 0, limits=limits)
         started.append((runtime, server))
         sender = SlackSender(server.events_url, SECRET, bot_user_id=stand_in.bot_user_id, team=stand_in.team_id)

@@ -70,7 +70,7 @@ class SlackStandIn:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def api_url(self) -> str:

@@ -25,19 +25,19 @@ EVIL = "<!channel> <@U024BE7LH> <http://evil.example|Nature> & co"
 
 
 def citation(n: int, **overrides: object) -> Citation:
-    values: dict[str, object] = dict(
-        n=n, id=f"arxiv:0704.{n:04d}", title=f"Paper {n}", authors=["Ada Lovelace", "Alan Turing", "Grace Hopper", "Kurt Gödel"],
-        year=2007, venue="Phys. Rev. D", doi=None, arxiv_id=f"0704.{n:04d}", url=None, score=0.5, open_access=True,
-    )
+    values: dict[str, object] = {
+        "n": n, "id": f"arxiv:0704.{n:04d}", "title": f"Paper {n}", "authors": ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Kurt Gödel"],
+        "year": 2007, "venue": "Phys. Rev. D", "doi": None, "arxiv_id": f"0704.{n:04d}", "url": None, "score": 0.5, "open_access": True,
+    }
     values.update(overrides)
-    return Citation(**values)  # type: ignore[arg-type]
+    return Citation(**values)
 
 
 def dump(blocks: list[dict]) -> str:
     return json.dumps(blocks, ensure_ascii=False)
 
 
-def texts(blocks: list[dict]) -> list[str]:
+def texts(blocks: list[dict] | list[list[dict]]) -> list[str]:
     found: list[str] = []
 
     def walk(item: object) -> None:
@@ -270,14 +270,14 @@ def test_pick_values_are_strict_and_old_buttons_still_work() -> None:
 
 
 def _summary(**overrides: object) -> ScholarSummaryResult:
-    values: dict[str, object] = dict(
-        scholar=ScholarIdentity(name="Wei Zhang", affiliations={"current": ["MIT"], "previous": []}),
-        summary="Works on photonics [1].", mode="extractive", themes=[], papers=[citation(1)],
-        coauthors=[Coauthor(name="Ann Lee", shared=3)], topics=["Photonics"], counts_by_year={2020: 2, 2021: 2},
-        paper_count=4, coauthor_count=2, person_id="person:3f9a0c12b4de",
-    )
+    values: dict[str, object] = {
+        "scholar": ScholarIdentity(name="Wei Zhang", affiliations={"current": ["MIT"], "previous": []}),
+        "summary": "Works on photonics [1].", "mode": "extractive", "themes": [], "papers": [citation(1)],
+        "coauthors": [Coauthor(name="Ann Lee", shared=3)], "topics": ["Photonics"], "counts_by_year": {2020: 2, 2021: 2},
+        "paper_count": 4, "coauthor_count": 2, "person_id": "person:3f9a0c12b4de",
+    }
     values.update(overrides)
-    return ScholarSummaryResult(**values)  # type: ignore[arg-type]
+    return ScholarSummaryResult(**values)
 
 
 def _actions(blocks: list[dict]) -> list[dict]:

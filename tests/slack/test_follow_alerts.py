@@ -55,7 +55,7 @@ def test_new_papers_are_posted_once_to_following_channels(bot: Bot) -> None:
     note_new_papers(bot.settings, [DEL_MAESTRO[0]])  # reported again by a later sync
     assert bot.runtime.scheduler.tick() == 0
     assert len(bot.api.calls_to("chat.postMessage")) == 2
-    assert bot.runtime.deps.follows.queued_new_papers() == []
+    assert bot.runtime.deps.assistant.follows.store.queued_new_papers() == []
 
 
 def test_failed_posts_are_retried_on_the_next_pass(bot: Bot) -> None:
@@ -63,7 +63,7 @@ def test_failed_posts_are_retried_on_the_next_pass(bot: Bot) -> None:
     note_new_papers(bot.settings, DEL_MAESTRO)
     bot.api.fail_next("chat.postMessage", status=200, error="fatal_error")  # not retried by the SDK, not permanent
     assert bot.runtime.scheduler.tick() == 0
-    assert bot.runtime.deps.follows.queued_new_papers() == sorted(DEL_MAESTRO)
+    assert bot.runtime.deps.assistant.follows.store.queued_new_papers() == sorted(DEL_MAESTRO)
     assert bot.runtime.scheduler.tick() == 2
 
 
@@ -72,7 +72,7 @@ def test_alerts_for_a_channel_the_bot_left_are_dropped(bot: Bot) -> None:
     bot.api.wait_calls("respond", where=lambda c: c.path.endswith("/a"))
     note_new_papers(bot.settings, DEL_MAESTRO)
     assert bot.runtime.scheduler.tick() == 0
-    assert bot.runtime.deps.follows.queued_new_papers() == []  # not retried forever
+    assert bot.runtime.deps.assistant.follows.store.queued_new_papers() == []  # not retried forever
 
 
 def test_scheduled_sync_runs_when_due_and_alerts_follow(bot: Bot) -> None:
@@ -85,7 +85,7 @@ def test_scheduled_sync_runs_when_due_and_alerts_follow(bot: Bot) -> None:
         return DEL_MAESTRO
 
     scheduler = AlertScheduler(FollowAlerts(bot.runtime.deps, bot.runtime.app.client), sync_every_seconds=3600,
-                               run_sync=run_sync, note_new=bot.runtime.deps.follows.note_new_papers,
+                               run_sync=run_sync, note_new=bot.runtime.deps.assistant.follows.note_new_papers,
                                clock=lambda: now[0])
     assert scheduler.tick() == 0 and syncs == []
     now[0] = 3600.0

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.alerts.follows import Follow, FollowStore, guess_kind, matches, note_new_papers, parse_follow
+from retrieval.alerts.follows import FollowStore, guess_kind, matches, note_new_papers, parse_follow
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.records.paper import Author, Paper
+from retrieval.results import Follow
 
 GNN = Paper(title="A graph neural network for molecules", abstract="We learn on graphs.", published="2024",
             authors=[Author(name="Zhao Zhang", orcid="0000-0002-1825-0097"), Author(name="Ann Lee")], arxiv_id="2401.00001")
@@ -18,7 +19,7 @@ OPTICS = Paper(title="Optical interconnects at scale", published="2023", authors
 
 
 def follow(kind: str, query: str) -> Follow:
-    return Follow(id=1, channel="C1", kind=kind, query=query, created_at="2024-01-01")  # type: ignore[arg-type]
+    return Follow(id=1, channel="C1", kind=kind, query=query, created_at="2024-01-01")
 
 
 def test_parse_follow() -> None:

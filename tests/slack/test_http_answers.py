@@ -79,7 +79,7 @@ def test_retries_and_double_deliveries_are_answered_once(bot: Bot) -> None:
     assert len(bot.api.calls_to("reactions.add")) == 1
 
 
-def test_rate_limits_and_server_errors_are_retried(bot: Bot) -> None:
+def test_rate_limits_and_server_errors_are_retried(bot: Bot, slack_retry_waits: list[float]) -> None:
     bot.api.fail_next("chat.postMessage", status=429, retry_after=0)
     bot.api.fail_next("chat.update", status=500, error="internal_error")
     _, ts = bot.sender.mention("steady states of multiple futile cycles")
@@ -87,6 +87,7 @@ def test_rate_limits_and_server_errors_are_retried(bot: Bot) -> None:
     statuses = [(c.method, c.status) for c in bot.api.calls if c.method in ("chat.postMessage", "chat.update")]
     assert statuses[:2] == [("chat.postMessage", 429), ("chat.postMessage", 200)]
     assert ("chat.update", 500) in statuses and statuses[-1] == ("chat.update", 200)
+    assert len(slack_retry_waits) == 2  # one wait per retry (recorded by the fixture, not slept)
     assert "futile" in final.text().lower()
     assert len(posts_in_thread(bot.api, "CGENERAL1", ts)) == 1
 

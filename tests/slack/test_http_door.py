@@ -238,9 +238,9 @@ def test_malformed_timestamps_are_401_without_a_traceback(bot: Bot, records: _Re
                                                           timestamp: list[bytes]) -> None:
     body = _challenge()
     now = str(int(time.time()))
-    headers: list[tuple[str, bytes]] = [("Content-Type", b"application/json"),
-                                        ("X-Slack-Signature", signature(SECRET, now, body).encode())]
-    headers += [("X-Slack-Request-Timestamp", now.encode() if value == b"now" else value) for value in timestamp]
+    headers: list[tuple[bytes, bytes]] = [(b"Content-Type", b"application/json"),
+                                          (b"X-Slack-Signature", signature(SECRET, now, body).encode())]
+    headers += [(b"X-Slack-Request-Timestamp", now.encode() if value == b"now" else value) for value in timestamp]
     response = httpx.post(bot.sender.url, content=body, headers=headers, timeout=5, trust_env=False)
     assert response.status_code == 401, (response.status_code, response.text[:200])
     assert CHALLENGE not in response.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 
@@ -43,7 +44,8 @@ def test_positions_and_global_order(queue: WorkQueue) -> None:
     assert c.started.wait(5)
     b.release.set()
     assert d.started.wait(5)
-    c.release.set(), d.release.set()
+    c.release.set()
+    d.release.set()
     assert sorted(log[:2]) == ["a", "b"] and log[2:] == ["c", "d"]
 
 
@@ -57,7 +59,8 @@ def test_one_user_runs_one_job_at_a_time_and_others_pass(queue: WorkQueue) -> No
     assert not second.started.is_set()
     first.release.set()
     assert second.started.wait(5)
-    second.release.set(), other.release.set()
+    second.release.set()
+    other.release.set()
 
 
 def test_per_user_limit_refuses_politely(queue: WorkQueue) -> None:
@@ -102,7 +105,7 @@ def test_burst_is_fully_processed() -> None:
 
     try:
         for i in range(60):
-            work.submit(f"U{i % 6}", lambda i=i: job(i))
+            work.submit(f"U{i % 6}", functools.partial(job, i))
         assert all_done.wait(10)
         assert sorted(finished) == list(range(60))
     finally:

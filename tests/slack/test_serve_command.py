@@ -68,7 +68,13 @@ def test_serve_http_process_answers_a_signed_mention(index_copy: Path, stand_in:
     )
     lines: queue.Queue[str] = queue.Queue()
     assert process.stderr is not None
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+    stderr = process.stderr
+
+    def pump() -> None:
+        for line in stderr:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
     try:
         url = None
         while url is None:

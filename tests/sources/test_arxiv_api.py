@@ -59,6 +59,7 @@ def test_2016_feed_hard_wrapped_summary_doi_journal_ref_and_categories():
     [paper] = parse_atom(_body("au_del_maestro_AND_ti_checkerboard.xml")).papers
     assert paper.title == ("From stripe to checkerboard order on the square lattice in the presence "
                            "of quenched disorder")
+    assert paper.abstract is not None
     assert paper.abstract.startswith("We discuss the effects of quenched disorder on a model of charge density wave (CDW)")
     assert "\n" not in paper.abstract and "  " not in paper.abstract
     assert paper.doi == "10.1103/physrevb.74.024520" and paper.id == "doi:10.1103/physrevb.74.024520"
@@ -77,6 +78,7 @@ def test_author_affiliations_and_old_style_id():
         ("Andrzej Udalski", ["Warsaw University Observatory"]),
     ]
     assert paper.venue == "ActaAstron.56:1-50,2006"
+    assert paper.abstract is not None
     assert "V_max<17.5" in paper.abstract  # entities decoded, no LaTeX rewriting
 
 
@@ -184,7 +186,7 @@ def test_pages_fetched_before_a_failure_are_kept():
     got = []
     with pytest.raises(SourceError) as caught:
         for paper in _source(replay, http_max_retries=2).search("testing", max_results=30, page_size=10):
-            got.append(paper)
+            got.append(paper)  # noqa: PERF402 - one by one: the papers delivered before the failure stay
     assert len(got) == 10
     assert caught.value.status == 503 and str(caught.value).startswith("arxiv: search 'testing' failed after 3 attempts")
 

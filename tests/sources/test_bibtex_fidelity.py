@@ -15,7 +15,7 @@ import pytest
 from retrieval.ingest.pipeline import _fold_equal_ids
 from retrieval.records.merge import titles_conflict
 from retrieval.records.paper import Paper
-from retrieval.sources.files.base import SkippedItem
+from retrieval.results import SkippedItem
 from retrieval.sources.files.bibtex import PROVENANCE_FIELD, RECORD_FIELD, parse_bibtex
 from retrieval.sources.files.bibtex_writer import citation_keys, to_bibtex, user_key
 
@@ -182,8 +182,8 @@ def test_a_repeated_key_stays_with_the_first_entry_as_bibtex_has_it() -> None:
 def test_generated_keys_do_not_depend_on_export_order() -> None:
     papers = [Paper.model_validate({"title": f"Deep nets {n}", "authors": [{"name": "Ann Lee"}], "published": "2020"})
               for n in ("one", "two", "three")]
-    forward = dict(zip((p.id for p in papers), citation_keys(papers)))
-    backward = dict(zip((p.id for p in reversed(papers)), citation_keys(list(reversed(papers)))))
+    forward = dict(zip((p.id for p in papers), citation_keys(papers), strict=True))
+    backward = dict(zip((p.id for p in reversed(papers)), citation_keys(list(reversed(papers))), strict=True))
     assert forward == backward and sorted(forward.values()) == ["lee2020deepa", "lee2020deepb", "lee2020deepc"]
 
 

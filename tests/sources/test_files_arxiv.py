@@ -54,6 +54,7 @@ def test_oai_record_with_doi_and_journal_reference() -> None:
     assert paper.venue == "J. Math. Phys. 48(2007), 092102."
     assert paper.published == "2007-04-01"
     assert paper.categories == ["Quantum Physics", "Computer Science - Information Theory"]
+    assert paper.abstract is not None
     assert paper.abstract.startswith("In a quantum mechanical model, Diosi, Feldmann and Kosloff")
     assert "Comment:" not in paper.abstract  # the second dc:description is not the abstract
     assert paper.provenance[0].source_id == "oai:arXiv.org:0704.0046"
@@ -62,6 +63,7 @@ def test_oai_record_with_doi_and_journal_reference() -> None:
 
 def test_oai_latex_in_abstract_is_decoded() -> None:
     paper = find(oai(), "0704.0228")
+    assert paper.abstract is not None
     assert "acceleration tensor = const. × total energy momentum tensor" in paper.abstract
     assert find(oai(), "0704.0593").author_names[-1] == "Gediminas Juzeliūnas"
 
@@ -134,7 +136,7 @@ def test_snapshot_latex_is_decoded() -> None:
     assert find(snapshot(), "0704.0005").title == "From dyadic Λ_α to Λ_α"
     assert find(snapshot(), "0704.0054").title == "The Hardy-Lorentz Spaces H^p,q(Rⁿ)"
     assert find(snapshot(), "0704.0049").author_names == ["Mikkel Øbro"]
-    assert "(k,ℓ)-pebble game with colors" in find(snapshot(), "0704.0002").abstract
+    assert "(k,ℓ)-pebble game with colors" in (find(snapshot(), "0704.0002").abstract or "")
 
 
 def test_snapshot_suffix_from_authors_parsed() -> None:

@@ -6,13 +6,8 @@ from datetime import date
 
 import pytest
 
-from retrieval.sources.files.base import (
-    ItemRejected,
-    ParseOutcome,
-    SkippedItem,
-    build_paper,
-    check_field_sizes,
-)
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_paper, check_field_sizes
 
 
 def test_build_paper_stamps_provenance_with_supplied_fields() -> None:

@@ -84,6 +84,7 @@ def test_csl_list_export() -> None:
     by_id = {p.provenance[0].source_id: p for p in outcome.papers}
     preprint = by_id["shangLargescaleEmpiricalStudy2024"]
     assert preprint.arxiv_id == "2412.16620"  # from the arxiv.org URL
+    assert preprint.abstract is not None
     assert "each other’s test generation" in preprint.abstract
     assert by_id["kertushaSurveyWebTesting2025"].published == "2025-03"
     manual = by_id["balayPETScUsersManual2024"]
@@ -147,6 +148,7 @@ def test_ris_two_records_with_prose_between_them() -> None:
         "2007", "Journal of the Optical Society of America A", "Optica Publishing Group",
     )
     assert paper.categories == ["light scattering", "discrete dipole approximation"]
+    assert paper.abstract is not None
     assert paper.abstract.startswith("BACKGROUND: We study")
     assert paper.url == "http://example.org/dda"
     assert paper.provenance[0].source_id == "2001"

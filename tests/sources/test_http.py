@@ -157,10 +157,13 @@ def test_404_is_empty_only_where_the_caller_says_so():
 
 
 def test_a_broken_error_describer_does_not_hide_the_failure():
+    def broken(response: httpx.Response) -> str | None:
+        raise ZeroDivisionError("a bug in the describer")
+
     replay = Replay([_status(400)])
     clock = FakeClock()
     client = PoliteClient("arxiv", make_settings(), replay.client(), sleep=clock.sleep, clock=clock,
-                          describe_error=lambda r: 1 / 0)
+                          describe_error=broken)
     with pytest.raises(SourceError, match="HTTP 400: Bad Request"):
         client.get(URL, what="search")
 

@@ -117,7 +117,8 @@ def test_file_results_say_what_each_file_gave(tmp_path: Path) -> None:
         (None, 0, 1, "not in a format paperbot reads"),
     ]
     assert sum(f.skipped for f in report.files) == len(report.skipped)
-    assert report.as_dict()["files"][0] == {
+    files = report.as_dict()["files"]
+    assert isinstance(files, list) and files[0] == {
         "path": str(paths[0]), "format": "bibtex", "records": 1, "skipped": 0, "problem": None,
     }
 
@@ -129,6 +130,7 @@ def test_forced_format_is_used_and_an_unknown_one_is_refused(tmp_path: Path) -> 
     _, as_ris = read_files([path], fmt="ris")
     assert as_ris.files[0].problem == "no RIS records: no line starts with 'TY  - '"
     _, as_csl = read_files([path], fmt="csl-json")
+    assert as_csl.files[0].problem is not None
     assert as_csl.files[0].problem.startswith("not valid CSL-JSON (Expecting value")
     with pytest.raises(InputError, match="Unknown format 'xml'"):
         read_files([path], fmt="xml")
@@ -136,7 +138,7 @@ def test_forced_format_is_used_and_an_unknown_one_is_refused(tmp_path: Path) -> 
 
 def test_nothing_read_never_opens_the_index(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    settings = Settings(_env_file=None, data_dir=data_dir, openai_api_key=None, openai_base_url=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=data_dir, openai_api_key=None, openai_base_url=None)
     (tmp_path / "empty.bib").write_text("", encoding="utf-8")
     assistant = Assistant(settings, chat_model=None)
     report = assistant.ingest_files([tmp_path / "empty.bib"])

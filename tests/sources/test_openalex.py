@@ -38,6 +38,7 @@ def _source(replay: Replay, **settings: object) -> OpenAlexSource:
 def test_newer_work_schema():
     paper = parse_work(_entity("W2741809807.json"))
     assert paper.title.startswith("The state of OA: a large-scale analysis")
+    assert paper.abstract is not None
     assert paper.abstract.startswith("Despite growing interest in Open Access (OA) to scholarly literature, there is an unmet need")
     assert paper.openalex_id == "W2741809807" and paper.doi == "10.7717/peerj.4375"
     assert paper.published == "2018-02-13" and paper.type == "article"

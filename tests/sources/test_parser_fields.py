@@ -256,7 +256,7 @@ ET  - 1
 T3  - Illini Books
 SP  - 117
 ER  - 
-"""
+"""  # noqa: W291 - "ER  - " ends an RIS record: its trailing space is part of the tag
 
 
 def test_ris_pages_volume_issue_and_extra_fields():

@@ -104,6 +104,7 @@ def test_arxiv_feed_fields_and_utf8_names(tmp_path: Path) -> None:
     assert first.title.startswith("Testing Deep Learning Models: A First Comparative Study")
     assert first.author_names == ["Mohit Kumar Ahuja", "Arnaud Gotlieb", "Helge Spieker"]
     assert (first.arxiv_id, first.arxiv_version, first.published) == ("2202.12139", "v1", "2022-02-24")
+    assert first.venue is not None and first.abstract is not None
     assert first.doi == "10.1109/icstw55395.2022.00035" and first.venue.startswith("Artificial Intelligence in")
     assert first.abstract.startswith("Deep Learning (DL) has revolutionized")
     assert second.author_names[0] == "Aurora Ramírez"  # the bytes arXiv sent, decoded as UTF-8
@@ -170,6 +171,7 @@ def test_openalex_single_work_keeps_authors_year_venue_abstract(tmp_path: Path) 
     assert paper.author_names[:2] == ["Heather Piwowar", "Jason Priem"] and len(paper.authors) == 9
     assert paper.authors[1].orcid == "0000-0001-6187-6610"
     assert (paper.year, paper.venue, paper.openalex_id) == (2018, "PeerJ", "W2741809807")
+    assert paper.abstract is not None
     assert paper.abstract.startswith("Despite growing interest in Open Access (OA)")
     assert [(p.source, p.source_id) for p in paper.provenance] == [("openalex", "W2741809807")]
 
@@ -252,6 +254,7 @@ def test_crossref_single_work_with_and_without_envelope(tmp_path: Path) -> None:
     assert paper.title.startswith("Growth hormone secretagogue increases muscle strength")
     assert paper.author_names[0] == "Richard L. Lieber" and len(paper.authors) == 12
     assert (paper.published, paper.venue) == ("1997-07", "Journal of Orthopaedic Research")
+    assert paper.abstract is not None
     assert paper.abstract.startswith("Twenty‐two beagles") and "<jats:" not in paper.abstract
     assert [(p.source, p.source_id) for p in paper.provenance] == [("crossref", "10.1002/jor.1100150407")]
     assert [p.model_dump(exclude={"provenance"}) for p in bare.papers] == [paper.model_dump(exclude={"provenance"})]
@@ -496,6 +499,7 @@ def test_semantic_scholar_paper_and_lists(tmp_path: Path) -> None:
     assert paper.author_names == ["Ashish Vaswani", "Noam M. Shazeer", "Niki Parmar"]
     assert (paper.published, paper.type) == ("2017-06-12", "inproceedings")
     assert paper.venue == "Neural Information Processing Systems"
+    assert paper.abstract is not None
     assert paper.volume is None and paper.abstract.startswith("The dominant sequence")
     assert paper.categories == ["Computer Science"] and paper.citation_count == 118000
     assert [(p.source, p.source_id) for p in paper.provenance] == [("semantic-scholar", S2_ATTENTION["paperId"])]
@@ -528,7 +532,7 @@ def test_semantic_scholar_error_body_is_a_parse_error(tmp_path: Path) -> None:
 
 # --- DBLP (hand-written in the search API's shape) ----------------------------------------------
 
-DBLP_SEARCH = {"result": {
+DBLP_SEARCH: dict[str, Any] = {"result": {
     "query": "attention* is* all* you* need*",
     "status": {"@code": "200", "text": "OK"},
     "time": {"@unit": "msecs", "text": "12.34"},

@@ -1,44 +1,73 @@
-"""The encoder's on-disk cache, made once per test process and linked into every data dir.
+"""The test session's encoder cache: one temp dir, exported into once, used by every test and subprocess.
 
-The first ``auto`` encoder load in a data dir exports all-MiniLM-L6-v2 to ONNX, quantises it
-and probes which variant is fastest on this CPU (``retrieval.index.encoders.local.load_encoder``): tens of
-seconds and 143 MB, written under ``<data dir>/cache/onnx``. The product keys those files by
-model, runtime versions and CPU so that data dirs may share them; the tests do that on purpose:
-``shared_model_cache()`` makes them once (in this process) and ``link_model_cache`` points a new
-data dir's ``cache/onnx`` at them, so no test and no ``paperbot`` subprocess exports again.
-Tests of the export itself (``tests/embeddings``) use their own cache dirs.
+The product keeps the ONNX exports and ``auto``'s measured choice in one cache per machine
+(``settings.encoder_cache_dir``; default ``<user cache dir>/paperbot/encoders``, see
+``retrieval.index.encoders.cache``). The suite must never write to the user's real one, and should
+export (tens of seconds, 143 MB) and probe once per session, not once per test:
+
+* ``use_session_encoder_cache()``, called by ``tests/conftest.py`` before anything is collected,
+  points ``PAPERBOT_ENCODER_CACHE_DIR`` at ``<tmp>/paperbot/encoders`` *and* ``XDG_CACHE_HOME`` at
+  ``<tmp>``, so that the default resolves to the same dir in processes whose environment drops the
+  ``PAPERBOT_*`` variables (the reliability suite's clean environment, the Slack serve test).
+* ``shared_model_cache()`` makes the export and the probe there on first call (in this process,
+  so no ``paperbot`` subprocess has to); ``link_model_cache`` makes a data dir after that.
+
+Tests of the export itself (``tests/embeddings``) use their own cache dirs where they damage or
+re-make exports.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from retrieval.config import Settings
 
+_session: list[Path] = []
 _made: list[Path] = []
 
 
-def shared_model_cache() -> Path:
-    """A ``cache`` dir holding what the default (``auto``) encoder keeps on disk, made on first call."""
-    if not _made:
-        from retrieval.index.encoders.local import load_encoder
-
-        holder = Path(tempfile.mkdtemp(prefix="paperbot-test-model-cache-"))
+def use_session_encoder_cache() -> Path:
+    """Point the encoder cache setting (and the user cache dir it defaults to) at this session's temp dir."""
+    if not _session:
+        holder = Path(tempfile.mkdtemp(prefix="paperbot-test-encoder-cache-"))
         atexit.register(shutil.rmtree, holder, True)
-        settings = Settings(_env_file=None, data_dir=holder, encoder="auto", chroma_url=None)  # type: ignore[call-arg]
-        load_encoder(settings)  # exports (and probes) into holder/cache
-        _made.append(settings.cache_dir)
+        root = holder / "paperbot" / "encoders"
+        os.environ["XDG_CACHE_HOME"] = str(holder)
+        os.environ["PAPERBOT_ENCODER_CACHE_DIR"] = str(root)
+        default = Settings.model_fields["encoder_cache_dir"].default_factory()  # type: ignore[call-arg,misc]
+        if Path(default) != root:  # e.g. a platform whose user cache dir ignores XDG_CACHE_HOME
+            raise RuntimeError(f"the default encoder cache would be {default}, outside the test session's {root}")
+        _session.append(root)
+    return _session[0]
+
+
+def shared_model_cache() -> Path:
+    """The session's encoder cache dir, holding what the default (``auto``) encoder needs; made on first call."""
+    if not _made:
+        from retrieval.index.encoders.loading import load_encoder
+
+        root = use_session_encoder_cache()
+        scratch = Path(tempfile.mkdtemp(prefix="paperbot-test-encoder-data-"))
+        atexit.register(shutil.rmtree, scratch, True)
+        settings = Settings(_env_file=None, data_dir=scratch, encoder="auto", chroma_url=None,
+                            encoder_cache_dir=root)
+        load_encoder(settings)  # exports (and probes) into root
+        _made.append(root)
     return _made[0]
 
 
 def link_model_cache(data_dir: Path, cache: Path | None = None) -> Path:
-    """Create ``data_dir`` with ``cache/onnx`` linked to ``cache`` (default: the shared one)."""
-    cache = shared_model_cache() if cache is None else cache
+    """Create ``data_dir`` for commands that load the encoder, once the session's encoder cache is made.
+
+    Nothing is linked any more (every data dir uses the machine's encoder cache); ``cache``, when
+    given, must be that cache (the ``model_cache`` fixture).
+    """
+    shared = shared_model_cache()
+    if cache is not None and Path(cache) != shared:
+        raise ValueError(f"{cache} is not the session's encoder cache {shared}")
     (data_dir / "cache").mkdir(parents=True, exist_ok=True)
-    link = data_dir / "cache" / "onnx"
-    if (cache / "onnx").is_dir() and not link.exists():
-        link.symlink_to(cache / "onnx", target_is_directory=True)
     return data_dir

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from retrieval.config import Settings
-from retrieval.index.encoders.local import DIMENSION
+from retrieval.index.encoders.base import DIMENSION
 from retrieval.index.paper_index import PaperIndex
-from retrieval.ingest.roster import Roster
+from retrieval.storage.roster import Roster
 from tests.sync.recorded import DEL_MAESTRO, FENNER, FENNER_ORCID
 
 
@@ -46,7 +46,7 @@ def make_settings(data_dir: Path, base_url: str, **overrides: Any) -> Settings:
         "openai_base_url": None,
     }
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 def add_roster(settings: Settings) -> Roster:

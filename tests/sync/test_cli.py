@@ -23,8 +23,8 @@ from bot.context import CliContext
 from retrieval.alerts.follows import FollowStore
 from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
-from retrieval.ingest.roster import Roster
 from retrieval.ingest.sync import OVERLAP
+from retrieval.storage.roster import Roster
 from tests.sources.replay import ReplayServer, recording
 from tests.support.model_cache import link_model_cache
 from tests.sync.conftest import add_roster, make_settings

@@ -8,9 +8,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from retrieval.ingest.roster import Roster
-from retrieval.ingest.sync import OVERLAP, SyncEvent, SyncSources, choose_openalex_profile, sync_roster
+from retrieval.ingest.sync import OVERLAP, SyncSources, choose_openalex_profile, sync_roster
+from retrieval.results import SyncEvent
 from retrieval.sources.apis.openalex import parse_author
+from retrieval.storage.roster import Roster
 from tests.sources.replay import ReplayServer, recording
 from tests.sync.conftest import add_roster, make_settings
 from tests.sync.recorded import (
@@ -219,7 +220,7 @@ def test_choosing_an_openalex_profile_by_name() -> None:
 
 
 def test_an_ambiguous_name_skips_openalex_and_says_how_to_pin_it(tmp_path: Path, open_index) -> None:
-    priem, namesake, _, _ = _profiles()
+    priem, _, _, _ = _profiles()
     raw = recorded_body("openalex_author_priem.json")
     namesake_raw = {**raw, "id": "https://openalex.org/A5000000001", "orcid": None}
     with ReplayServer(replay([])) as server:

@@ -3,11 +3,12 @@
 The speed of each encoder variant depends on the CPU: int8 gains come from integer dot-product
 instructions (AVX-512 VNNI, AVX-VNNI, AMX) and torch's batching from the cores it gets, so a
 table measured on one host does not carry to another. At the first ``auto`` load on a machine
-(``retrieval.index.encoders.local.load_encoder``), ``probe`` times every candidate on the same bundled
+(``retrieval.index.encoders.loading.load_encoder``), ``probe`` times every candidate on the same bundled
 texts in interleaved rounds, compares each one's vectors with the reference's (torch) on those
 texts, and ``select`` keeps the fastest whose vectors meet ``QUALITY_BAR``. The outcome is
-written atomically as JSON to ``<cache_dir>/onnx/auto-choice-<signature digest>.json``, next to
-the ONNX exports, so every data dir that shares the exports shares the choice.
+written atomically as JSON to ``<encoder cache dir>/auto-choice-<signature digest>.json``, beside
+the ONNX exports in the machine's encoder cache (``retrieval.index.encoders.cache``), so every
+data dir shares the choice.
 
 The signature (``cpu_signature``) is the CPU model, its SIMD instruction flags, the cores this
 process may use, and the runtime (model weights, torch and onnxruntime versions, export
@@ -51,7 +52,7 @@ _FLAG_PREFIXES = ("avx", "amx", "sse4", "fma", "f16c", "vnni")
 
 
 class ProbeEncoder(Protocol):
-    """What the probe needs of an encoder (``retrieval.index.encoders.local.Encoder`` fits)."""
+    """What the probe needs of an encoder (``retrieval.index.encoders.base.Encoder`` fits)."""
 
     name: str
 
@@ -193,7 +194,7 @@ def signature_digest(signature: Mapping[str, Any]) -> str:
 
 
 def choice_path(folder: Path, signature: Mapping[str, Any]) -> Path:
-    """The choice file of ``signature`` in ``folder`` (``<cache_dir>/onnx``)."""
+    """The choice file of ``signature`` in ``folder`` (the encoder cache dir)."""
     return Path(folder) / f"auto-choice-{signature_digest(signature)}.json"
 
 
@@ -272,7 +273,7 @@ def measure(
     """
     seconds: dict[str, list[float]] = {variant: [] for variant in encoders}
     vectors: dict[str, np.ndarray] = {}
-    for variant, encoder in encoders.items():
+    for encoder in encoders.values():
         encoder.encode(texts[:2])  # warm-up: first-run allocations are not the steady state
     for n in range(rounds):
         for variant, encoder in encoders.items():
@@ -336,7 +337,7 @@ def remembered_or_probed(
             say(f"preparing {variant}")
             try:
                 loaded[variant] = load()
-            except Exception as exc:  # an unusable candidate is simply not chosen
+            except Exception as exc:  # noqa: BLE001 - an unusable candidate is simply not chosen
                 notes.append(f"{variant} unavailable: {type(exc).__name__}: {exc}")
                 log.warning("Encoder candidate %s unavailable (%s).", variant, exc)
         if not loaded:

@@ -30,7 +30,8 @@ import httpx
 from retrieval.config import Settings
 from retrieval.errors import InputError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, split_arxiv_id
-from retrieval.sources.files.base import ItemRejected, ParseOutcome, SkippedItem, build_paper, check_field_sizes
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_paper, check_field_sizes
 from retrieval.sources.http import ApiSource
 from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
 from retrieval.sources.markup.latex import latex_to_text

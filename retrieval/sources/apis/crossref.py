@@ -32,10 +32,10 @@ import httpx
 from retrieval.config import Settings
 from retrieval.errors import InputError, ParseError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_orcid
+from retrieval.results import SkippedItem
 from retrieval.sources.files.base import (
     ItemRejected,
     ParseOutcome,
-    SkippedItem,
     build_item,
     check_field_sizes,
     json_array,

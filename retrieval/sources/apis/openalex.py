@@ -39,10 +39,10 @@ from retrieval.records.paper import (
     normalize_orcid,
     split_arxiv_id,
 )
+from retrieval.results import SkippedItem
 from retrieval.sources.files.base import (
     ItemRejected,
     ParseOutcome,
-    SkippedItem,
     build_item,
     check_field_sizes,
     json_array,

@@ -16,14 +16,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from retrieval.records.paper import clean_text, normalize_doi, split_arxiv_id
-from retrieval.sources.files.base import (
-    ItemRejected,
-    ParseOutcome,
-    SkippedItem,
-    build_item,
-    check_field_sizes,
-    person_name,
-)
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
 from retrieval.sources.files.jsonl import json_items
 from retrieval.sources.markup.latex import latex_to_text
 

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from retrieval.records.paper import Paper, Provenance, clean_authors, clean_text
+from retrieval.results import SkippedItem
 from retrieval.sources.markup.latex import text_to_latex
 
 #: A single field longer than this skips its item ("absurd size"): no real title, abstract or
@@ -55,14 +56,6 @@ RawItem = TypeVar("RawItem")
 NESTED_TOO_DEEPLY = "its values are nested too deeply to read"
 #: The one source whose ``extra_fields`` are LaTeX already; other parsers give plain text.
 BIBTEX_SOURCE = "bibtex"
-
-
-@dataclass(frozen=True)
-class SkippedItem:
-    """One item of a document that produced no paper (or, in warnings, lost a field)."""
-
-    item: str  # what it was: "entry 'smith2020' (line 120)", "line 17", "record 3 (oai:...)"
-    reason: str  # why, specifically: "no title", "unbalanced braces", ...
 
 
 class FileBudget:

@@ -35,13 +35,8 @@ from pydantic import ValidationError
 from retrieval.records.author_cleaning import is_truncation_marker, strip_annotations
 from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, merge_provenance
 from retrieval.records.paper import Provenance, split_arxiv_id
-from retrieval.sources.files.base import (
-    MAX_FIELD_CHARS,
-    ItemRejected,
-    ParseOutcome,
-    SkippedItem,
-    build_item,
-)
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import MAX_FIELD_CHARS, ItemRejected, ParseOutcome, build_item
 from retrieval.sources.files.jsonl import load_json
 from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
 
@@ -468,8 +463,8 @@ def _links(fields: dict[str, str]) -> tuple[str | None, list[str]]:
         if found and names is _LAST_RESORT_TEXT_FIELDS:
             break
         for name in names:
-            for match in _URL_IN_TEXT.finditer(fields.get(name, "")):
-                found.append(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)"))
+            found.extend(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)")
+                         for match in _URL_IN_TEXT.finditer(fields.get(name, "")))
     return (found[0] if found else None), found
 
 
@@ -573,16 +568,16 @@ def _restore_record(raw: str, data: dict[str, object], warnings: list[str]) -> N
         if name in record:
             data[name] = record[name]
     authors = record.get("authors")
-    if isinstance(authors, list) and isinstance(data.get("authors"), list):
-        people = data["authors"]
-        if len(authors) != len(people):  # type: ignore[arg-type]
+    people = data.get("authors")
+    if isinstance(authors, list) and isinstance(people, list):
+        if len(authors) != len(people):
             warnings.append(f"field {RECORD_FIELD!r} describes {len(authors)} authors, the entry has "
-                            f"{len(people)}; their ids are ignored")  # type: ignore[arg-type]
+                            f"{len(people)}; their ids are ignored")
             return
         data["authors"] = [
             {**person, **{key: value for key, value in extra.items() if key in _RECORD_AUTHOR_KEYS}}
             if isinstance(extra, dict) else person
-            for person, extra in zip(people, authors)  # type: ignore[arg-type]
+            for person, extra in zip(people, authors, strict=True)  # lengths checked just above
         ]
 
 

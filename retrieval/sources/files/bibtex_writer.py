@@ -45,11 +45,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from retrieval.records.author_cleaning import strip_annotations
-from retrieval.records.paper import Paper, Provenance, fold
+from retrieval.records.paper import Paper, Provenance
 from retrieval.sources.files.bibtex import PROVENANCE_FIELD, RECORD_FIELD, VENUE_FIELDS
 from retrieval.sources.files.bibtex import url_only as _url_only
 from retrieval.sources.markup.latex import latex_to_text
 from retrieval.sources.markup.latex import text_to_latex as escape
+from retrieval.text import fold
 
 # Entry types BibTeX and biblatex know are kept; other vocabularies (CSL, Crossref) are mapped.
 _KNOWN_TYPES = {

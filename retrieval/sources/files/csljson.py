@@ -20,13 +20,8 @@ from typing import Any
 from retrieval.errors import ParseError
 from retrieval.records.author_cleaning import strip_annotations
 from retrieval.records.paper import normalize_arxiv_id
-from retrieval.sources.files.base import (
-    ParseOutcome,
-    SkippedItem,
-    build_item,
-    check_field_sizes,
-    person_name,
-)
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import ParseOutcome, build_item, check_field_sizes, person_name
 from retrieval.sources.files.jsonl import json_array_items, load_json
 from retrieval.sources.markup.jats import jats_to_text
 from retrieval.sources.markup.latex import latex_to_text

@@ -22,11 +22,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from retrieval.records.paper import Paper, Provenance
+from retrieval.results import SkippedItem
 from retrieval.sources.files.base import (
     NESTED_TOO_DEEPLY,
     ItemRejected,
     ParseOutcome,
-    SkippedItem,
     check_field_sizes,
     summarize_validation_error,
     supplied_fields,

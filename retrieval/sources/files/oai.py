@@ -22,14 +22,8 @@ import xml.etree.ElementTree as ET
 
 from retrieval.errors import ParseError
 from retrieval.records.paper import clean_text, normalize_doi, split_arxiv_id
-from retrieval.sources.files.base import (
-    ItemRejected,
-    ParseOutcome,
-    SkippedItem,
-    build_item,
-    check_field_sizes,
-    person_name,
-)
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
 from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
 from retrieval.sources.markup.latex import latex_to_text
 

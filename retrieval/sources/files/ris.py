@@ -22,14 +22,8 @@ from collections.abc import Iterator
 
 from retrieval.records.author_cleaning import strip_annotations
 from retrieval.records.paper import normalize_arxiv_id
-from retrieval.sources.files.base import (
-    ItemRejected,
-    ParseOutcome,
-    SkippedItem,
-    build_item,
-    check_field_sizes,
-    person_name,
-)
+from retrieval.results import SkippedItem
+from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
 
 FORMAT = "ris"
 

@@ -26,6 +26,7 @@ for ``files.detect_format``; see their docstrings for what each rule keys on.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
@@ -38,15 +39,9 @@ import httpx
 
 from retrieval.errors import ParseError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_openalex_id, split_arxiv_id
+from retrieval.results import SkippedItem
 from retrieval.sources.apis import arxiv, crossref, openalex
-from retrieval.sources.files.base import (
-    ParseOutcome,
-    SkippedItem,
-    build_item,
-    check_field_sizes,
-    json_array,
-    json_object,
-)
+from retrieval.sources.files.base import ParseOutcome, build_item, check_field_sizes, json_array, json_object
 from retrieval.sources.files.jsonl import load_json, numbered_lines
 from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
 
@@ -224,11 +219,9 @@ def _documents(text: str, name: str, api: _Api, outcome: ParseOutcome) -> tuple[
     first, second = next(lines, None), next(lines, None)
     document: Any = _NOTHING
     if first is not None and second is not None:
-        try:
+        with contextlib.suppress(ValueError):
             document = load_json(first[1])
-        except ValueError:
-            pass
-    if first is None or document is _NOTHING:
+    if first is None or second is None or document is _NOTHING:  # one line: not JSON Lines either
         where = ""
         if isinstance(whole_error, json.JSONDecodeError):
             where = f" ({whole_error.msg} at line {whole_error.lineno}, column {whole_error.colno})"
@@ -239,7 +232,7 @@ def _documents(text: str, name: str, api: _Api, outcome: ParseOutcome) -> tuple[
 
     def documents() -> Iterator[tuple[str, Any]]:
         yield f"line {first[0]}", document
-        for number, line in itertools.chain([second], lines):  # type: ignore[list-item]
+        for number, line in itertools.chain([second], lines):
             label = f"line {number}"
             if not outcome.budget.in_time(label):
                 return

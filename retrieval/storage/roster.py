@@ -13,15 +13,16 @@ import difflib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
-from retrieval.records.paper import clean_text, fold, normalize_openalex_id, normalize_orcid, unique_clean
+from retrieval.records.paper import clean_text, normalize_openalex_id, normalize_orcid
+from retrieval.results import Scholar
 from retrieval.storage.atomic import atomic_write_text
+from retrieval.text import fold
 
 try:  # POSIX advisory locks; elsewhere the atomic rename alone protects the file
     import fcntl
@@ -31,56 +32,6 @@ except ImportError:  # pragma: no cover - Windows
 ROSTER_FILE = "roster.json"
 FORMAT_VERSION = 1
 SOURCES = ("arxiv", "openalex", "crossref")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-class Scholar(BaseModel):
-    """One rostered person and how to find their works in each source."""
-
-    name: str
-    orcid: str | None = None
-    openalex_id: str | None = None
-    arxiv_name: str | None = None
-    aliases: list[str] = Field(default_factory=list)
-    added_at: str = Field(default_factory=_now)
-    last_synced: dict[str, str] = Field(default_factory=dict)  # source -> ISO time of the last complete fetch
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        name = clean_text(value)
-        if not name:
-            raise ValueError("the scholar's name is empty")
-        return name
-
-    @field_validator("aliases")
-    @classmethod
-    def _aliases(cls, value: list[str]) -> list[str]:
-        return unique_clean(value)
-
-    @property
-    def names(self) -> list[str]:
-        """Every name this scholar is known by: name, arXiv name, aliases."""
-        found = [self.name]
-        for extra in [self.arxiv_name, *self.aliases]:
-            if extra and extra not in found:
-                found.append(extra)
-        return found
-
-    def matches(self, query: str) -> bool:
-        """True for any of the scholar's names (case/accents ignored), their ORCID or OpenAlex id."""
-        text = query.strip()
-        orcid = normalize_orcid(text)
-        if orcid and orcid == self.orcid:
-            return True
-        openalex = normalize_openalex_id(text)
-        if openalex and openalex == self.openalex_id:
-            return True
-        wanted = fold(text)
-        return bool(wanted) and any(fold(name) == wanted for name in self.names)
 
 
 class _RosterFile(BaseModel):
@@ -230,7 +181,7 @@ class Roster:
                     return scholar
             raise self._unknown(name, scholars)
 
-    def _unknown(self, name: str, scholars: list[Scholar] | None = None) -> UnknownScholarError:
+    def _unknown(self, name: str, scholars: Sequence[Scholar] | None = None) -> UnknownScholarError:
         pool = scholars if scholars is not None else self._scholars
         names = [n for scholar in pool for n in scholar.names]
         by_fold = {fold(n): n for n in names}
@@ -244,7 +195,7 @@ class Roster:
         )
 
 
-def _owner(scholars: list[Scholar], name: str) -> str:
+def _owner(scholars: Sequence[Scholar], name: str) -> str:
     for scholar in scholars:
         if name in scholar.names:
             return scholar.name

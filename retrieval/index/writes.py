@@ -1,0 +1,144 @@
+"""The write path: ``upsert`` final records and ``delete`` them, in an order a crash cannot betray.
+
+``upsert`` receives final (already merged) records. Unchanged records (same ``content_hash``)
+cost nothing; only records whose ``embedding_hash`` changed are embedded again; a record whose
+id changed (``replaces``) keeps its old vector when its text did not change. Write order:
+Chroma first, then the store in one transaction, then deleting the vectors of replaced ids. A
+failure part-way therefore leaves at worst vectors without records (ignored by search, removed
+by ``repair``), never records that look indexed but are not. The BM25 index is rebuilt lazily
+on the first search after a change (``lexical``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from retrieval.index.catch_up import MigrationCatchUp, OtherWriters
+from retrieval.index.dense import DenseStore, record_metadata
+from retrieval.index.maintenance import ENCODE_BATCH, EncoderGuard
+from retrieval.records.paper import Paper
+from retrieval.storage.records import RecordStore
+
+
+@dataclass
+class UpsertReport:
+    """What ``upsert`` did, by record id."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # old ids removed because the record's id changed
+    embedded: int = 0  # vectors computed by the encoder
+    reused: int = 0  # vectors copied from a replaced id with the same text
+
+
+class IndexWriter:
+    """Writes records to the store and their vectors to Chroma (see the module docstring)."""
+
+    def __init__(self, store: RecordStore, dense: DenseStore, *, encoders: EncoderGuard,
+                 migration: MigrationCatchUp, other_writers: OtherWriters) -> None:
+        self.store = store
+        self.dense = dense
+        self.encoders = encoders
+        self.migration = migration
+        self.other_writers = other_writers
+
+    def upsert(
+        self,
+        papers: Sequence[Paper],
+        *,
+        replaces: Mapping[str, str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> UpsertReport:
+        """Index final records. ``replaces`` maps a new id to the old id it supersedes.
+
+        ``progress(done, total)`` counts records of this call; unchanged ones are done at once.
+        A record listed twice is indexed once (the last version wins).
+        """
+        self.migration.run()
+        self.other_writers.see()
+        latest: dict[str, Paper] = {}
+        for paper in papers:
+            latest[paper.id] = paper
+        swaps = {new: old for new, old in (replaces or {}).items() if old != new}
+        strangers = sorted(set(swaps) - set(latest))
+        if strangers:
+            raise ValueError(f"replaces names ids that are not being upserted: {strangers[:3]}")
+        existing = self.store.hashes([*latest, *swaps.values()])
+        report = UpsertReport()
+        needs_vector: list[Paper] = []
+        metadata_only: list[Paper] = []
+        for paper_id, paper in latest.items():
+            stored = existing.get(paper_id)
+            if stored is None:
+                report.added.append(paper_id)
+                needs_vector.append(paper)
+            elif stored[0] == paper.content_hash:
+                report.unchanged.append(paper_id)
+            else:
+                report.updated.append(paper_id)
+                (metadata_only if stored[1] == paper.embedding_hash else needs_vector).append(paper)
+        old_ids = [old for old in dict.fromkeys(swaps.values()) if old not in latest]
+        total = len(latest)
+        done = len(report.unchanged) + len(metadata_only)
+        if progress:
+            progress(done, total)
+
+        vectors = self._reusable_vectors(needs_vector, swaps, existing)
+        report.reused = len(vectors)
+        to_encode = [paper for paper in needs_vector if paper.id not in vectors]
+        if to_encode:
+            self.encoders.check()
+        done += report.reused
+        for start in range(0, len(to_encode), ENCODE_BATCH):
+            batch = to_encode[start : start + ENCODE_BATCH]
+            vectors.update({paper.id: vector for paper, vector in zip(batch, self.encoders.embed(batch), strict=True)})
+            report.embedded += len(batch)
+            done += len(batch)
+            if progress:
+                progress(done, total)
+
+        if needs_vector:
+            self.dense.upsert([p.id for p in needs_vector], np.stack([vectors[p.id] for p in needs_vector]),
+                              [record_metadata(p) for p in needs_vector])
+        if to_encode and self.encoders.recorded() is None:
+            self.encoders.record(self.encoders.encoder.name)  # the first vectors of this index
+        if metadata_only:
+            self.dense.update_metadata([p.id for p in metadata_only], [record_metadata(p) for p in metadata_only])
+        changed = [latest[paper_id] for paper_id in (*report.added, *report.updated)]
+        with self.other_writers.own_write():
+            self.store.write(put=changed, delete=old_ids)
+        if old_ids:
+            self.dense.delete(old_ids)
+        report.replaced = old_ids
+        if progress:
+            progress(total, total)
+        return report
+
+    def _reusable_vectors(
+        self, papers: Sequence[Paper], swaps: Mapping[str, str], existing: Mapping[str, tuple[str, str]]
+    ) -> dict[str, np.ndarray]:
+        """Vectors of replaced ids whose text equals the new record's (no need to re-embed)."""
+        sources = {
+            paper.id: swaps[paper.id]
+            for paper in papers
+            if paper.id in swaps and existing.get(swaps[paper.id], ("", ""))[1] == paper.embedding_hash
+        }
+        if not sources:
+            return {}
+        stored = self.dense.vectors(list(sources.values()))
+        return {new: stored[old] for new, old in sources.items() if old in stored}
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove records (store first, then vectors); returns how many records existed."""
+        unique = list(dict.fromkeys(ids))
+        self.migration.run()
+        self.other_writers.see()
+        with self.other_writers.own_write():
+            removed = self.store.delete_many(unique)
+        if unique:
+            self.dense.delete(unique)
+        return removed

@@ -1,0 +1,155 @@
+"""The sentences of a summary's themes, each citing its papers: written by the chat model under
+the citation rules of answers when one is configured, extractive otherwise."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from prompts import Prompt, load_prompt
+from retrieval.answers.attribution import EvidenceAttribution
+from retrieval.answers.citations import validate_answer
+from retrieval.answers.evidence import build_evidence, neutralise, strip_markup
+from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
+from retrieval.config import Settings
+from retrieval.records.paper import Paper
+from retrieval.results import AnswerMode, SearchHit
+from retrieval.scholars.themes import ThemeGroup, extractive_theme_text
+from retrieval.text import fold
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+_THEME_LINE = re.compile(r"^\s*[*_#>\-\s]*theme\s+(\d{1,2})\s*[:.)\-–—]\s*", re.IGNORECASE)
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The citation numbers ``[n]`` of ``text``, in order of first use."""
+    return list(dict.fromkeys(int(n) for n in _CITE.findall(text)))
+
+
+def _numbering(themes: Sequence[ThemeGroup]) -> dict[str, int]:
+    numbers: dict[str, int] = {}
+    for theme in themes:
+        for paper in theme.papers:
+            numbers.setdefault(paper.id, len(numbers) + 1)
+    return numbers
+
+
+@dataclass
+class ThemeTexts:
+    """Per-theme text with final citation numbers, and the papers behind those numbers."""
+
+    texts: list[str]
+    papers: list[Paper]  # papers[n - 1] is citation [n]
+    mode: AnswerMode
+    notice: str | None = None
+
+
+def extractive_texts(themes: Sequence[ThemeGroup]) -> ThemeTexts:
+    numbers = _numbering(themes)
+    ordered = sorted({p.id: p for t in themes for p in t.papers}.values(), key=lambda p: numbers[p.id])
+    return ThemeTexts([extractive_theme_text(t, numbers) for t in themes], ordered, "extractive")
+
+
+@lru_cache(maxsize=1)
+def _system_prompt() -> Prompt:
+    return load_prompt("scholar_themes", required=set())
+
+
+@lru_cache(maxsize=1)
+def _user_prompt() -> Prompt:
+    return load_prompt("scholar_themes_user", required={"boundary", "scholar", "themes", "records"})
+
+
+def _echoes_label(text: str, label: str) -> bool:
+    """True when a theme's sentences say nothing but the theme's own label."""
+    said = set(fold(_CITE.sub(" ", text)).split())
+    return not said or said <= set(fold(label).split()) | {"theme", "papers", "paper", "work", "on", "and"}
+
+
+def _theme_listing(themes: Sequence[ThemeGroup], numbers: Mapping[str, int], boundary: str) -> str:
+    lines = []
+    for k, theme in enumerate(themes, start=1):
+        refs = ", ".join(f"[{numbers[p.id]}]" for p in theme.papers)
+        lines.append(f"THEME {k}: {neutralise(theme.label, boundary)} (records {refs})")
+    return "\n".join(lines)
+
+
+def llm_texts(
+    themes: Sequence[ThemeGroup], scholar: str, chat_model: BaseChatModel, settings: Settings
+) -> ThemeTexts:
+    """Theme sentences written by the model, validated like answers; extractive on failure.
+
+    Lines of the model's reply start ``THEME k:``. Invalid ``[n]`` are removed and sentences
+    left without a valid citation dropped (``retrieval.answers.citations.validate_answer``); a theme
+    whose every sentence was dropped falls back to its extractive sentence.
+    """
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
+
+    fallback = extractive_texts(themes)
+    numbers = _numbering(themes)
+    ordered = fallback.papers
+    evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in ordered])
+    system_text = _system_prompt().format()  # the same for every scholar: servers cache it
+    user_text = _user_prompt().format(
+        boundary=evidence.boundary,
+        scholar=neutralise(scholar, evidence.boundary),
+        themes=_theme_listing(themes, numbers, evidence.boundary),
+        records=evidence.render(),
+    )
+    try:  # streamed, so a long prompt on a slow server is bounded by the deadline, not a read timeout
+        pieces = bounded_pieces(chat_model.stream([SystemMessage(system_text), HumanMessage(user_text)]), settings)
+        raw = clean_reply("".join(pieces), evidence.boundary)
+    except LLM_FAILURES as exc:
+        reason = describe_failure(exc, model_attempts(chat_model, settings))
+        fallback.notice = f"LLM unreachable ({reason}): extractive theme summaries instead."
+        return fallback
+    except ReplyRejected as rejected:
+        fallback.notice = f"The model's reply was unusable ({rejected.reason}): extractive theme summaries instead."
+        return fallback
+    attribution = EvidenceAttribution.from_papers(ordered)
+    report = validate_answer(raw, len(ordered), forbidden=[evidence.boundary], protected=[system_text],
+                             attribution=attribution)
+    if (unusable := unusable_answer_reason(report, attribution)) is not None:
+        fallback.notice = f"The model's reply was unusable ({unusable}): extractive theme summaries instead."
+        return fallback
+    if report.abstained:
+        fallback.notice = "The model's theme summaries cited no record validly: extractive summaries instead."
+        return fallback
+    per_theme: dict[int, list[str]] = {}
+    current: int | None = None
+    for line in strip_markup(report.text, evidence.boundary).splitlines():
+        match = _THEME_LINE.match(line)
+        if match:
+            current = int(match.group(1))
+            line = line[match.end() :]
+        if current is not None and 1 <= current <= len(themes) and line.strip():
+            per_theme.setdefault(current, []).append(line.strip())
+    for k in list(per_theme):  # "THEME 2: Graph neural networks [3]." only echoes the label
+        if _echoes_label(" ".join(per_theme[k]), themes[k - 1].label):
+            del per_theme[k]
+    if not per_theme:
+        fallback.notice = "The model's reply did not follow the THEME format: extractive summaries instead."
+        return fallback
+    # report.order maps the validated numbers back to evidence numbers; extend it for themes the
+    # model left out, which keep their extractive sentence with numbers continuing after.
+    papers = [ordered[n - 1] for n in report.order]
+    final_number = {p.id: i for i, p in enumerate(papers, start=1)}
+    texts: list[str] = []
+    for k, theme in enumerate(themes, start=1):
+        if k in per_theme:
+            texts.append(" ".join(per_theme[k]))
+            continue
+        for paper in theme.papers:
+            if paper.id not in final_number:
+                papers.append(paper)
+                final_number[paper.id] = len(papers)
+        texts.append(extractive_theme_text(theme, final_number))
+    return ThemeTexts(texts, papers, "llm")

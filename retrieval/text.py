@@ -1,0 +1,295 @@
+"""Text keys: folding, tokenising, stopwords and the one stemmer, for every part that compares words.
+
+Each function has one purpose; they differ on purpose, and merging any two would change what
+users get (``hash:`` ids, BM25 tokens, evidence decisions, theme labels, follow matches):
+
+Folds
+  * ``fold``: ASCII alphanumeric words for title keys (hence ``hash:`` ids), author, venue and
+    name comparisons. Accents go; other scripts than Latin are transliterated (``anyascii``).
+    ``folded`` is the same, cached, for the short strings that repeat (names, affiliations).
+  * ``strip_accents``: BM25's fold: lowercase without accents, other scripts kept as they are
+    (CJK text is indexed as character bigrams, which transliteration would destroy).
+
+Tokenisers and their stopword lists
+  * ``bm25_tokens``: the lexical index and its queries; ``BM25_STOPWORDS`` is bm25s' English
+    list, pinned here so a bm25s upgrade cannot change the tokens of a built index. Any change
+    to this tokeniser must bump ``retrieval.index.lexical.TOKENIZER_VERSION``.
+  * ``content_words`` / ``content_terms`` / ``content_phrases``: what a question, a record, a
+    cited sentence or a theme label is about; ``EVIDENCE_STOPWORDS`` also drops the framing
+    of questions ("which papers propose"). Numbers and one-letter words never count.
+  * ``follow_terms``: what a topic follow must find in a paper; ``FOLLOW_STOPWORDS`` is short
+    and keeps numbers and one-letter words ("topic 5G", "topic C").
+
+``stem_words`` is the one stemmer (Snowball English, PyStemmer) behind a lock with a cache:
+PyStemmer objects, and the cache, are not thread-safe, and the Slack bot calls all of this
+on worker threads. Stemming a word does not depend on the words around it, so one shared
+stemmer and cache give every caller what its own stemmer gave.
+
+This module sits at the bottom: it imports nothing of ``retrieval``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Sequence
+from functools import cache, lru_cache
+
+import Stemmer
+from anyascii import anyascii
+
+# Folding -----------------------------------------------------------------------------------
+
+# Letters that Unicode decomposition leaves alone ("Martı́n", "Łukasz", "Søren").
+LATIN_LETTERS = str.maketrans({
+    "ı": "i", "ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss",
+    "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
+})
+
+
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+_LETTER_OR_DIGIT = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd"})
+_LATIN_NAMES = ("LATIN ", "MODIFIER LETTER ", "FEMININE ORDINAL", "MASCULINE ORDINAL")
+_IDEOGRAPH_NAMES = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH")
+
+
+@cache
+def _latin_fold(char: str) -> str:
+    """The fold of one non-ASCII character before transliteration existed: its ASCII letters
+    after decomposition (accents dropped), or a separator."""
+    parts = (part.lower() for part in unicodedata.normalize("NFKD", char) if not unicodedata.combining(part))
+    return "".join(part if part.isascii() else " " for part in parts)
+
+
+@cache
+def _foreign(char: str) -> str | None:
+    """Transliteration of a letter or digit of a non-Latin script that decomposition cannot
+    fold ("ж" -> "zh", "深" -> " shen ": ideographs are words of their own); None for others.
+
+    Modifier letters (the ʻokina, ʼ) count as Latin: they sit in Latin names.
+    """
+    if unicodedata.category(char) not in _LETTER_OR_DIGIT or _NOT_ALNUM.sub("", _latin_fold(char)):
+        return None
+    name = unicodedata.name(char, "")
+    if name.startswith(_LATIN_NAMES):
+        return None
+    text = _NOT_ALNUM.sub("", anyascii(char).lower())
+    return f" {text} " if text and name.startswith(_IDEOGRAPH_NAMES) else text
+
+
+def is_non_latin_letter(char: str) -> bool:
+    """True for a letter or digit of another script than Latin that only transliteration folds
+    ("ж", "深", "α", "٣"); False for "é", "ł", "ℓ", "ʻ", symbols and ASCII."""
+    return not char.isascii() and _foreign(char) is not None
+
+
+def has_non_latin_letters(value: str) -> bool:
+    """True when ``value`` holds a letter or digit that only transliteration folds."""
+    return not value.isascii() and any(is_non_latin_letter(char) for char in value.translate(LATIN_LETTERS))
+
+
+def fold(value: str) -> str:
+    """Lowercase ASCII-folded alphanumerics, for comparing names and titles.
+
+    Latin text loses its accents (``LATIN_LETTERS`` covers the letters decomposition leaves
+    alone) and folds exactly as it did before other scripts were transliterated, so Latin
+    titles keep their ``hash:`` ids. Letters of other scripts are transliterated (``anyascii``,
+    ``_foreign``): two different Chinese or Cyrillic titles no longer fold to the same empty
+    key. A combining mark after such a letter is transliterated with it (Devanagari vowel
+    signs); after a Latin letter it is an accent and vanishes. ASCII text, the common case
+    on a hot path, skips all of it. The result holds only ``a-z``, ``0-9`` and single spaces.
+    """
+    if value.isascii():
+        return _NOT_ALNUM.sub(" ", value.lower()).strip()
+    parts: list[str] = []
+    after_foreign = False
+    for char in value.translate(LATIN_LETTERS):
+        if char.isascii():
+            parts.append(char)
+            after_foreign = False
+            continue
+        foreign = _foreign(char)
+        if foreign is not None:
+            parts.append(foreign)
+            after_foreign = True
+        elif after_foreign and unicodedata.category(char)[0] == "M":
+            parts.append(_NOT_ALNUM.sub("", anyascii(char).lower()))
+        else:
+            parts.append(_latin_fold(char))
+            after_foreign = False
+    return _NOT_ALNUM.sub(" ", "".join(parts).lower()).strip()
+
+
+@lru_cache(maxsize=131072)
+def folded(text: str) -> str:
+    """``fold``, cached: written names and affiliations repeat across an index."""
+    return fold(text)
+
+
+# Combining marks (Latin/Greek/Cyrillic accents, Hebrew and Arabic vowel signs...). Hangul is
+# safe: NFKD splits its syllables into conjoining jamo, which are letters, and NFC rejoins them.
+_COMBINING = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    "\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+)
+
+
+def strip_accents(text: str) -> str:
+    """Lowercase and strip accents (``Café`` -> ``cafe``), keeping every script; ASCII text
+    takes a fast path. BM25's fold (``bm25_tokens``)."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return unicodedata.normalize("NFC", _COMBINING.sub("", decomposed))
+
+
+# Stemming ----------------------------------------------------------------------------------
+
+_STEMMER = Stemmer.Stemmer("english")
+_STEMMER_LOCK = threading.Lock()  # guards _STEMMER and _STEMS: neither is thread-safe
+_STEMS: dict[str, str] = {}
+_STEM_CACHE_LIMIT = 500_000  # distinct words; the cache starts over when it would exceed this
+
+
+def stem_words(words: Sequence[str]) -> list[str]:
+    """The English Snowball stems of ``words``, in order; safe to call from any thread.
+
+    Through a cache: a corpus repeats few distinct words many times. When the cache starts
+    over, all of this call's words are stemmed again (the ones it had are gone with it).
+    """
+    with _STEMMER_LOCK:
+        new = list({word for word in words if word not in _STEMS})
+        if new:
+            if len(_STEMS) + len(new) > _STEM_CACHE_LIMIT:
+                _STEMS.clear()
+                new = list(set(words))
+            _STEMS.update(zip(new, _STEMMER.stemWords(new), strict=True))
+        return [_STEMS[word] for word in words]
+
+
+# BM25 tokens -------------------------------------------------------------------------------
+
+#: bm25s' ``STOPWORDS_EN`` (bm25s 0.3.16), pinned: see the module docstring.
+BM25_STOPWORDS = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with",
+])
+
+_UNICODE_WORD = re.compile(r"[^\W_]+")
+# CJK ideographs, kana and hangul: scripts written without spaces, indexed as character bigrams.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+def _cjk_grams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """Lowercased, accent-folded, stopword-free, stemmed tokens; CJK runs become bigrams.
+
+    Never raises on any script: Arabic, Cyrillic... words pass through the English stemmer
+    unchanged, CJK text is split into overlapping character pairs.
+    """
+    text = strip_accents(text)
+    words: list[str] = []
+    grams: list[str] = []
+    if not _CJK.search(text):
+        words = [word for word in _UNICODE_WORD.findall(text) if len(word) >= 2 and word not in BM25_STOPWORDS]
+    else:
+        for word in _UNICODE_WORD.findall(text):
+            if not _CJK.search(word):
+                if len(word) >= 2 and word not in BM25_STOPWORDS:
+                    words.append(word)
+                continue
+            position = 0
+            for run in _CJK.finditer(word):
+                rest = word[position : run.start()]
+                if len(rest) >= 2:
+                    words.append(rest)
+                grams.extend(_cjk_grams(run.group()))
+                position = run.end()
+            if len(word) - position >= 2:
+                words.append(word[position:])
+    return stem_words(words) + grams
+
+
+# Content words (evidence, attribution, extractive answers, themes) -------------------------
+
+#: English function words, plus the framing people wrap questions in ("which papers propose").
+EVIDENCE_STOPWORDS = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren",
+    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can",
+    "cannot", "could", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "else",
+    "ever", "few", "for", "from", "further", "get", "gets", "got", "had", "hadn", "has", "hasn", "have", "haven",
+    "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is",
+    "isn", "it", "its", "itself", "just", "let", "lets", "like", "me", "might", "more", "most", "much", "must",
+    "mustn", "my", "myself", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "onto",
+    "or", "other", "others", "our", "ours", "ourselves", "out", "over", "own", "per", "please", "same", "shall",
+    "shan", "she", "should", "shouldn", "since", "so", "some", "such", "than", "that", "the", "their", "theirs",
+    "them", "themselves", "then", "there", "these", "they", "this", "those", "though", "through", "thus", "to",
+    "too", "under", "until", "up", "upon", "us", "very", "via", "was", "wasn", "we", "were", "weren", "what",
+    "whatever", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with",
+    "within", "without", "won", "would", "wouldn", "yet", "you", "your", "yours", "yourself", "yourselves", "paper",
+    "papers", "article", "articles", "work", "works", "publication", "publications", "study", "studies", "research",
+    "researcher", "researchers", "author", "authors", "scholar", "scholars", "record", "records", "indexed",
+    "index", "propose", "proposes", "proposed", "proposing", "present", "presents", "presented", "introduce",
+    "introduces", "introduced", "describe", "describes", "described", "discuss", "discusses", "discussed",
+    "address", "addresses", "addressed", "investigate", "investigates", "investigated", "examine", "examines",
+    "examined", "explore", "explores", "explored", "report", "reports", "reported", "show", "shows", "showed",
+    "shown", "find", "finds", "found", "use", "uses", "used", "using", "approach", "approaches", "method",
+    "methods", "technique", "techniques", "anyone", "someone", "something", "anything", "recent", "recently", "new",
+    "novel", "existing", "known", "tell", "give", "list", "name", "mention", "mentions", "regarding", "related",
+    "relate", "relates", "relating", "topic", "topics", "question", "questions", "answer", "answers"
+])
+
+
+def _is_content_word(word: str) -> bool:
+    return len(word) > 1 and not word.isdigit() and word not in EVIDENCE_STOPWORDS
+
+
+def content_words(text: str) -> list[str]:
+    """Lowercased, ASCII-folded words of ``text`` minus stopwords, numbers and 1-letter tokens."""
+    return [word for word in fold(text).split() if _is_content_word(word)]
+
+
+def content_terms(text: str) -> set[str]:
+    """Stemmed content words: what "shares a word with the question" compares."""
+    return set(stem_words(content_words(text)))
+
+
+def content_phrases(text: str) -> list[tuple[str, ...]]:
+    """Runs of stemmed content words of ``text``, first occurrences in order.
+
+    A run ends at a stopword, a number or a one-letter word. Not at punctuation: ``fold`` has
+    already turned it into spaces ("surface codes, quantum error" is one run).
+    """
+    phrases: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for word in fold(text).split():
+        if _is_content_word(word):
+            run.append(word)
+        elif run:
+            phrases.append(tuple(stem_words(run)))
+            run = []
+    if run:
+        phrases.append(tuple(stem_words(run)))
+    return list(dict.fromkeys(phrases))
+
+
+# Follow terms ------------------------------------------------------------------------------
+
+#: What a topic follow ignores: articles, prepositions and the words of "new paper on ...".
+FOLLOW_STOPWORDS = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "of", "on", "or",
+     "the", "to", "with", "about", "via", "using", "based", "towards", "toward", "new", "study", "studies", "paper",
+     "papers"]
+)
+
+
+def follow_terms(text: str) -> set[str]:
+    """The stemmed words of ``text`` but ``FOLLOW_STOPWORDS`` (numbers and one-letter words kept)."""
+    return set(stem_words([word for word in fold(text).split() if word not in FOLLOW_STOPWORDS]))
