@@ -32,6 +32,9 @@ _made: list[Path] = []
 
 def use_session_encoder_cache() -> Path:
     """Point the encoder cache setting (and the user cache dir it defaults to) at this session's temp dir."""
+    inherited = os.environ.get("PAPERBOT_ENCODER_CACHE_DIR") if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if not _session and inherited:  # a pytest-xdist worker: the controller's dir, so workers export once
+        _session.append(Path(inherited))
     if not _session:
         holder = Path(tempfile.mkdtemp(prefix="paperbot-test-encoder-cache-"))
         atexit.register(shutil.rmtree, holder, True)
