@@ -36,9 +36,9 @@ def test_core_never_imports_the_doors_or_slack(path):
     assert not {_top(n) for n in _imports(path)} & forbidden
 
 
-def test_only_the_index_modules_import_chromadb():
+def test_only_the_dense_index_imports_chromadb():
     users = {p.name for p in _modules("retrieval") if "chromadb" in {_top(n) for n in _imports(p)}}
-    assert users <= {"paper_index.py", "dense.py"}
+    assert users <= {"dense.py"}
 
 
 def test_only_the_encoder_modules_load_model_runtimes():
