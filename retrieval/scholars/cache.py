@@ -212,8 +212,21 @@ class _Watched:
         return found
 
 
+# The index state each directory was built at: its term statistics are filed under the same state
+# (no second scan of the store, and a write in between cannot label them with a later state).
+_built_at: WeakKeyDictionary[PeopleDirectory, dict[str, Any]] = WeakKeyDictionary()
+
+
 def _load_or_build(index: Any, claims: Sequence[Claim], clustering: str, cache_dir: Path | None) -> PeopleDirectory:
     state = index_state(index) if cache_dir is not None else None
+    directory = _directory_from(index, claims, clustering, cache_dir, state)
+    if state is not None:
+        _built_at[directory] = state
+    return directory
+
+
+def _directory_from(index: Any, claims: Sequence[Claim], clustering: str, cache_dir: Path | None,
+                    state: dict[str, Any] | None) -> PeopleDirectory:
     lookup = stored_vectors_of(index)
     if state is None or cache_dir is None:
         return PeopleDirectory(index.iter_papers(), clustering=clustering, vectors=lookup, claims=claims)
@@ -270,7 +283,7 @@ _backgrounds_lock = threading.Lock()
 
 
 def _load_or_count(directory: PeopleDirectory, index: Any, cache_dir: Path | None) -> TermStats:
-    state = index_state(index) if cache_dir is not None else None
+    state = (_built_at.get(directory) or index_state(index)) if cache_dir is not None else None
     if state is None or cache_dir is None:
         return TermStats.from_papers(directory.papers.values())
     path = cache_dir / CACHE_FOLDER / "term-stats.json"

@@ -56,6 +56,7 @@ def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget what this process keeps in memory, as a new ``paperbot`` process would."""
     monkeypatch.setattr(cache, "_directories", OrderedDict())
     monkeypatch.setattr(cache, "_backgrounds", WeakKeyDictionary())
+    monkeypatch.setattr(cache, "_built_at", WeakKeyDictionary())
 
 
 @pytest.fixture
@@ -124,6 +125,22 @@ def test_a_second_summarize_reads_the_cache_instead_of_building(store, data_sett
     second = summarize(StoreIndex(store), data_settings)
     assert builds == {"people": 1, "terms": 1}  # nothing grouped or counted again
     assert second == first and second["paper_count"] > 3
+
+
+def test_a_summary_reads_the_store_contents_once_for_both_caches(store, data_settings, builds, monkeypatch):
+    digests: list[str] = []
+    real_digest = RecordStore.digest
+
+    def counted(self: RecordStore) -> str:
+        digests.append(real_digest(self))
+        return digests[-1]
+
+    monkeypatch.setattr(RecordStore, "digest", counted)
+    summarize(StoreIndex(store), data_settings)
+    assert len(digests) == 1  # the term statistics are filed under the directory's state
+    new_process(monkeypatch)
+    summarize(StoreIndex(store), data_settings)
+    assert len(digests) == 2 and builds == {"people": 1, "terms": 1}
 
 
 def test_every_name_gets_the_same_answer_from_the_cache(full_store, data_settings, builds, monkeypatch):
