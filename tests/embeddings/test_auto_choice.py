@@ -6,6 +6,7 @@ noise, and ``loading`` is patched where it would load torch or onnxruntime.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -20,7 +21,7 @@ import pytest
 from bot.commands.records import run_doctor
 from retrieval.config import Settings
 from retrieval.index.encoders import choice as encoder_choice
-from retrieval.index.encoders import loading
+from retrieval.index.encoders import loading, onnx_export
 from retrieval.index.encoders.base import DIMENSION, ENCODER_NAMES
 from retrieval.index.encoders.choice import (
     REFERENCE,
@@ -141,9 +142,21 @@ def test_the_signature_names_cpu_flags_cores_and_runtime():
     assert signature["cpu"] == "AMD EPYC 9R14" and "avx512_vnni" in signature["flags"]
     assert signature["cores"] == 2 and signature["runtime"] == "runtime-1"
     others = [cpu_signature("runtime-1", 2, X86_CPUINFO.replace(" avx512_vnni", "")),
-              cpu_signature("runtime-1", 4, X86_CPUINFO), cpu_signature("runtime-2", 2, X86_CPUINFO)]
+              cpu_signature("runtime-1", 4, X86_CPUINFO), cpu_signature("runtime-2", 2, X86_CPUINFO),
+              cpu_signature("runtime-1", 2, X86_CPUINFO, runs="onnx-int8:workers=2")]
     paths = {choice_path(Path("/c"), s) for s in [signature, *others]}
-    assert len(paths) == 4
+    assert len(paths) == 5
+
+
+def test_a_new_way_of_running_a_variant_is_measured_again():
+    # the probe timed the variants as they were run then: other sessions or batches, other speeds
+    signature = loading.auto_signature()
+    assert signature["runs"] == onnx_export.run_settings()
+    assert "onnx-int8:batch=1,budget=None,workers=2" in signature["runs"].split(";")
+    one_session = dataclasses.replace(onnx_export.RECIPES["onnx-int8"], workers=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(onnx_export.RECIPES, "onnx-int8", one_session)
+        assert choice_path(Path("/c"), loading.auto_signature()) != choice_path(Path("/c"), signature)
 
 
 # --- remembering per signature ---------------------------------------------------------------

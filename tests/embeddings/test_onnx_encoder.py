@@ -80,6 +80,29 @@ def test_token_budget_batches_and_parallel_workers_give_the_same_vectors(onnx_ca
         np.testing.assert_allclose(parallel.encode(texts), reference.encode(texts), atol=1e-6)
 
 
+def test_int8_runs_on_two_sessions_made_when_a_call_has_more_than_one_run(onnx_cache, int8, abstracts):
+    encoder = loading.onnx_encoder(onnx_cache, "onnx-int8")
+    assert len(encoder._sessions) == 1  # a command that encodes one query makes one session
+    query = encoder.encode(["membrane protein folding"])
+    assert len(encoder._sessions) == 1
+    together = encoder.encode(abstracts)
+    assert len(encoder._sessions) == 2  # one per core, each on its own thread
+    np.testing.assert_allclose(query, int8.encode(["membrane protein folding"]), atol=1e-6)
+    np.testing.assert_allclose(together, np.vstack([int8.encode([text]) for text in abstracts]), atol=1e-6)
+
+
+def test_parallel_sessions_serve_concurrent_callers(onnx_cache, int8, abstracts):
+    from concurrent.futures import ThreadPoolExecutor
+
+    encoder = loading.onnx_encoder(onnx_cache, "onnx-int8")
+    expected = int8.encode(abstracts)
+    with ThreadPoolExecutor(4) as callers:  # Slack workers share one encoder
+        results = list(callers.map(lambda _: encoder.encode(abstracts), range(8)))
+    assert len(encoder._sessions) == 2
+    for got in results:
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
 def test_input_longer_than_256_tokens_is_cut_like_sentence_transformers(fp32, torch_encoder):
     text = " ".join(["protein folding kinetics of membrane channels"] * 120)
     longer = text + " completely different trailing words about galaxies"

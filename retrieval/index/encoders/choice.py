@@ -11,8 +11,9 @@ the ONNX exports in the machine's encoder cache (``retrieval.index.encoders.cach
 data dir shares the choice.
 
 The signature (``cpu_signature``) is the CPU model, its SIMD instruction flags, the cores this
-process may use, and the runtime (model weights, torch and onnxruntime versions, export
-recipe): another CPU, another core count or an upgrade gets a new file and a new probe. A file
+process may use, the runtime (model weights, torch and onnxruntime versions, export recipe)
+and how the candidates are run (sessions, threads, batches): another CPU, another core count, an
+upgrade or a new way of running a variant gets a new file and a new probe. A file
 that cannot be read, or whose signature differs from the current one, is re-probed with a
 warning, never trusted and never a crash.
 
@@ -183,10 +184,12 @@ def cpu_model_and_flags(cpuinfo: str | None = None) -> tuple[str, list[str]]:
     return model or platform.processor() or platform.machine() or "unknown CPU", relevant
 
 
-def cpu_signature(runtime: str, cores: int, cpuinfo: str | None = None) -> dict[str, Any]:
-    """What a remembered choice is valid for: CPU model, SIMD flags, cores and the runtime digest."""
+def cpu_signature(runtime: str, cores: int, cpuinfo: str | None = None, *, runs: str = "") -> dict[str, Any]:
+    """What a remembered choice is valid for: CPU model, SIMD flags, cores, the runtime digest and
+    how the candidates are run (``runs``: their sessions and batches, which decide their speed)."""
     model, flags = cpu_model_and_flags(cpuinfo)
-    return {"cpu": model, "flags": flags, "cores": cores, "machine": platform.machine(), "runtime": runtime}
+    return {"cpu": model, "flags": flags, "cores": cores, "machine": platform.machine(), "runtime": runtime,
+            "runs": runs}
 
 
 def signature_digest(signature: Mapping[str, Any]) -> str:

@@ -18,7 +18,13 @@ from retrieval.errors import ConfigError, StorageError
 from retrieval.index.encoders.base import AUTO_CANDIDATES, Encoder, EncoderChoice, choice_for_name, cpu_count
 from retrieval.index.encoders.cache import export_key, stderr_notice
 from retrieval.index.encoders.choice import AutoChoice, Notify, cpu_signature, read_choice, remembered_or_probed
-from retrieval.index.encoders.onnx_export import RECIPES, ExportError, ensure_onnx_model, ensure_optimized_graph
+from retrieval.index.encoders.onnx_export import (
+    RECIPES,
+    ExportError,
+    ensure_onnx_model,
+    ensure_optimized_graph,
+    run_settings,
+)
 from retrieval.index.encoders.onnx_runtime import ModelFileError, OnnxEncoder
 from retrieval.index.encoders.torch_encoder import TorchEncoder
 
@@ -90,7 +96,7 @@ def _candidates(root: Path) -> dict[str, Callable[[], Encoder]]:
 
 def auto_signature() -> dict[str, Any]:
     """The CPU signature ``auto`` remembers its choice under (``choice.cpu_signature``)."""
-    return cpu_signature(runtime=export_key(), cores=cpu_count())
+    return cpu_signature(runtime=export_key(), cores=cpu_count(), runs=run_settings())
 
 
 def auto_choice(root: Path, *, notify: Notify | None = None) -> tuple[AutoChoice, dict[str, Encoder]]:

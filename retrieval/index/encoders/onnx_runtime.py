@@ -6,8 +6,10 @@ The model files come from ``onnx_export`` (kept in the machine's encoder cache, 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +104,9 @@ class OnnxEncoder:
     ``batch_size`` texts, and (with ``token_budget``) at most that many padded tokens per batch,
     so short texts share a run while long ones go alone. The output keeps the input order.
     ``workers`` sessions (each with ``threads / workers`` intra-op threads) take the batches in
-    turn from parallel threads; onnxruntime releases the GIL while it runs.
+    turn from parallel threads; onnxruntime releases the GIL while it runs. Only the first session
+    is made up front: the others are made by the first call with more than one run, so a command
+    that encodes one query pays for one session.
 
     The int8 model quantises activations with one scale per *run*, so an int8 vector depends on
     the texts it shares a run with (cosine down to 0.98 between a title encoded alone and in a
@@ -130,10 +134,12 @@ class OnnxEncoder:
     ) -> None:
         self.name = name
         self.model_file = Path(model_file)
-        workers = max(1, min(workers, cpu_count()))
-        per_worker = max(1, (threads or cpu_count()) // workers)
-        self._sessions = [make_session(self.model_file, per_worker, spin, optimized=optimized) for _ in range(workers)]
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="onnx") if workers > 1 else None
+        self._workers = max(1, min(workers, cpu_count()))
+        per_worker = max(1, (threads or cpu_count()) // self._workers)
+        self._new_session = partial(make_session, self.model_file, per_worker, spin, optimized=optimized)
+        self._sessions = [self._new_session()]
+        self._sessions_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self._tokens = model_tokens()
         self._batch_size = max(1, batch_size)
         self._token_budget = token_budget
@@ -160,17 +166,32 @@ class OnnxEncoder:
             lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
             batches = self._batches(lengths)
             window = out[start : start + len(rows)]  # a view: the runs write into ``out``
-            if self._pool is None:
-                self._run(0, rows, batches, window)
+            sessions = self._sessions_for(len(batches))
+            if len(sessions) == 1:
+                self._run(sessions[0], 0, 1, rows, batches, window)
             else:
-                running = [self._pool.submit(self._run, w, rows, batches, window) for w in range(len(self._sessions))]
+                assert self._pool is not None
+                running = [self._pool.submit(self._run, session, w, len(sessions), rows, batches, window)
+                           for w, session in enumerate(sessions)]
                 for done in running:
                     done.result()
         return out
 
-    def _run(self, worker: int, rows: list[list[int]], batches: list[np.ndarray], out: np.ndarray) -> None:
-        """Worker ``worker``'s share of ``batches`` (every n-th), each run's vectors into its rows of ``out``."""
-        session = self._sessions[worker]
-        for chosen in batches[worker :: len(self._sessions)]:
+    def _sessions_for(self, runs: int) -> list[Any]:
+        """The sessions ``runs`` runs are shared among: one per worker, at most one per run."""
+        wanted = min(self._workers, max(1, runs))
+        if len(self._sessions) < wanted:
+            with self._sessions_lock:  # encode may be called from several threads (Slack workers)
+                if self._pool is None:  # before the sessions: whoever sees them sees the pool
+                    self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="onnx")
+                while len(self._sessions) < wanted:
+                    self._sessions.append(self._new_session())
+        return self._sessions[:wanted]
+
+    @staticmethod
+    def _run(session: Any, worker: int, workers: int, rows: list[list[int]], batches: list[np.ndarray],
+             out: np.ndarray) -> None:
+        """Worker ``worker``'s share of ``batches`` (every n-th of ``workers``), each run's vectors into ``out``."""
+        for chosen in batches[worker::workers]:
             ids, mask = pad_rows([rows[i] for i in chosen])
             out[chosen] = session.run(None, model_inputs(ids, mask))[0]
