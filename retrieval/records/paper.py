@@ -19,6 +19,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import date
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
@@ -33,6 +34,7 @@ _DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
 _ARXIV_PREFIX = re.compile(r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)", re.IGNORECASE)
 _ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
 _ARXIV_OLD = re.compile(r"^([a-z][a-z.\-]+/\d{7})(v\d+)?$", re.IGNORECASE)
+_PDF_SUFFIX = re.compile(r"\.pdf$")
 _OPENALEX = re.compile(r"^(?:https?://openalex\.org/)?([WAISCFPTwaiscfpt]\d+)$")
 _ORCID = re.compile(r"^(?:https?://orcid\.org/)?(\d{4}-\d{4}-\d{4}-\d{3}[\dX])$", re.IGNORECASE)
 
@@ -50,7 +52,7 @@ def split_arxiv_id(value: str | None) -> tuple[str, str | None] | None:
     if not value:
         return None
     text = _ARXIV_PREFIX.sub("", value.strip()).strip()
-    text = re.sub(r"\.pdf$", "", text)
+    text = _PDF_SUFFIX.sub("", text)
     for pattern in (_ARXIV_NEW, _ARXIV_OLD):
         match = pattern.match(text)
         if match:
@@ -95,7 +97,13 @@ def clean_text(value: str | None) -> str:
     and control characters."""
     if not value:
         return ""
-    if not value.isprintable():  # slow path only when there is something to strip
+    if value.isprintable():
+        # The one printable whitespace character is " " (the others are control characters or
+        # separators): without a double space there is no run to collapse, only ends to strip.
+        return value.strip() if "  " not in value else _SPACE.sub(" ", value).strip()
+    # Line breaks and tabs are kept (as whitespace): with every other character printable there
+    # is no control character or escape sequence to strip.
+    if not value.replace("\n", " ").replace("\t", " ").isprintable():
         if "\x1b" in value:
             value = _TERMINAL_ESCAPE.sub("", value)
         value = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
@@ -105,6 +113,33 @@ def clean_text(value: str | None) -> str:
 def title_key(title: str) -> str:
     """Normalised title used to recognise the same paper across sources."""
     return fold(title)
+
+
+#: Titles up to this long have their fingerprint cached (``_cached_fingerprint``); a longer one
+#: (hostile input) is hashed each time, so the cache holds at most 65,536 short titles.
+_CACHED_TITLE_LENGTH = 1_000
+
+
+def _fingerprint(title: str, published: str | None, first_family: str | None) -> str:
+    """``Paper.fingerprint``: sha1 of title key + year + the first author's folded family name."""
+    if len(title) <= _CACHED_TITLE_LENGTH:
+        return _cached_fingerprint(title, published, first_family)
+    return _hash_fingerprint(title, published, first_family)
+
+
+@lru_cache(maxsize=65_536)
+def _cached_fingerprint(title: str, published: str | None, first_family: str | None) -> str:
+    """``_hash_fingerprint``, cached on its exact inputs (never on the mutable record): an ingest
+    asks a record for its id many times (dedupe, merge, the store's lookups), and the hash needs
+    two folds."""
+    return _hash_fingerprint(title, published, first_family)
+
+
+def _hash_fingerprint(title: str, published: str | None, first_family: str | None) -> str:
+    year = int(published[:4]) if published else None
+    first = fold(first_family) if first_family is not None else ""
+    basis = f"{title_key(title)}|{year or ''}|{first}"
+    return hashlib.sha1(basis.encode("utf-8")).hexdigest()[:20]
 
 
 def unique_clean(values: list[str]) -> list[str]:
@@ -388,10 +423,8 @@ class Paper(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        """Hash of normalised title + year + first author's family name."""
-        first = fold(self.authors[0].family_name) if self.authors else ""
-        basis = f"{title_key(self.title)}|{self.year or ''}|{first}"
-        return hashlib.sha1(basis.encode("utf-8")).hexdigest()[:20]
+        """Hash of normalised title + year + first author's family name (``_fingerprint``)."""
+        return _fingerprint(self.title, self.published, self.authors[0].family_name if self.authors else None)
 
     @property
     def year(self) -> int | None:

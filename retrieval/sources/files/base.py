@@ -51,6 +51,10 @@ MAX_SECONDS_PER_FILE = 120.0
 # (``authors_truncated`` is part of what "authors" supplied).
 _SUPPLIABLE = tuple(name for name in Paper.model_fields if name not in {"provenance", "authors_truncated"})
 
+# What holds no value. ``value or value not in _EMPTY`` tests it: a true value is none of these,
+# so only false ones are compared (0 and False hold a value).
+_EMPTY: tuple[object, ...] = (None, "", [], {})
+
 RawItem = TypeVar("RawItem")
 #: The reason an item whose values nest too deeply to walk is skipped.
 NESTED_TOO_DEEPLY = "its values are nested too deeply to read"
@@ -180,7 +184,7 @@ def person_name(family: str | None, given: str | None = None, suffix: str | None
 
 def supplied_fields(paper: Paper) -> list[str]:
     """Names of the Paper fields that hold a value (what the item supplied)."""
-    return [name for name in _SUPPLIABLE if getattr(paper, name) not in (None, "", [], {})]
+    return [name for name in _SUPPLIABLE if (value := getattr(paper, name)) or value not in _EMPTY]
 
 
 def _without_invalid(data: dict[str, Any], exc: ValidationError) -> dict[str, Any] | None:
@@ -217,7 +221,7 @@ def build_paper(
 
     Returns the paper (also appended to ``outcome.papers``) or None when skipped.
     """
-    data = {key: value for key, value in data.items() if value not in (None, "", [], {})}
+    data = {key: value for key, value in data.items() if value or value not in _EMPTY}
     if source != BIBTEX_SOURCE and isinstance(data.get("extra_fields"), dict):
         data["extra_fields"] = {name: text_to_latex(clean_text(value)) for name, value in data["extra_fields"].items()
                                 if isinstance(value, str)}

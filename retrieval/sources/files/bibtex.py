@@ -27,7 +27,9 @@ commas, the rest by ``Paper`` (``author_cleaning``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,18 +54,29 @@ _MONTH_NAMES = (
 
 # Top level: a '%' comment line, or the start of an entry ("@type{" / "@type(").
 _TOP = re.compile(r"%[^\n]*|@[ \t\r\n]*([A-Za-z][\w-]*)[ \t\r\n]*([{(])")
-# Inside a value: a brace, or a line that starts a new entry (the value was unbalanced).
-_BRACE_OR_ENTRY = re.compile(r"[{}]|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]")
-_QUOTE_BRACE_OR_ENTRY = re.compile(r'[{}"]|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]')
+# Inside a value: a brace, or a line that starts a new entry (the value was unbalanced). Each
+# alternative starts with a literal character, which lets the search skip ahead to candidates.
+_BRACE_OR_ENTRY = re.compile(r"\{|\}|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]")
+_QUOTE_BRACE_OR_ENTRY = re.compile(r'\{|\}|"|\n[ \t]*@[ \t]*[A-Za-z][\w-]*[ \t]*[{(]')
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|%[^\n]*)*")
+# The usual field in one match: the commas and space before it, name = {a value without braces
+# or line breaks}, "value" or a number, and the space after it. Atomic groups and possessive
+# repeats take exactly what the step-by-step reading (``_SPACE_OR_COMMENT``, ``_NAME``,
+# ``braced``...) would; anything else (nested braces, ``#``, a line break in a value, a macro, an
+# error) is read step by step.
+_SKIP = r"(?>(?:\s+|%[^\n]*)*)"
+_SIMPLE_FIELD = re.compile(
+    r"(?>(?:\s+|%[^\n]*|,)*)"
+    rf'([A-Za-z_][\w\-:.+/]*+){_SKIP}={_SKIP}(?:\{{([^{{}}\n]*+)\}}|"([^{{}}"\n]*+)"|(\d++)){_SKIP}'
+)
 _KEY = re.compile(r"[^\s,{}()\"#%=]*")
 # "@article{ZHAO Changying:108," (a real file): a key with inner spaces, read up to its comma
 _SPACED_KEY = re.compile(r"[^\s,{}()\"#%=]+(?:[ \t]+[^\s,{}()\"#%=]+)+(?=[ \t]*,)")
 _NAME = re.compile(r"[A-Za-z_][\w\-:.+/]*")
 _NUMBER = re.compile(r"\d+")
 _NOT_ENTRIES = {"comment", "preamble", "string"}
-# A line that starts like an entry but has no opening delimiter after the type.
-_NO_OPENER = re.compile(r"^[ \t]*@[ \t]*([A-Za-z]+)[ \t]+(?=[^\s{(])", re.MULTILINE)
+# A line that starts like an entry but has no opening delimiter after the type (``_no_openers``).
+_NO_OPENER = re.compile(r"@[ \t]*([A-Za-z]+)[ \t]+(?=[^\s{(])")
 _ENTRY_TYPES = {
     "article", "book", "booklet", "conference", "inbook", "incollection", "inproceedings", "manual",
     "mastersthesis", "misc", "phdthesis", "proceedings", "techreport", "unpublished", "online", "report",
@@ -72,6 +85,9 @@ _ENTRY_TYPES = {
 
 # "A and  and B" (an empty name, seen in real files) is one separator, not a person "and B"
 _AND = re.compile(r"\s+and(?:\s+and)*\s+", re.IGNORECASE)
+_COMMA = re.compile(r",")
+_WHITESPACE = re.compile(r"\s+")
+_BRACE = re.compile(r"[{}]")
 _INITIALS = re.compile(r"^(?:(?:[A-Z]\.-?)+|[A-Z]{1,2})$")
 _ROMAN = {"II", "III", "IV", "VI", "VII", "VIII", "IX", "XI", "XII"}
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
@@ -89,6 +105,9 @@ _DOI_IN_URL = re.compile(r"(?:doi\.org/|/doi/(?:abs/|full/|pdf/|epdf/|book/)?)(1
 _DOI_IN_TEXT = re.compile(r"\bdoi\s*[:=]?\s*(10\.\d{4,9}/[^\s{}\",;]+)", re.IGNORECASE)
 _DOI_SHAPE = re.compile(r"^(?:(?:https?://)?(?:dx\.)?doi\.org/|doi\s*:?\s*)?10\.\d{4,9}/\S+$", re.I)
 _DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/", re.IGNORECASE)
+_URL = re.compile(r"https?://\S+")
+_WWW = re.compile(r"www\.[\w-]+\.\S+", re.IGNORECASE)
+_QUERY_OR_FRAGMENT = re.compile(r"[?#].*$")
 
 
 class _SyntaxFault(Exception):
@@ -117,6 +136,18 @@ class BibEntry:
         if self.key:
             return f"entry {self.key!r} (line {self.line})"
         return f"entry at line {self.line}"
+
+
+def _no_openers(text: str) -> Iterator[re.Match[str]]:
+    """``_NO_OPENER`` matches that start a line (after blanks): the lines "@article key, ...".
+
+    The same as a multiline "^[ \\t]*@..." pattern, several times faster: the search jumps from
+    '@' to '@' instead of trying every position (a match never spans lines).
+    """
+    for match in _NO_OPENER.finditer(text):
+        at = match.start()
+        if not text[text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
+            yield match
 
 
 class _Reader:
@@ -148,7 +179,11 @@ class _Reader:
     def braced(self, pos: int, name: str) -> tuple[str, int]:
         """Value starting at ``{`` (pos points at it); returns (content, position after)."""
         depth, start = 0, pos + 1
-        for match in _BRACE_OR_ENTRY.finditer(self.text, pos):
+        text = self.text
+        close = text.find("}", start)
+        if close >= 0 and text.find("{", start, close) < 0 and text.find("\n", start, close) < 0:
+            return text[start:close], close + 1  # no inner brace, no line that could start an entry
+        for match in _BRACE_OR_ENTRY.finditer(text, pos):
             token = match.group()
             if token == "{":
                 depth += 1
@@ -183,17 +218,19 @@ class _Reader:
 
     def value(self, pos: int, name: str, warnings: list[str]) -> tuple[str, int]:
         """``part # part # ...``; returns the concatenated raw value and the position after."""
+        text, skip = self.text, _SPACE_OR_COMMENT.match  # locals: this runs for every field
         parts: list[str] = []
+        size = 0
         while True:
-            pos = self.skip_space(pos)
-            char = self.text[pos : pos + 1]
+            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            char = text[pos : pos + 1]
             if char == "{":
                 part, pos = self.braced(pos, name)
             elif char == '"':
                 part, pos = self.quoted(pos, name)
-            elif number := _NUMBER.match(self.text, pos):
+            elif number := _NUMBER.match(text, pos):
                 part, pos = number.group(), number.end()
-            elif macro := _NAME.match(self.text, pos):
+            elif macro := _NAME.match(text, pos):
                 defined = self.macros.get(macro.group().lower())
                 if defined is None:
                     warnings.append(f"undefined macro {macro.group()!r} in field {name!r}")
@@ -201,41 +238,57 @@ class _Reader:
             else:
                 raise _SyntaxFault(f"field {name!r} has no value (found {self.describe(pos)})", pos)
             parts.append(part)
-            if sum(len(p) for p in parts) > MAX_FIELD_CHARS:
+            size += len(part)
+            if size > MAX_FIELD_CHARS:
                 raise _SyntaxFault(f"field {name!r} exceeds {MAX_FIELD_CHARS} characters", pos)
-            pos = self.skip_space(pos)
-            if self.text.startswith("#", pos):
+            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            if text.startswith("#", pos):
                 pos += 1
                 continue
-            return "".join(parts), pos
+            return (parts[0] if len(parts) == 1 else "".join(parts)), pos
 
     # --- entries --------------------------------------------------------------------------
 
     def fields(self, pos: int, closer: str, entry: BibEntry) -> int:
         """``name = value`` pairs up to the closing delimiter; returns the position after it."""
+        text, skip = self.text, _SPACE_OR_COMMENT.match  # locals: a hot loop
         while True:
-            pos = self.skip_space(pos)
-            if self.text.startswith(closer, pos):
+            simple = _SIMPLE_FIELD.match(text, pos)
+            if simple and text.startswith((",", closer), simple.end()):
+                braced, quoted, number = simple.group(2, 3, 4)
+                value = braced if braced is not None else quoted if quoted is not None else number
+                if len(value) <= MAX_FIELD_CHARS:
+                    self._keep(entry, simple.group(1).lower(), value)
+                    pos = simple.end()
+                    continue
+            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            char = text[pos : pos + 1]
+            if char == closer:
                 return pos + 1
-            if self.text.startswith(",", pos):
+            if char == ",":
                 pos += 1
                 continue
-            name_match = _NAME.match(self.text, pos)
+            name_match = _NAME.match(text, pos)
             if not name_match:
                 raise _SyntaxFault(self._unexpected(f"a field name or {closer!r}", pos), pos)
             name = name_match.group().lower()
-            pos = self.skip_space(name_match.end())
-            if not self.text.startswith("=", pos):
+            pos = skip(text, name_match.end()).end()  # type: ignore[union-attr]
+            if not text.startswith("=", pos):
                 raise _SyntaxFault(f"field {name!r} has no '='", pos)
             value, pos = self.value(pos + 1, name, entry.warnings)
-            if name in entry.fields:
-                entry.warnings.append(f"repeated field {name!r} ignored")
-            else:
-                entry.fields[name] = value
-            pos = self.skip_space(pos)
-            if not self.text.startswith((",", closer), pos):
+            self._keep(entry, name, value)
+            pos = skip(text, pos).end()  # type: ignore[union-attr]
+            if not text.startswith((",", closer), pos):
                 expected = f"',' or {closer!r} after field {name!r}"
                 raise _SyntaxFault(self._unexpected(expected, pos), pos)
+
+    @staticmethod
+    def _keep(entry: BibEntry, name: str, value: str) -> None:
+        """The first value of a field counts (BibTeX's rule); a repeat is a warning."""
+        if name in entry.fields:
+            entry.warnings.append(f"repeated field {name!r} ignored")
+        else:
+            entry.fields[name] = value
 
     def _unexpected(self, expected: str, pos: int) -> str:
         """Reason for a syntax error; the usual cause, a brace too few, is named as such."""
@@ -251,7 +304,7 @@ class _Reader:
         good or broken, counts against the file's budget: reading stops when it is spent."""
         found: list[BibEntry] = []
         budget = outcome.budget
-        for match in _NO_OPENER.finditer(self.text):  # "@article key, ...": BibTeX skips it too
+        for match in _no_openers(self.text):  # "@article key, ...": BibTeX skips it too
             if match.group(1).lower() in _ENTRY_TYPES:
                 label = f"entry at line {self.line_of(match.start(1))}"
                 if not budget.take(label):
@@ -312,22 +365,23 @@ class _Reader:
 
 
 def _mask_groups(text: str) -> str:
-    """Same-length copy of ``text`` with everything inside braces replaced by '_'."""
-    out, depth = [], 0
-    for char in text:
-        if char == "{":
-            depth += 1
-            out.append("_")
-        elif char == "}":
-            depth = max(depth - 1, 0)
-            out.append("_")
-        else:
-            out.append("_" if depth else char)
+    """Same-length copy of ``text`` with every brace, and everything inside braces, replaced by
+    '_' (a stray '}' counts as closing nothing)."""
+    out, depth, start = [], 0, 0
+    for brace in _BRACE.finditer(text):
+        at = brace.start()
+        out.append("_" * (at - start) if depth else text[start:at])
+        out.append("_")
+        depth = depth + 1 if brace.group() == "{" else max(depth - 1, 0)
+        start = at + 1
+    out.append("_" * (len(text) - start) if depth else text[start:])
     return "".join(out)
 
 
 def _split_top(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """Split on ``pattern`` matches that are outside braces."""
+    """Split on ``pattern`` matches that are outside braces (``pattern`` never matches "")."""
+    if "{" not in text and "}" not in text:  # nothing is inside braces: the mask is the text
+        return pattern.split(text)
     mask = _mask_groups(text)
     pieces, start = [], 0
     for match in pattern.finditer(mask):
@@ -339,9 +393,9 @@ def _split_top(text: str, pattern: re.Pattern[str]) -> list[str]:
 
 def parse_name(raw: str) -> str:
     """One BibTeX name -> "First von Last Jr" (decoded); "" when nothing is left."""
-    parts = [part.strip() for part in _split_top(raw.strip(), re.compile(r","))]
+    parts = [part.strip() for part in _split_top(raw.strip(), _COMMA)]
     if len(parts) == 1:
-        tokens = [latex_to_text(tok) for tok in _split_top(parts[0], re.compile(r"\s+"))]
+        tokens = [latex_to_text(tok) for tok in _split_top(parts[0], _WHITESPACE)]
         tokens = [tok for tok in tokens if tok]
         trailing = 0
         while trailing < len(tokens) and _is_initials(tokens[-1 - trailing]):
@@ -368,15 +422,33 @@ def parse_author_list(raw: str) -> tuple[list[str], bool]:
     """
     names: list[str] = []
     truncated = False
+    if not raw or raw.isspace():  # no field: no piece can be a name or a truncation marker
+        return names, truncated
     for piece in _split_top(" ".join(raw.split()), _AND):
-        piece = strip_annotations(piece)  # before the commas count: "Song, Qun (equal, first)"
-        if is_truncation_marker(piece):
-            truncated = True
-            continue
-        name = parse_name(piece) if piece else ""
+        name, marker = _cached_author(piece) if len(piece) <= _CACHED_NAME_LENGTH else _author(piece)
+        truncated = truncated or marker
         if name:
             names.append(name)
     return names, truncated
+
+
+#: Names up to this long are read once and cached (``_cached_author``): a list's owner and
+#: co-authors recur in every entry. A longer piece (no "and" in a huge field) is not kept.
+_CACHED_NAME_LENGTH = 256
+
+
+@lru_cache(maxsize=16_384)
+def _cached_author(piece: str) -> tuple[str, bool]:
+    """``_author``, cached: it is a pure function of ``piece``."""
+    return _author(piece)
+
+
+def _author(piece: str) -> tuple[str, bool]:
+    """One name of an author list -> (its display name or "", whether it is a truncation marker)."""
+    piece = strip_annotations(piece)  # before the commas count: "Song, Qun (equal, first)"
+    if is_truncation_marker(piece):
+        return "", True
+    return (parse_name(piece) if piece else ""), False
 
 
 def parse_names(raw: str) -> list[str]:
@@ -428,7 +500,7 @@ def _published(fields: dict[str, str], warnings: list[str], used: set[str]) -> s
 def url_only(text: str) -> str | None:
     """The URL when a value is nothing but a (``\\url``-wrapped) URL."""
     for candidate in (latex_to_verbatim(text), latex_to_text(text)):
-        if re.fullmatch(r"https?://\S+", candidate):
+        if _URL.fullmatch(candidate):
             return candidate
     return None
 
@@ -444,17 +516,21 @@ _ARXIV_TEXT_FIELDS = ("journal", "note", "howpublished", "booktitle", "eid", "pu
 
 def link_value(raw: str) -> str | None:
     """A link field's URL ("www.x.org" is read as "http://www.x.org"), or None."""
+    if not raw:
+        return None
     value = latex_to_verbatim(raw).strip()
-    if re.fullmatch(r"www\.[\w-]+\.\S+", value, re.IGNORECASE):
+    if _WWW.fullmatch(value):
         value = "http://" + value
-    return value if re.fullmatch(r"https?://\S+", value) else None
+    return value if _URL.fullmatch(value) else None
 
 
 def _links(fields: dict[str, str]) -> tuple[str | None, list[str]]:
     """(the reader's URL, every absolute URL the entry carries, in field order)."""
     found: list[str] = []
     for name in _LINK_FIELDS:
-        raw = fields.get(name, "")
+        raw = fields.get(name)
+        if not raw:  # an empty field is no link
+            continue
         if name == "doi" and _DOI_SHAPE.match(latex_to_verbatim(raw).strip()):
             continue  # a DOI is the DOI, not also the URL
         if value := link_value(raw):
@@ -463,8 +539,10 @@ def _links(fields: dict[str, str]) -> tuple[str | None, list[str]]:
         if found and names is _LAST_RESORT_TEXT_FIELDS:
             break
         for name in names:
-            found.extend(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)")
-                         for match in _URL_IN_TEXT.finditer(fields.get(name, "")))
+            text = fields.get(name, "")
+            if "://" in text or "\\url" in text:  # what ``_URL_IN_TEXT`` needs to match at all
+                found.extend(latex_to_verbatim(match.group(1) or match.group(2)).rstrip(".,;)")
+                             for match in _URL_IN_TEXT.finditer(text))
     return (found[0] if found else None), found
 
 
@@ -479,7 +557,7 @@ def _doi(fields: dict[str, str], links: list[str], warnings: list[str]) -> str |
         if found := _DOI_IN_URL.search(link):
             return found.group(1).rstrip(".")
     for name in _TEXT_FIELDS:
-        if found := _DOI_IN_TEXT.search(latex_to_verbatim(fields.get(name, ""))):
+        if (text := fields.get(name)) and (found := _DOI_IN_TEXT.search(latex_to_verbatim(text))):
             return found.group(1).rstrip(".")
     return None
 
@@ -494,12 +572,12 @@ def _arxiv(fields: dict[str, str], links: list[str]) -> tuple[str, str | None] |
     if found := split_arxiv_id(latex_to_verbatim(fields.get("arxiv", "")).strip()):
         return found
     for name in _ARXIV_TEXT_FIELDS:
-        if match := _ARXIV_IN_TEXT.search(latex_to_text(fields.get(name, ""))):
+        if (text := fields.get(name)) and (match := _ARXIV_IN_TEXT.search(latex_to_text(text))):
             return match.group(1), match.group(2)
     if match := _CORR_VOLUME.match(latex_to_text(fields.get("volume", ""))):
         return match.group(1), match.group(2)
     for link in links:
-        if "arxiv.org/" in link and (found := split_arxiv_id(re.sub(r"[?#].*$", "", link))):
+        if "arxiv.org/" in link and (found := split_arxiv_id(_QUERY_OR_FRAGMENT.sub("", link))):
             return found
     return None
 

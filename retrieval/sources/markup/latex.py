@@ -7,7 +7,9 @@ symbols (``\\ss``, ``--``, ``~``), case protection (``{PETSc}``) and inline math
 undone and nothing else may change.
 
 pylatexenc does the heavy lifting. Strings without any markup take a fast path (most BibTeX
-values), which keeps a 4,000-entry file well under a second. Whatever pylatexenc cannot digest
+values), which keeps a 4,000-entry file well under a second; short values (names, venues,
+titles: up to ``_CACHED_LENGTH`` characters) are decoded once and cached, since a publication
+list repeats them. Whatever pylatexenc cannot digest
 (it is tolerant, but hostile input can still make it raise) falls back to a crude strip of
 macros and braces, so decoding never raises.
 """
@@ -25,8 +27,11 @@ from pylatexenc.latex2text import get_default_latex_context_db as text_context_d
 from pylatexenc.macrospec import std_macro
 
 # Anything that can change under decoding; strings without it are returned as they are.
-_MARKUP = re.compile(r"[\\{}$~%&#]|--|``|''|[?!]`")
+# Written as alternatives that each start with one literal character, the search skips ahead
+# to candidate characters (a character class first would make it try every position).
+_MARKUP = re.compile(r"\\|\{|\}|\$|~|%|&|#|--|``|''|\?`|!`")
 _BARE_SPECIAL = re.compile(r"(?<!\\)([%&#])")
+_BARE_TILDE = re.compile(r"(?<!\\)~")
 _MATH = re.compile(r"(?<!\\)\$((?:\\.|[^$\\])+)\$")
 _SUPERSCRIPT = re.compile(r"\^(?:\{([0-9+\-=()ni]+)\}|([0-9+\-=()ni]))")
 _SUBSCRIPT = re.compile(r"_(?:\{([0-9+\-=()]+)\}|([0-9]))")
@@ -49,9 +54,11 @@ _SYMBOLS = {
     "OE": "Œ", "l": "ł", "L": "Ł", "i": "ı", "j": "ȷ",
 }  # fmt: skip
 _SYMBOL = re.compile(r"\\(ss|aa|AA|ae|AE|oe|OE|o|O|l|L|i|j)(?![a-zA-Z])(?:\s*\{\s*\}|\s+)?")
-# What the table cannot decode: another macro or escape, or math.
-_NEEDS_PARSER = re.compile(r"\\(?![&%_#${}])|(?<!\\)\$")
-_UNESCAPED_BRACE = re.compile(r"(?<!\\)[{}]")
+# What the table cannot decode: another macro or escape, or math (a "$" not escaped). Here and
+# in ``_UNESCAPED_BRACE`` the lookbehind follows the character, so that every alternative starts
+# with a literal (as in ``_MARKUP``).
+_NEEDS_PARSER = re.compile(r"\\(?![&%_#${}])|\$(?<!\\\$)")
+_UNESCAPED_BRACE = re.compile(r"\{(?<!\\\{)|\}(?<!\\\})")
 _SIMPLE_ESCAPE = re.compile(r"\\([&%_#${}])")
 _LIGATURES = (
     ("---", "\u2014"), ("--", "\u2013"), ("``", "\u201c"), ("''", "\u201d"),
@@ -132,13 +139,19 @@ def _quick(text: str, tilde_is_space: bool) -> str | None:
     """Decode escapes, braces and ligatures by table (accents already done); None if more is needed.
 
     Covers nearly every BibTeX value (pylatexenc would give the same result, 50x slower).
+    Without a backslash (case-protecting braces, "--"), no escape can apply: "$" needs the
+    parser, every brace goes, and the regular expressions for escapes are not run.
     """
-    if _NEEDS_PARSER.search(text):
+    escaped = "\\" in text  # the ligatures below add no backslash
+    if (_NEEDS_PARSER.search(text) if escaped else "$" in text):
         return None
     for ligature, replacement in _LIGATURES:  # before brace removal: "-{}-" is no ligature
         text = text.replace(ligature, replacement)
-    text = _UNESCAPED_BRACE.sub("", text)
-    text = _SIMPLE_ESCAPE.sub(r"\1", text)
+    if escaped:
+        text = _UNESCAPED_BRACE.sub("", text)
+        text = _SIMPLE_ESCAPE.sub(r"\1", text)
+    else:
+        text = text.replace("{", "").replace("}", "")
     return text.replace("~", " " if tilde_is_space else "~")
 
 
@@ -146,7 +159,7 @@ def _parse(text: str, tilde_is_space: bool) -> str:
     """pylatexenc on one piece of text (math, macros), with our pre-escaping and fallbacks."""
     text = _BARE_SPECIAL.sub(r"\\\1", text)
     if not tilde_is_space:
-        text = re.sub(r"(?<!\\)~", r"\\textasciitilde{}", text)
+        text = _BARE_TILDE.sub(r"\\textasciitilde{}", text)
     text = _MATH.sub(_scripts, text)
     if _depth(text) > _MAX_DEPTH:
         return _fallback(text)
@@ -178,6 +191,13 @@ def _words(text: str) -> list[str]:
     return [word for word in words if word]
 
 
+#: Values up to this many characters are decoded once and cached (``_cached_text``): names,
+#: venues and publishers repeat across a publication list. Longer ones (abstracts) are decoded
+#: each time, which keeps the cache small: at most ``_CACHE_ENTRIES`` short strings.
+_CACHED_LENGTH = 512
+_CACHE_ENTRIES = 16_384
+
+
 def latex_to_text(value: str | None, *, tilde_is_space: bool = True) -> str:
     """Decode LaTeX markup to Unicode text; never raises.
 
@@ -187,11 +207,26 @@ def latex_to_text(value: str | None, *, tilde_is_space: bool = True) -> str:
     """
     if not value:
         return ""
+    if len(value) <= _CACHED_LENGTH:
+        return _cached_text(value, tilde_is_space)
+    return _decode(value, tilde_is_space)
+
+
+@lru_cache(maxsize=_CACHE_ENTRIES)
+def _cached_text(value: str, tilde_is_space: bool) -> str:
+    """``_decode``, cached: it is a pure function of its arguments (thread-safe: lru_cache)."""
+    return _decode(value, tilde_is_space)
+
+
+def _decode(value: str, tilde_is_space: bool) -> str:
+    """``latex_to_text`` of a non-empty value."""
     if not _MARKUP.search(value):
         return unicodedata.normalize("NFC", value)
-    # Symbols first (\L\'o: the accent must not glue an "o" to \L), then accents (\'\i -> í).
-    text = _SYMBOL.sub(lambda m: _SYMBOLS[m.group(1)], value)
-    text = _ACCENT.sub(_accent, text)
+    text = value
+    if "\\" in text:  # both tables match a macro
+        # Symbols first (\L\'o: the accent must not glue an "o" to \L), then accents (\'\i -> í).
+        text = _SYMBOL.sub(lambda m: _SYMBOLS[m.group(1)], text)
+        text = _ACCENT.sub(_accent, text)
     decoded = _quick(text, tilde_is_space)
     if decoded is None:
         pieces = []
@@ -217,9 +252,11 @@ def latex_to_verbatim(value: str | None) -> str:
     """A URL or DOI as written in BibTeX -> the literal string (escapes undone, no spaces)."""
     if not value:
         return ""
-    text = _URL_WRAPPER.sub(r"\1", value)
-    for pattern, replacement in _VERBATIM_ESCAPES:
-        text = pattern.sub(replacement, text)
+    text = value
+    if "\\" in text:  # the URL wrapper and every escape pattern need a backslash
+        text = _URL_WRAPPER.sub(r"\1", text)
+        for pattern, replacement in _VERBATIM_ESCAPES:
+            text = pattern.sub(replacement, text)
     text = text.replace("{", "").replace("}", "")
     return _SPACES.sub("", text)
 
