@@ -30,10 +30,13 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import bm25s
@@ -43,7 +46,7 @@ from retrieval.index.filters import ResolvedFilters
 from retrieval.records.names import author_key
 from retrieval.records.paper import Paper
 from retrieval.storage.records import RecordStore
-from retrieval.text import bm25_tokens, fold
+from retrieval.text import bm25_tokens, folded
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +60,53 @@ _BM25_PARAMETERS = {"k1": BM25_K1, "b": BM25_B, "method": "lucene"}
 
 def document_text(paper: Paper) -> str:
     """What BM25 sees for one record: title (weighted by repetition), abstract, authors, venue."""
-    parts = [paper.title] * TITLE_WEIGHT
-    if paper.abstract:
-        parts.append(paper.abstract)
-    parts.extend(paper.author_names)
-    if paper.venue:
-        parts.append(paper.venue)
-    return "\n".join(parts)
+    return "\n".join(_document_parts(paper.title, paper.abstract, paper.author_names, paper.venue))
+
+
+def _document_parts(title: str, abstract: str | None, author_names: Sequence[str], venue: str | None) -> list[str]:
+    parts = [title] * TITLE_WEIGHT
+    if abstract:
+        parts.append(abstract)
+    parts.extend(author_names)
+    if venue:
+        parts.append(venue)
+    return parts
+
+
+# Characters that may make ``bm25_tokens`` take its CJK path (bigrams listed after all words,
+# so a text's tokens are no longer its lines' tokens one after the other): Hangul jamo (NFC
+# joins them into syllables) and everything from the CJK radicals on. Below U+2E80 nothing
+# else decomposes into those scripts (tests/index/test_lexical_build_equivalence.py checks
+# every code point).
+_MAY_BE_CJK = re.compile("[\u1100-\u11ff\u2e80-\U0010ffff]")
+
+
+def document_tokens(title: str, abstract: str | None, author_names: Sequence[str], venue: str | None) -> list[str]:
+    """``bm25_tokens(document_text(...))``, exactly, with less work for a BM25 build.
+
+    Outside the CJK path ``bm25_tokens`` treats each line on its own (a line break ends a word
+    and every fold), so a document's tokens are its parts' tokens in order: the title is
+    tokenised once for its ``TITLE_WEIGHT`` copies, and author names and venues, which repeat
+    across records, come from a cache. A document with a character that may be CJK is
+    tokenised whole, as before.
+    """
+    text = "\n".join(_document_parts(title, abstract, author_names, venue))
+    if _MAY_BE_CJK.search(text):
+        return bm25_tokens(text)
+    tokens = bm25_tokens(title) * TITLE_WEIGHT
+    if abstract:
+        tokens += bm25_tokens(abstract)
+    for name in author_names:
+        tokens += _short_tokens(name)
+    if venue:
+        tokens += _short_tokens(venue)
+    return tokens
+
+
+@lru_cache(maxsize=32768)
+def _short_tokens(text: str) -> tuple[str, ...]:
+    """``bm25_tokens`` of an author name or venue, cached (a tuple: callers cannot change it)."""
+    return tuple(bm25_tokens(text))
 
 
 # Snapshot: one immutable build -------------------------------------------------------------
@@ -288,12 +331,12 @@ class LexicalIndex:
         venues: list[str | None] = []
         authors: list[list[str]] = []
         corpus: list[list[str]] = []
-        for paper in self.store.iter_papers():
-            ids.append(paper.id)
-            years.append(paper.year if paper.year is not None else -1)
-            venues.append(fold(paper.venue) if paper.venue else None)
-            authors.append([key for key in (author_key(a.name) for a in paper.authors) if key])
-            corpus.append(bm25_tokens(document_text(paper)))
+        for record in self.store.iter_texts():  # not iter_papers: the Paper models cost more than the rest
+            ids.append(record.id)
+            years.append(record.year if record.year is not None else -1)
+            venues.append(folded(record.venue) if record.venue else None)
+            authors.append([key for key in map(author_key, record.author_names) if key])
+            corpus.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))
         retriever = None
         if ids:
             retriever = bm25s.BM25(**_BM25_PARAMETERS)

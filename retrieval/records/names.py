@@ -340,8 +340,12 @@ def same_person(a: Author, b: Author, *, shared_coauthors: int = 0) -> bool:
 _JOINED = re.compile(r"(?<=\w)[-‐‑'’](?=\w)")  # Abu-Shammala, d'Ambrumenil, Xiao-Lin: one token
 
 
+@lru_cache(maxsize=65536)
 def author_key(name: str) -> str | None:
     """The folded key under which an author name is indexed ("Zhang, Zhao" -> "zhao zhang").
+
+    Cached (a pure function of the string): the papers of a publication list all repeat their
+    scholar's name, and an ingest asks for each name's key in the store, Chroma and BM25.
 
     A key identifies a written name in the filter postings of Chroma and BM25; it is not a
     parse. Which keys an author filter selects is decided on the written names by

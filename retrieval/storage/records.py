@@ -47,8 +47,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from pydantic import BaseModel
 
@@ -57,7 +58,7 @@ from retrieval.records.merge import merge_papers, title_variants
 from retrieval.records.names import author_key, filing_families
 from retrieval.records.paper import Author, Paper, Provenance, title_key
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
-from retrieval.text import fold
+from retrieval.text import folded
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,14 @@ MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (gener
 REOPEN_EVERY = 5.0  # seconds between a read-only snapshot's attempts to reopen the store writable
 
 
-def _variant_keys(title: str) -> list[str]:
-    """Title-variant keys worth looking up: two words at least (one word identifies nothing)."""
-    return [key for key in dict.fromkeys(title_variants(title)) if len(key.split()) >= 2]
+@lru_cache(maxsize=4096)
+def _variant_keys(title: str) -> tuple[str, ...]:
+    """Title-variant keys worth looking up: two words at least (one word identifies nothing).
+
+    Cached (a few recent titles): an ingest looks each title up (``find_matches``), then
+    writes the record under the same title.
+    """
+    return tuple(key for key in dict.fromkeys(title_variants(title)) if len(key.split()) >= 2)
 
 
 def _backfill_title_variants(conn: sqlite3.Connection) -> None:
@@ -79,15 +85,32 @@ def _backfill_title_variants(conn: sqlite3.Connection) -> None:
     )
 
 
-def _author_name_rows(paper: Paper) -> list[tuple[str, str, str, str]]:
-    """``author_names`` rows of one record: (paper id, family, written name, author key)."""
+@lru_cache(maxsize=65536)
+def _filing(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """(author key, filing families) of one written name; None for a name without a key.
+
+    Cached: the papers of a publication list all repeat their scholar's name.
+    """
+    key = author_key(name)
+    return (key, tuple(filing_families(name))) if key else None
+
+
+def _author_name_rows(paper: Paper, paper_id: str | None = None) -> list[tuple[str, str, str, str]]:
+    """``author_names`` rows of one record: (paper id, family, written name, author key).
+
+    ``paper_id``: the record's id when the caller has it (``Paper.id`` of a ``hash:`` record
+    hashes its title anew on every read).
+    """
+    if paper_id is None:
+        paper_id = paper.id
     rows = {}
     for author in paper.authors:
-        key = author_key(author.name)
-        if key:
-            for family in filing_families(author.name):
+        filed = _filing(author.name)
+        if filed is not None:
+            key, families = filed
+            for family in families:
                 rows[(family, author.name)] = key
-    return [(paper.id, family, name, key) for (family, name), key in rows.items()]
+    return [(paper_id, family, name, key) for (family, name), key in rows.items()]
 
 
 def _backfill_author_names(conn: sqlite3.Connection) -> None:
@@ -118,11 +141,11 @@ def _put(conn: sqlite3.Connection, paper: Paper, stamp: str) -> None:
                      [(paper_id, key) for key in _variant_keys(paper.title)])
     conn.execute("DELETE FROM author_names WHERE paper_id = ?", (paper_id,))
     conn.executemany("INSERT INTO author_names (paper_id, family, name, author_key) VALUES (?, ?, ?, ?)",
-                     _author_name_rows(paper))
+                     _author_name_rows(paper, paper_id))
 
 
 def _venue_key(paper: Paper) -> str | None:
-    return fold(paper.venue) if paper.venue else None
+    return folded(paper.venue) if paper.venue else None  # cached fold: a list repeats its venues
 
 
 def _bump_generation(conn: sqlite3.Connection) -> None:
@@ -298,6 +321,32 @@ def _decode(record: str) -> Paper:
 
 def _known(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key in model.model_fields}
+
+
+class RecordText(NamedTuple):
+    """The fields of a stored record that a text index reads (``RecordStore.iter_texts``)."""
+
+    id: str
+    year: int | None
+    title: str
+    abstract: str | None
+    author_names: list[str]
+    venue: str | None
+
+
+def _record_text(paper_id: str, year: int | None, record: str) -> RecordText:
+    """``RecordText`` of one stored record: its fields as ``_decode`` would give them, read
+    from the JSON without building the ``Paper`` and its ``Author`` models.
+
+    A record of another shape (what ``_decode`` validates instead) goes through ``_decode``.
+    """
+    try:
+        data = json.loads(record)
+        names = [author["name"] for author in data.get("authors") or []]
+        return RecordText(paper_id, year, data["title"], data.get("abstract"), names, data.get("venue"))
+    except (TypeError, ValueError, AttributeError, KeyError):
+        paper = _decode(record)
+        return RecordText(paper_id, year, paper.title, paper.abstract, paper.author_names, paper.venue)
 
 
 def _matching_clause(
@@ -542,6 +591,23 @@ class RecordStore:
                 return
             for _, record in rows:
                 yield _decode(record)
+            last = rows[-1][0]
+
+    def iter_texts(self, batch: int = 500) -> Iterator[RecordText]:
+        """``iter_papers`` reduced to what a text index reads (id, year, title, abstract, author
+        names, venue), in id order and batches alike.
+
+        Without the ``Paper`` models: building them (``_decode``) is most of a BM25 rebuild's
+        time. The id and year come from the record's columns, which every write sets from the
+        record itself (``_put``).
+        """
+        last = ""
+        while True:
+            rows = self._query("SELECT id, year, record FROM papers WHERE id > ? ORDER BY id LIMIT ?", (last, batch))
+            if not rows:
+                return
+            for paper_id, year, record in rows:
+                yield _record_text(paper_id, year, record)
             last = rows[-1][0]
 
     def ids(self) -> set[str]:
