@@ -97,16 +97,35 @@ def make_session(model_file: Path, threads: int | None = None, spin: bool = Fals
         raise ModelFileError(f"{model_file}: {type(exc).__name__}: {exc}") from exc
 
 
+class RunQueue:
+    """The runs of one window, longest first, handed to whichever session is free next.
+
+    Pulling instead of dealing every n-th run to each session keeps both sessions busy to the
+    end of a call whose texts differ in length (dealt in turn, the session given the longer text
+    of each pair finishes last). On the 40 real publication lists, encoded 64 texts per call as
+    an ingest does, the two gave the same speed within the noise (docs/encoders.md).
+    """
+
+    def __init__(self, batches: Sequence[np.ndarray]) -> None:
+        self._batches = iter(batches)
+        self._lock = threading.Lock()
+
+    def next(self) -> np.ndarray | None:
+        with self._lock:
+            return next(self._batches, None)
+
+
 class OnnxEncoder:
     """An exported all-MiniLM-L6-v2 run by onnxruntime on the CPU.
 
     Texts are tokenized in windows of ``window``, sorted by length and cut into batches: at most
     ``batch_size`` texts, and (with ``token_budget``) at most that many padded tokens per batch,
     so short texts share a run while long ones go alone. The output keeps the input order.
-    ``workers`` sessions (each with ``threads / workers`` intra-op threads) take the batches in
-    turn from parallel threads; onnxruntime releases the GIL while it runs. Only the first session
-    is made up front: the others are made by the first call with more than one run, so a command
-    that encodes one query pays for one session.
+    ``workers`` sessions (each with ``threads / workers`` intra-op threads) take the batches,
+    longest first, from parallel threads as each becomes free (``RunQueue``); onnxruntime
+    releases the GIL while it runs. Only the first session is made up front: the others are made
+    by the first call with more than one run, so a command that encodes one query pays for one
+    session.
 
     The int8 model quantises activations with one scale per *run*, so an int8 vector depends on
     the texts it shares a run with (cosine down to 0.98 between a title encoded alone and in a
@@ -167,12 +186,12 @@ class OnnxEncoder:
             batches = self._batches(lengths)
             window = out[start : start + len(rows)]  # a view: the runs write into ``out``
             sessions = self._sessions_for(len(batches))
+            queue = RunQueue(batches)
             if len(sessions) == 1:
-                self._run(sessions[0], 0, 1, rows, batches, window)
+                self._run(sessions[0], queue, rows, window)
             else:
                 assert self._pool is not None
-                running = [self._pool.submit(self._run, session, w, len(sessions), rows, batches, window)
-                           for w, session in enumerate(sessions)]
+                running = [self._pool.submit(self._run, session, queue, rows, window) for session in sessions]
                 for done in running:
                     done.result()
         return out
@@ -189,9 +208,8 @@ class OnnxEncoder:
         return self._sessions[:wanted]
 
     @staticmethod
-    def _run(session: Any, worker: int, workers: int, rows: list[list[int]], batches: list[np.ndarray],
-             out: np.ndarray) -> None:
-        """Worker ``worker``'s share of ``batches`` (every n-th of ``workers``), each run's vectors into ``out``."""
-        for chosen in batches[worker::workers]:
+    def _run(session: Any, queue: RunQueue, rows: list[list[int]], out: np.ndarray) -> None:
+        """Runs taken from ``queue`` until it is empty, each run's vectors into its rows of ``out``."""
+        while (chosen := queue.next()) is not None:
             ids, mask = pad_rows([rows[i] for i in chosen])
             out[chosen] = session.run(None, model_inputs(ids, mask))[0]
