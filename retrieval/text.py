@@ -30,14 +30,19 @@ This module sits at the bottom: it imports nothing of ``retrieval``.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
+from typing import Concatenate, Generic, ParamSpec, TypeVar
 
 import Stemmer
 from anyascii import anyascii
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # Folding -----------------------------------------------------------------------------------
 
@@ -125,6 +130,40 @@ def fold(value: str) -> str:
 def folded(text: str) -> str:
     """``fold``, cached: written names and affiliations repeat across an index."""
     return fold(text)
+
+
+class ShortTextCache(Generic[_P, _R]):
+    """A pure function of a text (its first argument), cached for texts up to ``max_length``.
+
+    Names, venues and titles repeat across a publication list, so caching them pays; an
+    abstract, or a hostile field of megabytes, is computed each time and never kept, so the
+    cache holds at most ``maxsize`` short texts. Thread-safe (``functools.lru_cache``).
+    ``cache_clear`` empties it (tests that patch what the function reads).
+    """
+
+    def __init__(self, function: Callable[Concatenate[str, _P], _R], *, max_length: int, maxsize: int) -> None:
+        self._function = function
+        self._cached = lru_cache(maxsize=maxsize)(function)
+        self._max_length = max_length
+        functools.update_wrapper(self, function)
+
+    def __call__(self, text: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if len(text) <= self._max_length:
+            cached: Callable[..., _R] = self._cached  # its arguments must be hashable, as they are here
+            return cached(text, *args, **kwargs)
+        return self._function(text, *args, **kwargs)
+
+    def cache_clear(self) -> None:
+        self._cached.cache_clear()
+
+
+def short_text_cache(*, max_length: int, maxsize: int
+                     ) -> Callable[[Callable[Concatenate[str, _P], _R]], ShortTextCache[_P, _R]]:
+    """Decorator form of ``ShortTextCache``."""
+    def decorate(function: Callable[Concatenate[str, _P], _R]) -> ShortTextCache[_P, _R]:
+        return ShortTextCache(function, max_length=max_length, maxsize=maxsize)
+
+    return decorate
 
 
 # Combining marks (Latin/Greek/Cyrillic accents, Hebrew and Arabic vowel signs...). Hangul is

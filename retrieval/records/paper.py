@@ -19,13 +19,12 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import date
-from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from retrieval.records.author_cleaning import clean_author
-from retrieval.text import fold
+from retrieval.text import fold, short_text_cache
 
 # Identifier normalisation ------------------------------------------------------------------
 
@@ -115,28 +114,13 @@ def title_key(title: str) -> str:
     return fold(title)
 
 
-#: Titles up to this long have their fingerprint cached (``_cached_fingerprint``); a longer one
-#: (hostile input) is hashed each time, so the cache holds at most 65,536 short titles.
-_CACHED_TITLE_LENGTH = 1_000
+@short_text_cache(max_length=1_000, maxsize=65_536)
+def _fingerprint(title: str, year: int | None, first_family: str | None) -> str:
+    """``Paper.fingerprint``: sha1 of title key + year + the first author's folded family name.
 
-
-def _fingerprint(title: str, published: str | None, first_family: str | None) -> str:
-    """``Paper.fingerprint``: sha1 of title key + year + the first author's folded family name."""
-    if len(title) <= _CACHED_TITLE_LENGTH:
-        return _cached_fingerprint(title, published, first_family)
-    return _hash_fingerprint(title, published, first_family)
-
-
-@lru_cache(maxsize=65_536)
-def _cached_fingerprint(title: str, published: str | None, first_family: str | None) -> str:
-    """``_hash_fingerprint``, cached on its exact inputs (never on the mutable record): an ingest
-    asks a record for its id many times (dedupe, merge, the store's lookups), and the hash needs
-    two folds."""
-    return _hash_fingerprint(title, published, first_family)
-
-
-def _hash_fingerprint(title: str, published: str | None, first_family: str | None) -> str:
-    year = int(published[:4]) if published else None
+    Cached on its exact inputs (never on the mutable record): an ingest asks a record for its id
+    many times (dedupe, merge, the store's lookups), and the hash needs two folds.
+    """
     first = fold(first_family) if first_family is not None else ""
     basis = f"{title_key(title)}|{year or ''}|{first}"
     return hashlib.sha1(basis.encode("utf-8")).hexdigest()[:20]
@@ -424,7 +408,7 @@ class Paper(BaseModel):
     @property
     def fingerprint(self) -> str:
         """Hash of normalised title + year + first author's family name (``_fingerprint``)."""
-        return _fingerprint(self.title, self.published, self.authors[0].family_name if self.authors else None)
+        return _fingerprint(self.title, self.year, self.authors[0].family_name if self.authors else None)
 
     @property
     def year(self) -> int | None:

@@ -46,6 +46,8 @@ def _old_fold(value: str) -> str:
 def _clear_name_caches() -> None:
     for module in [m for name, m in sys.modules.items() if name.startswith("retrieval.") and m is not None]:
         for value in list(vars(module).values()):
+            if isinstance(value, type):  # a cache's class (text.ShortTextCache), not a cache
+                continue
             if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", "") == module.__name__:
                 value.cache_clear()
 

@@ -103,7 +103,7 @@ def test_the_only_printable_whitespace_is_the_space() -> None:
 
 
 def test_decoding_is_cached_per_tilde_reading() -> None:
-    latex._cached_text.cache_clear()
+    latex._decode.cache_clear()
     assert latex_to_text("a~b") == "a b"
     assert latex_to_text("a~b", tilde_is_space=False) == "a~b"
     assert latex_to_text("a~b") == "a b"
@@ -136,7 +136,7 @@ def test_fingerprint_follows_the_record_as_it_changes() -> None:
 def test_reading_is_the_same_with_empty_caches() -> None:
     text = "@article{k, title = {{\\'E}t{\\\"u}de of $x^2$}, author = {M{\\\"u}ller, J. and Doe, Jane}, year = 2020}"
     first = _outcome_of(text)
-    for cached in (latex._cached_text, bibtex._cached_author):
+    for cached in (latex._decode, bibtex._author):
         cached.cache_clear()
     assert _outcome_of(text) == first
     assert first[0][0]["title"] == "Étüde of x²"

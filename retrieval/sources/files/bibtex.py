@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -41,6 +40,7 @@ from retrieval.results import SkippedItem
 from retrieval.sources.files.base import MAX_FIELD_CHARS, ItemRejected, ParseOutcome, build_item
 from retrieval.sources.files.jsonl import load_json
 from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
+from retrieval.text import short_text_cache
 
 FORMAT = "bibtex"
 
@@ -425,24 +425,16 @@ def parse_author_list(raw: str) -> tuple[list[str], bool]:
     if not raw or raw.isspace():  # no field: no piece can be a name or a truncation marker
         return names, truncated
     for piece in _split_top(" ".join(raw.split()), _AND):
-        name, marker = _cached_author(piece) if len(piece) <= _CACHED_NAME_LENGTH else _author(piece)
+        name, marker = _author(piece)
         truncated = truncated or marker
         if name:
             names.append(name)
     return names, truncated
 
 
-#: Names up to this long are read once and cached (``_cached_author``): a list's owner and
-#: co-authors recur in every entry. A longer piece (no "and" in a huge field) is not kept.
-_CACHED_NAME_LENGTH = 256
-
-
-@lru_cache(maxsize=16_384)
-def _cached_author(piece: str) -> tuple[str, bool]:
-    """``_author``, cached: it is a pure function of ``piece``."""
-    return _author(piece)
-
-
+# Names up to 256 characters are read once and cached: a list's owner and co-authors recur in
+# every entry. A longer piece (no "and" in a huge field) is not kept.
+@short_text_cache(max_length=256, maxsize=16_384)
 def _author(piece: str) -> tuple[str, bool]:
     """One name of an author list -> (its display name or "", whether it is a truncation marker)."""
     piece = strip_annotations(piece)  # before the commas count: "Song, Qun (equal, first)"

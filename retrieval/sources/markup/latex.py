@@ -26,6 +26,8 @@ from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 from pylatexenc.latex2text import get_default_latex_context_db as text_context_db
 from pylatexenc.macrospec import std_macro
 
+from retrieval.text import short_text_cache
+
 # Anything that can change under decoding; strings without it are returned as they are.
 # Written as alternatives that each start with one literal character, the search skips ahead
 # to candidate characters (a character class first would make it try every position).
@@ -191,7 +193,7 @@ def _words(text: str) -> list[str]:
     return [word for word in words if word]
 
 
-#: Values up to this many characters are decoded once and cached (``_cached_text``): names,
+#: Values up to this many characters are decoded once and cached (``_decode``): names,
 #: venues and publishers repeat across a publication list. Longer ones (abstracts) are decoded
 #: each time, which keeps the cache small: at most ``_CACHE_ENTRIES`` short strings.
 _CACHED_LENGTH = 512
@@ -207,19 +209,12 @@ def latex_to_text(value: str | None, *, tilde_is_space: bool = True) -> str:
     """
     if not value:
         return ""
-    if len(value) <= _CACHED_LENGTH:
-        return _cached_text(value, tilde_is_space)
     return _decode(value, tilde_is_space)
 
 
-@lru_cache(maxsize=_CACHE_ENTRIES)
-def _cached_text(value: str, tilde_is_space: bool) -> str:
-    """``_decode``, cached: it is a pure function of its arguments (thread-safe: lru_cache)."""
-    return _decode(value, tilde_is_space)
-
-
+@short_text_cache(max_length=_CACHED_LENGTH, maxsize=_CACHE_ENTRIES)
 def _decode(value: str, tilde_is_space: bool) -> str:
-    """``latex_to_text`` of a non-empty value."""
+    """``latex_to_text`` of a non-empty value (a pure function of its arguments)."""
     if not _MARKUP.search(value):
         return unicodedata.normalize("NFC", value)
     text = value
