@@ -3,10 +3,11 @@
 ``DenseStore`` connects lazily and drops a connection that failed, so a restarted server is
 picked up by the next call; every request to a server is bounded by ``PAPERBOT_CHROMA_TIMEOUT``
 (chromadb sets no timeout of its own: ``bound_requests``). The collection is in cosine space with
-no embedding function (our encoder makes the vectors); metadata carries what filters and a
-citation need. ``refresh`` reopens an embedded index that another process wrote to; on a full
-disk the embedded index is read from a temporary copy (writes raise ``DiskFullError``); damaged
-files raise ``IndexDamagedError`` and ``move_aside`` keeps them for ``PaperIndex.repair``.
+no embedding function (our encoder makes the vectors); each vector's metadata is the hash of
+the text it was computed from, and filters reach ``query`` as the ids they allow. ``refresh``
+reopens an embedded index that another process wrote to; on a full disk the embedded index is
+read from a temporary copy (writes raise ``DiskFullError``); damaged files raise
+``IndexDamagedError`` and ``move_aside`` keeps them for ``PaperIndex.repair``.
 
 Why each of these, and what chromadb 1.5.9 does that forces them: ``docs/index.md`` ("The
 dense index"). This is the only module that imports chromadb.
@@ -43,17 +44,15 @@ from retrieval.errors import (
     PaperbotError,
     StorageError,
 )
-from retrieval.index.filters import ResolvedFilters
-from retrieval.records.names import author_key
 from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import LOW_SPACE, free_bytes, report_read_only
 from retrieval.storage.sqlite import disk_is_full as _disk_is_full
-from retrieval.text import fold
 
 log = logging.getLogger(__name__)
 
 BATCH = 5000  # below Chroma's max batch size (5461 here)
 _PAGE = 5000
+EXACT_WITHIN = 1000  # a restricted query of at most this many ids is scored exactly (see ``query``)
 MAX_SNAPSHOT_BYTES = 1 << 30  # a full disk's index is copied elsewhere for reading only up to this size
 
 
@@ -112,42 +111,16 @@ def bound_requests(client: Any, timeout: float) -> None:
 
 
 def record_metadata(paper: Paper) -> dict[str, Any]:
-    """Chroma metadata for one record. ``None`` removes a key left over from an older version.
+    """Chroma metadata for one record: the hash of the text its vector was computed from.
 
-    Lists must be non-empty in Chroma, so an author-less record gets ``authors=None``.
+    That hash is all Chroma is asked about (``embedding_hashes``: is a vector still of its
+    record's text?). Filters are answered by the ids the caller passes to ``query``, so no
+    filter field is stored here: author keys alone, a list metadata field, took about 40 % of
+    an ingest's Chroma time (``docs/index.md``, "The dense index"). An index written by an
+    older paperbot still carries title, year, authors, venue, DOI and arXiv id per record;
+    nothing reads them.
     """
-    authors = [key for key in (author_key(a.name) for a in paper.authors) if key]
-    return {
-        "title": paper.title,
-        "year": paper.year,
-        "authors": authors or None,
-        "venue": fold(paper.venue) if paper.venue else None,
-        "doi": paper.doi,
-        "arxiv_id": paper.arxiv_id,
-        "embedding_hash": paper.embedding_hash,
-    }
-
-
-def build_where(filters: ResolvedFilters | None) -> dict[str, Any] | None:
-    """Chroma ``where`` for resolved filters (``$and`` of conditions; None when unfiltered).
-
-    Authors is a list field, so each author key is matched with ``$contains`` (a plain
-    equality on a list field silently matches nothing).
-    """
-    if filters is None or filters.is_empty():
-        return None
-    conditions: list[dict[str, Any]] = []
-    if filters.since is not None:
-        conditions.append({"year": {"$gte": filters.since}})
-    if filters.until is not None:
-        conditions.append({"year": {"$lte": filters.until}})
-    if filters.author_keys is not None:
-        keys = sorted(filters.author_keys)
-        contains = [{"authors": {"$contains": key}} for key in keys]
-        conditions.append(contains[0] if len(contains) == 1 else {"$or": contains})
-    if filters.venue_keys is not None:
-        conditions.append({"venue": {"$in": sorted(filters.venue_keys)}})
-    return conditions[0] if len(conditions) == 1 else {"$and": conditions}
+    return {"embedding_hash": paper.embedding_hash}
 
 
 def _close_quietly(client: Any) -> None:
@@ -515,14 +488,6 @@ class DenseStore:
                 collection.upsert(ids=list(ids[start:end]), embeddings=vectors[start:end],
                                   metadatas=list(metadatas[start:end]))
 
-    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
-        """Replace metadata of existing vectors (the text, hence the vector, did not change)."""
-        with self._call() as collection:
-            self._writable()
-            for start in range(0, len(ids), BATCH):
-                end = start + BATCH
-                collection.update(ids=list(ids[start:end]), metadatas=list(metadatas[start:end]))
-
     def delete(self, ids: Sequence[str]) -> None:
         with self._call() as collection:
             self._writable()
@@ -555,16 +520,20 @@ class DenseStore:
                 offset += _PAGE
 
     def query(
-        self, vector: np.ndarray, n: int, filters: ResolvedFilters | None = None
+        self, vector: np.ndarray, n: int, within: Sequence[str] | None = None
     ) -> list[tuple[str, float, np.ndarray]]:
-        """Nearest ``n`` records as ``(id, cosine similarity, vector)``, best first."""
+        """Nearest ``n`` records as ``(id, cosine similarity, vector)``, best first.
+
+        ``within``: only these ids (the records a filter allows; None = all). Up to
+        ``EXACT_WITHIN`` of them are scored exactly from their fetched vectors, which is
+        faster than Chroma's restricted search there (its fixed cost is ~70 ms at 100k
+        vectors); more go to Chroma as ``ids``, its restricted HNSW search. Ids without a
+        vector are left out.
+        """
+        if within is not None and len(within) <= EXACT_WITHIN:
+            return self._exact(vector, n, within)
         with self._call() as collection:
-            got = collection.query(
-                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-                n_results=max(1, n),
-                where=build_where(filters),
-                include=["distances", "embeddings"],
-            )
+            got = self._nearest(collection, vector, n, within)
         ids = got["ids"][0]
         distances = got["distances"][0]
         vectors = got["embeddings"][0] if got.get("embeddings") is not None else [None] * len(ids)
@@ -572,3 +541,40 @@ class DenseStore:
             (item, 1.0 - float(distance), np.asarray(vec, dtype=np.float32))
             for item, distance, vec in zip(ids, distances, vectors, strict=True)
         ]
+
+    def _nearest(self, collection: Any, vector: np.ndarray, n: int, within: Sequence[str] | None) -> Any:
+        """Chroma's query; ids of ``within`` that have no vector are dropped (Chroma refuses them)."""
+        arguments = {"query_embeddings": np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                     "n_results": max(1, n), "include": ["distances", "embeddings"]}
+        if within is None:
+            return collection.query(**arguments)
+        try:
+            return collection.query(ids=list(within), **arguments)
+        except ChromaError as exc:
+            if "error finding id" not in str(exc).lower():
+                raise
+        present = self._present(collection, within)
+        log.warning("%d of the %d records a filter allows have no vector; run `paperbot doctor`.",
+                    len(within) - len(present), len(within))
+        if not present:
+            return {"ids": [[]], "distances": [[]], "embeddings": [[]]}
+        return collection.query(ids=present, **arguments)
+
+    @staticmethod
+    def _present(collection: Any, ids: Sequence[str]) -> list[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), BATCH):
+            found.update(collection.get(ids=list(ids[start : start + BATCH]), include=[])["ids"])
+        return [item for item in ids if item in found]
+
+    def _exact(self, vector: np.ndarray, n: int, ids: Sequence[str]) -> list[tuple[str, float, np.ndarray]]:
+        """The ``n`` most similar of ``ids`` by exact cosine (vectors are unit length)."""
+        stored = self.vectors(list(dict.fromkeys(ids)))
+        if not stored:
+            return []
+        names = sorted(stored)  # ties go to the smaller id, whatever order Chroma returned
+        matrix = np.stack([stored[name] for name in names])
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        similarities = matrix @ query
+        order = np.argsort(-similarities, kind="stable")[: max(1, n)]
+        return [(names[i], float(similarities[i]), matrix[i]) for i in order]

@@ -170,6 +170,20 @@ class LexicalSnapshot:
             allowed &= chosen
         return allowed.astype(np.float32)
 
+    def allowed_ids(self, filters: ResolvedFilters | None) -> list[str] | None:
+        """The ids of the records ``filters`` allow, for the dense retriever; None = every one.
+
+        One filter semantics for both retrievers: this is ``mask``'s answer as ids. A filter
+        that allows every record yields None (an unrestricted query is the faster one).
+        """
+        allowed = self.mask(filters)
+        if allowed is None:
+            return None
+        positions = np.flatnonzero(allowed)
+        if positions.size == len(self.ids):
+            return None
+        return [self.ids[i] for i in positions]
+
     def idf(self, token: str) -> float:
         """``ln(1 + (N - df + 0.5) / (df + 0.5))`` of one tokenised term; ``math.inf`` for a
         term no record holds."""

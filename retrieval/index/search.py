@@ -1,7 +1,8 @@
 """The read path: hybrid search, listings by filter, and why a result is empty.
 
-Each retriever returns up to ``fetch_k`` (50) candidates *with the filters applied inside it*
-(a Chroma ``where``; a bm25s weight mask). For every candidate all signals are exact: the
+Each retriever returns up to ``fetch_k`` (50) candidates *with the filters applied inside it*:
+one definition of what a filter allows, the BM25 snapshot's per-record fields (a bm25s weight
+mask; for Chroma, the ids that mask allows). For every candidate all signals are exact: the
 cosine similarity to the query vector (vectors of lexical-only candidates are fetched from
 Chroma), the BM25 score scaled by the best BM25 score of the query, and the query-term
 coverage (``lexical``). They are fused as the weighted mean
@@ -174,8 +175,10 @@ class Searcher:
         lexical_scores = None
         snapshot = None
         lexical_ids: list[str] = []
-        if mode in ("hybrid", "lexical"):
+        filtered = not filters.is_empty()
+        if mode in ("hybrid", "lexical") or filtered:  # a filter is applied through the snapshot's fields
             snapshot = self.lexical.current()
+        if mode in ("hybrid", "lexical") and snapshot is not None:
             lexical_scores = snapshot.score_all(text, snapshot.mask(filters))
             if lexical_scores is not None:
                 lexical_ids = [snapshot.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
@@ -187,7 +190,11 @@ class Searcher:
             # (vectors go first), by the generation read here, so a reload makes all of them visible
             self.other_writers.see()
             query_vector = np.asarray(self.encoders.encoder.encode([text])[0], dtype=np.float32)
-            dense_hits = self.dense.query(query_vector, fetch, filters)
+            within = snapshot.allowed_ids(filters) if snapshot is not None and filtered else None
+            dense_hits = self.dense.query(query_vector, fetch, within)
+            if snapshot is not None and filtered and within is None:
+                # the filter allows every record of the snapshot: none written since may slip in
+                dense_hits = [hit for hit in dense_hits if snapshot.position(hit[0]) is not None]
 
         def lexical_signals(paper_id: str) -> tuple[float, float]:
             """(raw BM25, coverage) of one record; 0 for records the BM25 index does not hold yet."""

@@ -1,7 +1,8 @@
 """The write path: ``upsert`` final records and ``delete`` them, in an order a crash cannot betray.
 
 ``upsert`` receives final (already merged) records. Unchanged records (same ``content_hash``)
-cost nothing; only records whose ``embedding_hash`` changed are embedded again; a record whose
+cost nothing; only records whose ``embedding_hash`` changed are embedded again (a record whose
+text did not change keeps its vector and its Chroma metadata, which is that hash); a record whose
 id changed (``replaces``) keeps its old vector when its text did not change. Write order:
 Chroma first, then the store in one transaction, then deleting the vectors of replaced ids. A
 failure part-way therefore leaves at worst vectors without records (ignored by search, removed
@@ -70,7 +71,7 @@ class IndexWriter:
         existing = self.store.hashes([*latest, *swaps.values()])
         report = UpsertReport()
         needs_vector: list[Paper] = []
-        metadata_only: list[Paper] = []
+        kept_vectors = 0  # updated records whose text, hence vector and Chroma metadata, did not change
         for paper_id, paper in latest.items():
             stored = existing.get(paper_id)
             if stored is None:
@@ -80,10 +81,13 @@ class IndexWriter:
                 report.unchanged.append(paper_id)
             else:
                 report.updated.append(paper_id)
-                (metadata_only if stored[1] == paper.embedding_hash else needs_vector).append(paper)
+                if stored[1] == paper.embedding_hash:
+                    kept_vectors += 1
+                else:
+                    needs_vector.append(paper)
         old_ids = [old for old in dict.fromkeys(swaps.values()) if old not in latest]
         total = len(latest)
-        done = len(report.unchanged) + len(metadata_only)
+        done = len(report.unchanged) + kept_vectors
         if progress:
             progress(done, total)
 
@@ -106,8 +110,6 @@ class IndexWriter:
                               [record_metadata(p) for p in needs_vector])
         if to_encode and self.encoders.recorded() is None:
             self.encoders.record(self.encoders.encoder.name)  # the first vectors of this index
-        if metadata_only:
-            self.dense.update_metadata([p.id for p in metadata_only], [record_metadata(p) for p in metadata_only])
         changed = [latest[paper_id] for paper_id in (*report.added, *report.updated)]
         with self.other_writers.own_write():
             self.store.write(put=changed, delete=old_ids)

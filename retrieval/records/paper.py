@@ -109,8 +109,14 @@ def clean_text(value: str | None) -> str:
     return _SPACE.sub(" ", value).strip()
 
 
+@short_text_cache(max_length=1_000, maxsize=65_536)
 def title_key(title: str) -> str:
-    """Normalised title used to recognise the same paper across sources."""
+    """Normalised title used to recognise the same paper across sources.
+
+    Cached: an ingest folds each title four times (dedupe's blocking keys and title variants,
+    the store's lookup and its write), and a title with one curly quote takes the slow path
+    of ``fold``.
+    """
     return fold(title)
 
 

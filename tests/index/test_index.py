@@ -357,7 +357,8 @@ def test_consistency_check_and_repair(filled, arxiv_papers, counting_encoder):
     lost = by_arxiv(arxiv_papers, "0704.0016")
     filled.dense.delete([lost.id])  # a vector lost behind our back
     stale = by_arxiv(arxiv_papers, "0704.0015")
-    filled.dense.update_metadata([stale.id], [{**record_metadata(stale), "embedding_hash": "old"}])
+    filled.dense.upsert([stale.id], np.stack([filled.dense.vectors([stale.id])[stale.id]]),
+                        [{**record_metadata(stale), "embedding_hash": "old"}])  # a vector of an older text
     filled.dense.upsert(["doi:10.1/orphan"], np.asarray(counting_encoder.inner.encode(["orphan"])),
                         [{"title": "orphan", "embedding_hash": "x"}])
     shutil.rmtree(filled.settings.lexical_dir)
