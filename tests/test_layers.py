@@ -14,14 +14,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "retrieval"
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "text", "offline"}),
+    frozenset({"errors", "text", "offline", "gc_pause"}),
     frozenset({"config", "records", "results"}),
     frozenset({"sources", "storage", "index"}),
     frozenset({"ingest", "answers", "scholars", "alerts"}),
     frozenset({"assistant"}),
 )
 PACKAGES = {"records", "sources", "storage", "index", "ingest", "answers", "scholars", "alerts", "sample"}
-MODULES = {"__init__", "assistant", "config", "errors", "results", "text", "offline"}
+MODULES = {"__init__", "assistant", "config", "errors", "results", "text", "offline", "gc_pause"}
 
 SIDEWAYS: dict[tuple[str, str], str] = {
     ("results", "records"): "result types carry the paper records they cite",

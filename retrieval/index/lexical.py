@@ -42,6 +42,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from retrieval.gc_pause import older_objects_frozen
 from retrieval.index.filters import ResolvedFilters
 from retrieval.records.names import author_key
 from retrieval.records.paper import Paper
@@ -339,6 +340,7 @@ class LexicalIndex:
             authors=docs["authors"], digest=digest, generation=generation, retriever=retriever,
         )
 
+    @older_objects_frozen()
     def _build(self, digest: str, generation: int) -> LexicalSnapshot:
         ids: list[str] = []
         years: list[int] = []

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from retrieval.errors import InputError, ParseError
+from retrieval.gc_pause import older_objects_frozen
 from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
 from retrieval.records.paper import Paper
 from retrieval.results import EMPTY_FILE, FileResult, IngestReport, SkippedItem
@@ -97,6 +98,7 @@ def _fold_equal_ids(papers: list[Paper], warnings: list[SkippedItem]) -> list[Pa
     return list(by_id.values())
 
 
+@older_objects_frozen()
 def ingest_papers(
     index: PaperIndex,
     papers: Iterable[Paper],
@@ -222,6 +224,7 @@ def _failure(path: Path, exc: Exception) -> str:
             "files were read. Please report it with that reference.")
 
 
+@older_objects_frozen()
 def read_files(
     paths: Sequence[Path],
     *,
