@@ -7,6 +7,7 @@ Real Chroma (embedded, and a ``chroma run`` server in the slow run), hash-seeded
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ def _papers() -> list[Paper]:
 
 
 @pytest.fixture
-def dense(index_settings) -> DenseStore:
+def dense(index_settings) -> Iterator[DenseStore]:
     store = DenseStore(index_settings)
     papers = _papers()
     store.upsert([p.id for p in papers], HashEncoder().encode([p.title for p in papers]),
