@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
 import bm25s
@@ -92,7 +93,7 @@ def document_tokens(title: str, abstract: str | None, author_names: Sequence[str
     tokenised whole, as before.
     """
     text = "\n".join(_document_parts(title, abstract, author_names, venue))
-    if _MAY_BE_CJK.search(text):
+    if not text.isascii() and _MAY_BE_CJK.search(text):  # isascii is O(1), most records are ASCII
         return bm25_tokens(text)
     tokens = bm25_tokens(title) * TITLE_WEIGHT
     if abstract:
@@ -108,6 +109,73 @@ def document_tokens(title: str, abstract: str | None, author_names: Sequence[str
 def _short_tokens(text: str) -> tuple[str, ...]:
     """``bm25_tokens`` of an author name or venue, cached (a tuple: callers cannot change it)."""
     return tuple(bm25_tokens(text))
+
+
+# The BM25 matrix -------------------------------------------------------------------------
+
+
+def _bm25_index(corpus: list[list[str]]) -> bm25s.BM25:
+    """``bm25s.BM25(**_BM25_PARAMETERS).index(corpus)``, the same arrays and vocabulary, in numpy.
+
+    bm25s computes the scores one document at a time (a ``Counter`` and a few small numpy
+    operations each), most of a build's BM25 time; here every (document, term) pair is scored
+    at once with the same float operations. The vocabulary is numbered in the order of the
+    same set bm25s builds (filled document by document), and ``idf`` and ``tfc`` follow its
+    Lucene formulas operation for operation, including numpy's promotion of the float64 length
+    factor against float32 term counts (``_SCORE_DTYPE``): the arrays are equal byte for byte
+    (tests/index/test_bm25_build_equivalence.py compares them with bm25s' own). A corpus
+    without a single token goes to bm25s, which fails on it as it always did.
+    """
+    retriever = bm25s.BM25(**_BM25_PARAMETERS)
+    unique: set[str] = set()
+    for tokens in corpus:
+        unique.update(tokens)
+    if not unique or retriever.method != "lucene" or retriever.idf_method != "lucene":
+        retriever.index(corpus, show_progress=False)
+        return retriever
+    vocab = {token: i for i, token in enumerate(unique)}
+    retriever.scores = _bm25_scores(corpus, vocab, retriever.k1, retriever.b)
+    retriever.nonoccurrence_array = None
+    if "" not in vocab:
+        vocab[""] = len(vocab)  # bm25s' empty token, outside the matrix
+    retriever.vocab_dict = vocab
+    retriever.unique_token_ids_set = set(vocab.values())
+    return retriever
+
+
+# What bm25s' ``tfc`` and ``idf * tfc`` compute in: its float64 scalar (the document's length
+# factor) against float32 arrays (term counts, idf) gives float64 under NumPy 2's promotion,
+# float32 under NumPy 1's value-based casting (pyproject allows both).
+_SCORE_DTYPE = np.result_type(np.float64(1.0), np.ones(1, dtype=np.float32))
+
+
+def _bm25_scores(corpus: list[list[str]], vocab: dict[str, int], k1: float, b: float) -> dict:
+    """bm25s' CSC score matrix (``data``, ``indices``, ``indptr``, ``num_docs``) of ``corpus``."""
+    documents, terms = len(corpus), len(vocab)
+    lengths = np.array([len(tokens) for tokens in corpus])
+    term_of = np.fromiter(map(vocab.__getitem__, chain.from_iterable(corpus)), dtype=np.int64, count=int(lengths.sum()))
+    doc_of = np.repeat(np.arange(documents, dtype=np.int64), lengths)
+    # one entry per (term, document) pair, in CSC order (by term, then document), with its count
+    pairs, counts = np.unique(term_of * documents + doc_of, return_counts=True)
+    pair_terms, pair_docs = pairs // documents, pairs % documents
+    doc_freqs = np.bincount(pair_terms, minlength=terms)
+    indptr = np.zeros(terms + 1, dtype=np.int64)
+    np.cumsum(doc_freqs, out=indptr[1:])
+    idf = _idf_array(doc_freqs, documents)
+    length_factor = k1 * ((1 - b) + b * lengths / lengths.mean())  # per document, float64
+    tf = counts.astype(np.float32).astype(_SCORE_DTYPE)
+    tfc = tf / (length_factor[pair_docs].astype(_SCORE_DTYPE) + tf)
+    data = (idf[pair_terms].astype(_SCORE_DTYPE) * tfc).astype(np.float32)
+    return {"data": data, "indices": pair_docs.astype(np.int32), "indptr": indptr, "num_docs": documents}
+
+
+def _idf_array(doc_freqs: np.ndarray, documents: int) -> np.ndarray:
+    """float32 Lucene idf of every term, ``math.log`` of each distinct document frequency as bm25s
+    computes it (not numpy's ``log``, whose last bit may differ)."""
+    distinct = np.unique(doc_freqs)
+    values = np.array([math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df in distinct.tolist()],
+                      dtype=np.float32)
+    return values[np.searchsorted(distinct, doc_freqs)]
 
 
 # Snapshot: one immutable build -------------------------------------------------------------
@@ -353,10 +421,7 @@ class LexicalIndex:
             venues.append(folded(record.venue) if record.venue else None)
             authors.append([key for key in map(author_key, record.author_names) if key])
             corpus.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))
-        retriever = None
-        if ids:
-            retriever = bm25s.BM25(**_BM25_PARAMETERS)
-            retriever.index(corpus, show_progress=False)
+        retriever = _bm25_index(corpus) if ids else None
         snapshot = LexicalSnapshot(
             ids=ids, years=np.asarray(years, dtype=np.int32), venues=venues, authors=authors,
             digest=digest, generation=generation, retriever=retriever,
