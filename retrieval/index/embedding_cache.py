@@ -223,10 +223,11 @@ def encode_with_cache(
         if vectors.shape != (len(chunk), encoder.dimension):
             raise ValueError(f"encoder {encoder.name!r} returned shape {vectors.shape} for {len(chunk)} texts")
         cache.put_many(encoder.name, dict(zip(chunk, vectors, strict=True)))
-        for text_hash, vector in zip(chunk, vectors, strict=True):
-            rows = rows_by_hash[text_hash]
-            out[rows] = vector
-            done += len(rows)
+        # one copy for the chunk (row by row was most of this loop): each vector to every row of its hash
+        targets = [row for text_hash in chunk for row in rows_by_hash[text_hash]]
+        sources = [index for index, text_hash in enumerate(chunk) for _ in rows_by_hash[text_hash]]
+        out[targets] = vectors[sources]
+        done += len(targets)
         if progress:
             progress(done, total)
     return out

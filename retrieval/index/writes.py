@@ -70,13 +70,14 @@ class IndexWriter:
             raise ValueError(f"replaces names ids that are not being upserted: {strangers[:3]}")
         existing = self.store.hashes([*latest, *swaps.values()])
         report = UpsertReport()
-        needs_vector: list[Paper] = []
+        # by id, taken once from ``latest``: ``Paper.id`` is computed anew on every access
+        needs_vector: dict[str, Paper] = {}
         kept_vectors = 0  # updated records whose text, hence vector and Chroma metadata, did not change
         for paper_id, paper in latest.items():
             stored = existing.get(paper_id)
             if stored is None:
                 report.added.append(paper_id)
-                needs_vector.append(paper)
+                needs_vector[paper_id] = paper
             elif stored[0] == paper.content_hash:
                 report.unchanged.append(paper_id)
             else:
@@ -84,7 +85,7 @@ class IndexWriter:
                 if stored[1] == paper.embedding_hash:
                     kept_vectors += 1
                 else:
-                    needs_vector.append(paper)
+                    needs_vector[paper_id] = paper
         old_ids = [old for old in dict.fromkeys(swaps.values()) if old not in latest]
         total = len(latest)
         done = len(report.unchanged) + kept_vectors
@@ -93,21 +94,22 @@ class IndexWriter:
 
         vectors = self._reusable_vectors(needs_vector, swaps, existing)
         report.reused = len(vectors)
-        to_encode = [paper for paper in needs_vector if paper.id not in vectors]
+        to_encode = [paper_id for paper_id in needs_vector if paper_id not in vectors]
         if to_encode:
             self.encoders.check()
         done += report.reused
         for start in range(0, len(to_encode), ENCODE_BATCH):
             batch = to_encode[start : start + ENCODE_BATCH]
-            vectors.update({paper.id: vector for paper, vector in zip(batch, self.encoders.embed(batch), strict=True)})
+            embedded = self.encoders.embed([needs_vector[paper_id] for paper_id in batch])
+            vectors.update(zip(batch, embedded, strict=True))
             report.embedded += len(batch)
             done += len(batch)
             if progress:
                 progress(done, total)
 
         if needs_vector:
-            self.dense.upsert([p.id for p in needs_vector], np.stack([vectors[p.id] for p in needs_vector]),
-                              [record_metadata(p) for p in needs_vector])
+            self.dense.upsert(list(needs_vector), np.stack([vectors[paper_id] for paper_id in needs_vector]),
+                              [record_metadata(paper) for paper in needs_vector.values()])
         if to_encode and self.encoders.recorded() is None:
             self.encoders.record(self.encoders.encoder.name)  # the first vectors of this index
         changed = [latest[paper_id] for paper_id in (*report.added, *report.updated)]
@@ -121,13 +123,16 @@ class IndexWriter:
         return report
 
     def _reusable_vectors(
-        self, papers: Sequence[Paper], swaps: Mapping[str, str], existing: Mapping[str, tuple[str, str]]
+        self, papers: Mapping[str, Paper], swaps: Mapping[str, str], existing: Mapping[str, tuple[str, str]]
     ) -> dict[str, np.ndarray]:
-        """Vectors of replaced ids whose text equals the new record's (no need to re-embed)."""
+        """Vectors of replaced ids whose text equals the new record's (no need to re-embed).
+
+        ``papers``: the records by id.
+        """
         sources = {
-            paper.id: swaps[paper.id]
-            for paper in papers
-            if paper.id in swaps and existing.get(swaps[paper.id], ("", ""))[1] == paper.embedding_hash
+            paper_id: swaps[paper_id]
+            for paper_id, paper in papers.items()
+            if paper_id in swaps and existing.get(swaps[paper_id], ("", ""))[1] == paper.embedding_hash
         }
         if not sources:
             return {}

@@ -539,7 +539,8 @@ def dedupe(papers: Iterable[Paper], *, on_capped: Callable[[Paper, int], None] |
     for paper in papers:
         paper = normalize_ids(paper)
         candidates: list[int] = []
-        for key in sorted(blocking_keys(paper)):
+        paper_keys = blocking_keys(paper)
+        for key in sorted(paper_keys):
             for slot in owners.get(key, []):
                 if merged[slot] is not None and slot not in candidates:
                     candidates.append(slot)
@@ -558,7 +559,9 @@ def dedupe(papers: Iterable[Paper], *, on_capped: Callable[[Paper, int], None] |
         if target is None:
             merged.append(paper)
             target = len(merged) - 1
-        for key in blocking_keys(merged[target]):  # type: ignore[arg-type]
+        else:  # a merged record: its keys may differ from the paper's
+            paper_keys = blocking_keys(merged[target])  # type: ignore[arg-type]
+        for key in paper_keys:
             slots = owners.setdefault(key, [])
             if target not in slots:
                 slots.append(target)
