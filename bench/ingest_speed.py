@@ -9,8 +9,10 @@
   then build BM25 (``lexical.current()``). Each round ingests into a fresh data dir. The encoder
   is loaded once beforehand (loading it is a one-off of a few seconds per process, not a rate).
 * **Raw encoder**: the same encoder on the same texts (every distinct ``embedding_text`` the
-  parsed records carry), timed in the same round, just before the pipeline: rounds are
-  interleaved so that other load on the machine hits both alike.
+  parsed records carry), timed in the same round just before *and* just after the pipeline; the
+  round's encoder time is the mean of the two. This host's speed drifts by 10-15 % within a
+  minute (other tenants; nothing the guest sees as steal time), so one measurement before the
+  pipeline could be taken at another speed than the pipeline ran at.
 * **Corpora** (read at run time, never copied into the project): the real publication lists of
   ``scholars-real/bib/*.bib`` (1,645 entries, mostly titles without abstracts) and SciFact
   abstracts written as a paperbot JSONL file in a scratch folder. A corpus whose files are
@@ -103,10 +105,13 @@ def measure(corpus: Corpus, encoder: Encoder, rounds: int, scratch: Path) -> Tim
     texts = list(dict.fromkeys(p.embedding_text for p in papers))
     timings = Timings(texts=len(texts))
     encoder.encode(texts[:8])  # warm-up
-    for n in range(rounds):
+    def encode_all() -> float:
         start = time.perf_counter()
         encoder.encode(texts)
-        timings.raw.append(time.perf_counter() - start)
+        return time.perf_counter() - start
+
+    for n in range(rounds):
+        before = encode_all()
 
         folder = scratch / f"{abs(hash(corpus.label))}-{n}"
         cache = EmbeddingCache(folder / "cache" / "embeddings.sqlite3")
@@ -124,10 +129,13 @@ def measure(corpus: Corpus, encoder: Encoder, rounds: int, scratch: Path) -> Tim
             index.close()
             cache.close()
         shutil.rmtree(folder, ignore_errors=True)
+        after = encode_all()
+        timings.raw.append((before + after) / 2)
         timings.parse.append(parsed_at - start)
         timings.ingest.append(ingested_at - parsed_at)
         timings.bm25.append(done_at - ingested_at)
-        print(f"  {corpus.label}: round {n + 1}/{rounds}: encoder {len(texts) / timings.raw[-1]:.1f} texts/s, "
+        print(f"  {corpus.label}: round {n + 1}/{rounds}: encoder {len(texts) / timings.raw[-1]:.1f} texts/s "
+              f"({len(texts) / before:.1f} before, {len(texts) / after:.1f} after), "
               f"pipeline {timings.records / timings.pipeline()[-1]:.1f} records/s", file=sys.stderr, flush=True)
     return timings
 
@@ -155,13 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="folder holding scifact/, scholars-real/")
     parser.add_argument("--out", type=Path, default=None, help="scratch folder (default bench/out)")
     parser.add_argument("--encoder", default="auto", choices=["auto", "torch", "onnx", "onnx-int8"])
-    parser.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 3, quick 2)")
+    parser.add_argument("--rounds", type=int, default=0, help="interleaved rounds (default 5, quick 2)")
     parser.add_argument("--scifact", type=int, default=0, help="SciFact abstracts to ingest (default 400, quick 96)")
     args = parser.parse_args(argv)
     setup_logging()
     if args.out:
         set_out_dir(args.out)
-    rounds = args.rounds or (2 if args.quick else 3)
+    rounds = args.rounds or (2 if args.quick else 5)
     started = time.perf_counter()
     print(f"# Ingest speed (encoder PAPERBOT_ENCODER={args.encoder})\n\nHost at start: {host_description()}\n")
     encoder = load_encoder(bench_settings(out_dir(), encoder=args.encoder))
