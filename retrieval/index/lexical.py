@@ -239,13 +239,13 @@ class LexicalSnapshot:
             allowed &= chosen
         return allowed.astype(np.float32)
 
-    def allowed_ids(self, filters: ResolvedFilters | None) -> list[str] | None:
-        """The ids of the records ``filters`` allow, for the dense retriever; None = every one.
+    def allowed_ids(self, allowed: np.ndarray | None) -> list[str] | None:
+        """The ids of the records a ``mask`` allows, for the dense retriever; None = every one.
 
-        One filter semantics for both retrievers: this is ``mask``'s answer as ids. A filter
-        that allows every record yields None (an unrestricted query is the faster one).
+        One filter semantics for both retrievers: the dense side gets ``mask``'s answer as ids
+        (the caller passes the mask it gave BM25, so it is computed once). A mask that allows
+        every record yields None (an unrestricted query is the faster one).
         """
-        allowed = self.mask(filters)
         if allowed is None:
             return None
         positions = np.flatnonzero(allowed)

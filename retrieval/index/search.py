@@ -176,10 +176,12 @@ class Searcher:
         snapshot = None
         lexical_ids: list[str] = []
         filtered = not filters.is_empty()
+        allowed = None
         if mode in ("hybrid", "lexical") or filtered:  # a filter is applied through the snapshot's fields
             snapshot = self.lexical.current()
+            allowed = snapshot.mask(filters)
         if mode in ("hybrid", "lexical") and snapshot is not None:
-            lexical_scores = snapshot.score_all(text, snapshot.mask(filters))
+            lexical_scores = snapshot.score_all(text, allowed)
             if lexical_scores is not None:
                 lexical_ids = [snapshot.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
         query_vector = None
@@ -190,7 +192,7 @@ class Searcher:
             # (vectors go first), by the generation read here, so a reload makes all of them visible
             self.other_writers.see()
             query_vector = np.asarray(self.encoders.encoder.encode([text])[0], dtype=np.float32)
-            within = snapshot.allowed_ids(filters) if snapshot is not None and filtered else None
+            within = snapshot.allowed_ids(allowed) if snapshot is not None and filtered else None
             dense_hits = self.dense.query(query_vector, fetch, within)
             if snapshot is not None and filtered and within is None:
                 # the filter allows every record of the snapshot: none written since may slip in

@@ -190,7 +190,8 @@ def test_opening_migrates_store_chroma_and_bm25_without_embedding(old_index) -> 
         encoder.texts.clear()
 
         def dense_ids(*author_keys: str) -> set[str]:
-            allowed = index.lexical.current().allowed_ids(ResolvedFilters(author_keys=frozenset(author_keys)))
+            snapshot = index.lexical.current()
+            allowed = snapshot.allowed_ids(snapshot.mask(ResolvedFilters(author_keys=frozenset(author_keys))))
             return {item for item, _, _ in index.dense.query(probe, 20, allowed)}
 
         assert dense_ids("et al", "others", "b shaden smith b", "jiaming song") == {"doi:10.1000/ddm"}
