@@ -71,3 +71,33 @@ def test_speed_quick_prints_overhead_and_latency(bench_out):
     assert re.fullmatch(r"[-+]\d+\.\d%.*", pipeline[3]), pipeline
     p50, p95 = (float(value) for value in table_row(output, f"{SPEED_INDEX:,}")[1].split("/"))
     assert 0 < p50 <= p95
+
+
+SCHOLARS_BIB = REPO.parent / "shared" / "datasets" / "scholars-real" / "bib"
+
+
+@pytest.mark.skipif(not SCHOLARS_BIB.is_dir(), reason=f"scholars-real not found at {SCHOLARS_BIB}")
+def test_ingest_speed_splits_the_pipeline_and_reads_the_shortfall_twice(bench_out):
+    """Two real lists and 16 abstracts, one round: the report's rows, and figures that hang together."""
+    output = run_bench("ingest_speed.py", bench_out, "--rounds", "1", "--bib-files", "2", "--scifact", "16")
+    assert "Host at start: " in output and "load average" in output
+    for label in ("scholars-real: 2 .bib files", "SciFact: 16 abstracts"):
+        rows = [cells for cells in _rows(output) if cells[0].startswith(label)]
+        assert [cells[1].split(":")[0] for cells in rows] == ["encoder alone", "ingest end to end"], rows
+        encoder, ingest = rows
+        assert float(encoder[2]) > 0 and float(ingest[2]) > 0
+        assert re.fullmatch(r"[-+]\d+\.\d% \((meets|misses) the 15% goal; rounds [-+]\d+%\)", ingest[3]), ingest
+        outside = re.fullmatch(r"(\d+\.\d)% \(rounds \d+%\)", ingest[4])
+        assert outside and 0 < float(outside.group(1)) < 100, ingest
+        parse, ingest_s, encoding, bm25, pipeline = (float(cell) for cell in ingest[5:10])
+        assert 0 < encoding < ingest_s  # the encoder's calls are part of the ingest, and not all of it
+        half = 0.005  # the cells are rounded to 0.01 s
+        assert abs(parse + ingest_s + bm25 - pipeline) <= 4 * half + 1e-9, ingest  # the stages add up
+        # the same-run share is 1 - encoding / pipeline, up to the rounding of the cells it is read from
+        slack = half / pipeline + encoding * half / (pipeline - half) ** 2 + 0.0005
+        assert abs(float(outside.group(1)) / 100 - (1 - encoding / pipeline)) <= slack, ingest
+
+
+def _rows(output: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in output.splitlines() if line.startswith("|")]
