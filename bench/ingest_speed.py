@@ -23,8 +23,9 @@ The figure of interest is the pipeline's records/s against the encoder's texts/s
 columns split the pipeline's time (median seconds) so that a shortfall can be traced; "of which
 encoding" is the time the pipeline spent inside the encoder's ``encode`` calls, and the share of
 the pipeline outside them ("outside the encoder, same run") is a second reading of the shortfall
-that host drift between separate runs cannot move (the encoder runs as fast inside the pipeline
-as alone: docs/encoders.md, "End-to-end ingest"). The goal is judged on the first.
+that host drift between separate runs cannot move. It equals the shortfall where the encoder runs
+as fast inside the pipeline as alone, which it does within the noise (docs/encoders.md,
+"End-to-end ingest"); the goal is judged on the first reading.
 """
 
 from __future__ import annotations
