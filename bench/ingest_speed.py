@@ -197,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scifact", type=int, default=0, help="SciFact abstracts to ingest (default 400, quick 96)")
     parser.add_argument("--bib-files", type=int, default=None, help="only the first N scholars-real lists (default all)")
     args = parser.parse_args(argv)
+    if args.bib_files is not None and args.bib_files < 1:
+        parser.error("--bib-files must be at least 1")
     setup_logging()
     if args.out:
         set_out_dir(args.out)
