@@ -255,7 +255,10 @@ _OUT = [OUT_DIR]
 
 
 def out_dir() -> Path:
-    """Where the benchmarks keep caches and scratch indexes (``--out``; default bench/out)."""
+    """Where the benchmarks keep caches and scratch indexes (``--out``; default bench/out).
+
+    Made on first use: a fresh clone has no bench/out (it is ignored by git)."""
+    _OUT[0].mkdir(parents=True, exist_ok=True)
     return _OUT[0]
 
 
