@@ -37,7 +37,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
 from pathlib import Path
 
 import bm25s
@@ -45,6 +44,7 @@ import numpy as np
 
 from retrieval.gc_pause import older_objects_frozen
 from retrieval.index.filters import ResolvedFilters
+from retrieval.index.term_counts import TermCounts, TermPairs, document_key, pairs_of_tokens, reused_pairs, score_matrix
 from retrieval.records.names import author_key
 from retrieval.records.paper import Paper
 from retrieval.storage.records import RecordStore
@@ -119,63 +119,46 @@ def _bm25_index(corpus: list[list[str]]) -> bm25s.BM25:
 
     bm25s computes the scores one document at a time (a ``Counter`` and a few small numpy
     operations each), most of a build's BM25 time; here every (document, term) pair is scored
-    at once with the same float operations. The vocabulary is numbered in the order of the
-    same set bm25s builds (filled document by document), and ``idf`` and ``tfc`` follow its
-    Lucene formulas operation for operation, including numpy's promotion of the float64 length
-    factor against float32 term counts (``_SCORE_DTYPE``): the arrays are equal byte for byte
-    (tests/index/test_bm25_build_equivalence.py compares them with bm25s' own). A corpus
-    without a single token goes to bm25s, which fails on it as it always did.
+    at once with the same float operations (``term_counts.score_matrix``). The vocabulary is
+    numbered in the order of the same set bm25s builds (filled document by document), and
+    ``idf`` and ``tfc`` follow its Lucene formulas operation for operation, including numpy's
+    promotion of the float64 length factor against float32 term counts: the arrays are equal
+    byte for byte (tests/index/test_bm25_build_equivalence.py compares them with bm25s' own). A
+    corpus without a single token goes to bm25s, which fails on it as it always did.
     """
+    return _indexed(corpus)[0]
+
+
+def _indexed(corpus: list[list[str]]) -> tuple[bm25s.BM25, TermPairs | None, list[str]]:
+    """``_bm25_index`` with the term pairs it scored and its vocabulary in term order (what
+    ``TermCounts`` keeps); no pairs when bm25s indexed the corpus itself."""
     retriever = bm25s.BM25(**_BM25_PARAMETERS)
     unique: set[str] = set()
     for tokens in corpus:
         unique.update(tokens)
-    if not unique or retriever.method != "lucene" or retriever.idf_method != "lucene":
+    if not unique or not _numpy_scoring(retriever):
         retriever.index(corpus, show_progress=False)
-        return retriever
-    vocab = {token: i for i, token in enumerate(unique)}
-    retriever.scores = _bm25_scores(corpus, vocab, retriever.k1, retriever.b)
+        return retriever, None, []
+    vocab = list(unique)
+    pairs = pairs_of_tokens(corpus, {token: i for i, token in enumerate(vocab)})
+    return _scored(retriever, vocab, pairs), pairs, vocab
+
+
+def _numpy_scoring(retriever: bm25s.BM25) -> bool:
+    """Whether ``term_counts.score_matrix`` computes this retriever's scores (Lucene's formulas)."""
+    return retriever.method == "lucene" and retriever.idf_method == "lucene"
+
+
+def _scored(retriever: bm25s.BM25, vocab: list[str], pairs: TermPairs) -> bm25s.BM25:
+    """``retriever`` holding the scores of ``pairs``, whose terms are numbered by their position in ``vocab``."""
+    retriever.scores = score_matrix(pairs, len(vocab), retriever.k1, retriever.b)
     retriever.nonoccurrence_array = None
-    if "" not in vocab:
-        vocab[""] = len(vocab)  # bm25s' empty token, outside the matrix
-    retriever.vocab_dict = vocab
-    retriever.unique_token_ids_set = set(vocab.values())
+    numbering = {token: i for i, token in enumerate(vocab)}
+    if "" not in numbering:
+        numbering[""] = len(numbering)  # bm25s' empty token, outside the matrix
+    retriever.vocab_dict = numbering
+    retriever.unique_token_ids_set = set(numbering.values())
     return retriever
-
-
-# What bm25s' ``tfc`` and ``idf * tfc`` compute in: its float64 scalar (the document's length
-# factor) against float32 arrays (term counts, idf) gives float64 under NumPy 2's promotion,
-# float32 under NumPy 1's value-based casting (pyproject allows both).
-_SCORE_DTYPE = np.result_type(np.float64(1.0), np.ones(1, dtype=np.float32))
-
-
-def _bm25_scores(corpus: list[list[str]], vocab: dict[str, int], k1: float, b: float) -> dict:
-    """bm25s' CSC score matrix (``data``, ``indices``, ``indptr``, ``num_docs``) of ``corpus``."""
-    documents, terms = len(corpus), len(vocab)
-    lengths = np.array([len(tokens) for tokens in corpus])
-    term_of = np.fromiter(map(vocab.__getitem__, chain.from_iterable(corpus)), dtype=np.int64, count=int(lengths.sum()))
-    doc_of = np.repeat(np.arange(documents, dtype=np.int64), lengths)
-    # one entry per (term, document) pair, in CSC order (by term, then document), with its count
-    pairs, counts = np.unique(term_of * documents + doc_of, return_counts=True)
-    pair_terms, pair_docs = pairs // documents, pairs % documents
-    doc_freqs = np.bincount(pair_terms, minlength=terms)
-    indptr = np.zeros(terms + 1, dtype=np.int64)
-    np.cumsum(doc_freqs, out=indptr[1:])
-    idf = _idf_array(doc_freqs, documents)
-    length_factor = k1 * ((1 - b) + b * lengths / lengths.mean())  # per document, float64
-    tf = counts.astype(np.float32).astype(_SCORE_DTYPE)
-    tfc = tf / (length_factor[pair_docs].astype(_SCORE_DTYPE) + tf)
-    data = (idf[pair_terms].astype(_SCORE_DTYPE) * tfc).astype(np.float32)
-    return {"data": data, "indices": pair_docs.astype(np.int32), "indptr": indptr, "num_docs": documents}
-
-
-def _idf_array(doc_freqs: np.ndarray, documents: int) -> np.ndarray:
-    """float32 Lucene idf of every term, ``math.log`` of each distinct document frequency as bm25s
-    computes it (not numpy's ``log``, whose last bit may differ)."""
-    distinct = np.unique(doc_freqs)
-    values = np.array([math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df in distinct.tolist()],
-                      dtype=np.float32)
-    return values[np.searchsorted(distinct, doc_freqs)]
 
 
 # Snapshot: one immutable build -------------------------------------------------------------
@@ -410,33 +393,64 @@ class LexicalIndex:
 
     @older_objects_frozen()
     def _build(self, digest: str, generation: int) -> LexicalSnapshot:
+        """A build from the store's records: the term counts of a record whose text the last build
+        counted are reused from it (``term_counts``), the others' texts are tokenised."""
+        previous = self._previous_counts() if _numpy_scoring(bm25s.BM25(**_BM25_PARAMETERS)) else None
+        known = previous.rows() if previous is not None else {}
         ids: list[str] = []
         years: list[int] = []
         venues: list[str | None] = []
         authors: list[list[str]] = []
-        corpus: list[list[str]] = []
+        keys: list[bytes] = []
+        sources: list[int] = []  # the row of each document's counts in ``previous``, or -1
+        fresh: list[list[str]] = []  # the tokens of the documents counted now, in order
         for record in self.store.iter_texts():  # not iter_papers: the Paper models cost more than the rest
             ids.append(record.id)
             years.append(record.year if record.year is not None else -1)
             venues.append(folded(record.venue) if record.venue else None)
             authors.append([key for key in map(author_key, record.author_names) if key])
-            corpus.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))
-        retriever = _bm25_index(corpus) if ids else None
+            key = document_key(record.title, record.abstract, record.author_names, record.venue)
+            keys.append(key)
+            row = known.get(key, -1)
+            sources.append(row)
+            if row < 0:
+                fresh.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))
+        retriever, counts = self._index(previous, sources, fresh, keys) if ids else (None, None)
         snapshot = LexicalSnapshot(
             ids=ids, years=np.asarray(years, dtype=np.int32), venues=venues, authors=authors,
             digest=digest, generation=generation, retriever=retriever,
         )
-        self._save(snapshot)
+        self._save(snapshot, counts)
         return snapshot
 
-    def _save(self, snapshot: LexicalSnapshot) -> None:
-        """Write the build to a fresh directory, then switch the manifest to it atomically."""
+    @staticmethod
+    def _index(previous: TermCounts | None, sources: list[int], fresh: list[list[str]],
+               keys: list[bytes]) -> tuple[bm25s.BM25, TermCounts | None]:
+        """The retriever of the documents (counts reused where ``sources`` says, else from ``fresh``)
+        and their counts to save."""
+        if previous is not None and len(fresh) < len(sources):
+            vocab, pairs = reused_pairs(previous, sources, fresh)
+            if vocab:
+                return _scored(bm25s.BM25(**_BM25_PARAMETERS), vocab, pairs), TermCounts.of(vocab, keys, pairs)
+            fresh = [[] for _ in sources]  # no document holds a token: what a build from scratch is given
+        built, scored, terms = _indexed(fresh)
+        return built, (TermCounts.of(terms, keys, scored) if scored is not None else None)
+
+    def _previous_counts(self) -> TermCounts | None:
+        """The term counts saved with the current build, when it is of this tokenizer (``_read_manifest``)."""
+        path = self._build_dir()
+        return TermCounts.load(path) if path is not None else None
+
+    def _save(self, snapshot: LexicalSnapshot, counts: TermCounts | None = None) -> None:
+        """Write the build (and its term counts) to a fresh directory, then switch the manifest to it atomically."""
         build = f"build-{snapshot.digest[:12]}-{uuid.uuid4().hex[:8]}"
         staging = self.directory / f"tmp-{build}"
         try:
             staging.mkdir(parents=True, exist_ok=False)
             if snapshot.retriever is not None:
                 snapshot.retriever.save(str(staging), show_progress=False)
+            if counts is not None:
+                counts.save(staging)
             docs = {"ids": snapshot.ids, "years": snapshot.years.tolist(), "venues": snapshot.venues,
                     "authors": snapshot.authors}
             (staging / "docs.json").write_text(json.dumps(docs, ensure_ascii=False), encoding="utf-8")

@@ -1,0 +1,210 @@
+"""Each BM25 document's term counts, saved with a build so that the next build tokenises only what changed.
+
+A BM25 build needs, per document, how often each term occurs in it (its length follows); the
+scores come from those counts and the corpus-wide document frequencies. Tokenising is about
+half of a rebuild (50,000 SciFact-like records: 3.4 of 6.7 s), yet an ingest of a few records
+into a large index changes the tokens of those few only. So every build also saves its counts
+(``counts.npz`` beside bm25s' arrays: per document, in index order, its term ids and counts and
+the key of the text they were counted in, plus the vocabulary), and the next build reuses the
+counts of every document whose key it finds there.
+
+A key is a hash of the text BM25 reads (``document_key``), not the record's content hash: the
+tokens are a function of that text and the tokenizer, nothing else, and the tokenizer's version
+is the manifest's business (a build of another version is never read). Anything wrong with the
+file makes the next build tokenise everything, as before the file existed.
+
+The score matrix of reused and fresh counts is computed by the same operations as from tokens
+(``score_matrix``), so a document's scores do not depend on where its counts came from; only
+the numbering of the terms differs (tests/index/test_term_counts.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+COUNTS_FILE = "counts.npz"
+COUNTS_FORMAT = 1  # of the file's arrays; another value is not read
+_KEY_BYTES = 16
+
+# What bm25s' ``tfc`` and ``idf * tfc`` compute in: its float64 scalar (the document's length
+# factor) against float32 arrays (term counts, idf) gives float64 under NumPy 2's promotion,
+# float32 under NumPy 1's value-based casting (pyproject allows both).
+SCORE_DTYPE = np.result_type(np.float64(1.0), np.ones(1, dtype=np.float32))
+
+
+def document_key(title: str, abstract: str | None, author_names: Sequence[str], venue: str | None) -> bytes:
+    """16 bytes naming the text BM25 reads of one record (``lexical.document_tokens``' inputs)."""
+    fields = [title, abstract or "", venue or "", *author_names]  # a missing and an empty field read alike
+    text = "".join(f"{len(field)}:{field}" for field in fields)  # length-prefixed: no two lists join alike
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_KEY_BYTES).digest()
+
+
+@dataclass(frozen=True)
+class TermPairs:
+    """One entry per (term, document) with the term's count there, sorted by term then document."""
+
+    terms: np.ndarray  # int64
+    docs: np.ndarray  # int64
+    counts: np.ndarray  # int64
+    lengths: np.ndarray  # int64, per document: its number of tokens
+
+
+def pairs_of_tokens(corpus: Sequence[Sequence[str]], vocab: dict[str, int]) -> TermPairs:
+    """The ``TermPairs`` of tokenised documents, terms numbered by ``vocab``."""
+    documents = len(corpus)
+    lengths = np.array([len(tokens) for tokens in corpus], dtype=np.int64)
+    term_of = np.fromiter(map(vocab.__getitem__, chain.from_iterable(corpus)), dtype=np.int64, count=int(lengths.sum()))
+    doc_of = np.repeat(np.arange(documents, dtype=np.int64), lengths)
+    pairs, counts = np.unique(term_of * documents + doc_of, return_counts=True)
+    return TermPairs(pairs // documents, pairs % documents, counts.astype(np.int64), lengths)
+
+
+def score_matrix(pairs: TermPairs, terms: int, k1: float, b: float) -> dict:
+    """bm25s' CSC score matrix (``data``, ``indices``, ``indptr``, ``num_docs``) of ``pairs``.
+
+    The Lucene formulas of bm25s, operation for operation (see ``lexical._bm25_index``).
+    """
+    documents = len(pairs.lengths)
+    doc_freqs = np.bincount(pairs.terms, minlength=terms)
+    indptr = np.zeros(terms + 1, dtype=np.int64)
+    np.cumsum(doc_freqs, out=indptr[1:])
+    idf = idf_array(doc_freqs, documents)
+    length_factor = k1 * ((1 - b) + b * pairs.lengths / pairs.lengths.mean())  # per document, float64
+    tf = pairs.counts.astype(np.float32).astype(SCORE_DTYPE)
+    tfc = tf / (length_factor[pairs.docs].astype(SCORE_DTYPE) + tf)
+    data = (idf[pairs.terms].astype(SCORE_DTYPE) * tfc).astype(np.float32)
+    return {"data": data, "indices": pairs.docs.astype(np.int32), "indptr": indptr, "num_docs": documents}
+
+
+def idf_array(doc_freqs: np.ndarray, documents: int) -> np.ndarray:
+    """float32 Lucene idf of every term, ``math.log`` of each distinct document frequency as bm25s
+    computes it (not numpy's ``log``, whose last bit may differ)."""
+    distinct = np.unique(doc_freqs)
+    values = np.array([math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df in distinct.tolist()],
+                      dtype=np.float32)
+    return values[np.searchsorted(distinct, doc_freqs)]
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """The term counts of one build's documents, in index order (what ``COUNTS_FILE`` holds)."""
+
+    vocab: list[str]  # term id -> token
+    keys: np.ndarray  # (documents,) ``S16``: each document's ``document_key``
+    doc_ptr: np.ndarray  # int64 (documents + 1): document d's entries are [doc_ptr[d], doc_ptr[d + 1])
+    terms: np.ndarray  # int32 term ids, by document, then term
+    counts: np.ndarray  # uint16 (uint32 where a document repeats a term more often)
+
+    @classmethod
+    def of(cls, vocab: Sequence[str], keys: Sequence[bytes], pairs: TermPairs) -> TermCounts:
+        """The counts of ``pairs`` (terms numbered as in ``vocab``) by document."""
+        by_doc = np.argsort(pairs.docs.astype(np.int32), kind="stable")  # within a document, terms stay in order
+        doc_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs.docs, minlength=len(keys)), out=doc_ptr[1:])
+        counts = pairs.counts[by_doc]
+        narrow = np.uint16 if len(counts) == 0 or int(counts.max()) <= np.iinfo(np.uint16).max else np.uint32
+        return cls(list(vocab), np.array(keys, dtype=f"S{_KEY_BYTES}"), doc_ptr,
+                   pairs.terms[by_doc].astype(np.int32), counts.astype(narrow))
+
+    def rows(self) -> dict[bytes, int]:
+        """Document key -> its row (the first, where two documents read the same text)."""
+        rows: dict[bytes, int] = {}
+        for row, key in enumerate(self.keys.tolist()):
+            rows.setdefault(key, row)
+        return rows
+
+    def save(self, folder: Path) -> None:
+        vocab = "\n".join(self.vocab).encode("utf-8", "surrogatepass")
+        with (folder / COUNTS_FILE).open("wb") as handle:
+            np.savez(handle, format=np.array([COUNTS_FORMAT, len(self.vocab)], dtype=np.int64),
+                     vocab=np.frombuffer(vocab, dtype=np.uint8), keys=self.keys, doc_ptr=self.doc_ptr,
+                     terms=self.terms, counts=self.counts)
+
+    @classmethod
+    def load(cls, folder: Path) -> TermCounts | None:
+        """The counts saved in ``folder``; None (and a log line) when absent, of another format or damaged."""
+        path = folder / COUNTS_FILE
+        if not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                version, size = (int(value) for value in saved["format"])
+                if version != COUNTS_FORMAT:
+                    return None
+                vocab = saved["vocab"].tobytes().decode("utf-8", "surrogatepass").split("\n") if size else []
+                counts = cls(vocab, saved["keys"], saved["doc_ptr"], saved["terms"], saved["counts"])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            log.info("The term counts in %s are unreadable (%s); the next BM25 build tokenises everything.", path, exc)
+            return None
+        if not counts._consistent(size):
+            log.info("The term counts in %s do not hang together; the next BM25 build tokenises everything.", path)
+            return None
+        return counts
+
+    def _consistent(self, vocabulary: int) -> bool:
+        documents = len(self.keys)
+        return (len(self.vocab) == vocabulary and self.keys.dtype == np.dtype(f"S{_KEY_BYTES}")
+                and self.doc_ptr.shape == (documents + 1,) and int(self.doc_ptr[0]) == 0
+                and bool(np.all(np.diff(self.doc_ptr) >= 0)) and int(self.doc_ptr[-1]) == len(self.terms)
+                and self.terms.shape == self.counts.shape and self.terms.dtype.kind in "iu"
+                and self.counts.dtype.kind in "iu"
+                and (len(self.terms) == 0 or (int(self.terms.min()) >= 0 and int(self.terms.max()) < vocabulary
+                                              and int(self.counts.min()) > 0)))
+
+
+def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[Sequence[str]]) -> tuple[list[str], TermPairs]:
+    """The vocabulary and ``TermPairs`` of documents whose counts come from ``previous`` or are counted now.
+
+    ``sources[d]`` is document ``d``'s row in ``previous``, or -1 for a document counted from
+    the next list of ``fresh`` (one per -1, in order). Terms keep their numbering from
+    ``previous``, new terms follow, and terms no document holds any more are dropped (a build
+    from scratch would not know them), so the vocabulary is exactly the corpus's.
+    """
+    rows = np.asarray(sources, dtype=np.int64)
+    documents = len(rows)
+    reused_docs = np.flatnonzero(rows >= 0)
+    starts = previous.doc_ptr[rows[reused_docs]]
+    sizes = previous.doc_ptr[rows[reused_docs] + 1] - starts
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    taken = np.repeat(starts, sizes) + within
+    old_terms = previous.terms[taken].astype(np.int64)
+    old_counts = previous.counts[taken].astype(np.int64)
+    old_docs = np.repeat(reused_docs, sizes)
+
+    vocab = list(previous.vocab)
+    numbering = {token: term for term, token in enumerate(vocab)}
+    fresh_docs = np.flatnonzero(rows < 0)
+    fresh_lists = list(fresh)
+    if len(fresh_lists) != len(fresh_docs):
+        raise ValueError(f"{len(fresh_docs)} documents to count, {len(fresh_lists)} token lists given")
+    for tokens in fresh_lists:
+        for token in tokens:
+            if token not in numbering:
+                numbering[token] = len(vocab)
+                vocab.append(token)
+    counted = pairs_of_tokens(fresh_lists, numbering) if fresh_lists else None
+    new_terms = counted.terms if counted is not None else np.zeros(0, dtype=np.int64)
+    new_docs = fresh_docs[counted.docs] if counted is not None else np.zeros(0, dtype=np.int64)
+    new_counts = counted.counts if counted is not None else np.zeros(0, dtype=np.int64)
+
+    terms = np.concatenate([old_terms, new_terms])
+    docs = np.concatenate([old_docs, new_docs])
+    counts = np.concatenate([old_counts, new_counts])
+    held = np.bincount(terms, minlength=len(vocab)) > 0
+    renumbered = np.cumsum(held) - 1
+    terms = renumbered[terms]
+    order = np.argsort(terms * documents + docs, kind="stable")
+    lengths = np.bincount(docs, weights=counts, minlength=documents).astype(np.int64)
+    kept = [token for token, keep in zip(vocab, held.tolist(), strict=True) if keep]
+    return kept, TermPairs(terms[order], docs[order], counts[order], lengths)
