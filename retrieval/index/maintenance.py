@@ -323,7 +323,7 @@ class Maintenance:
         if report.records and self.encoders.recorded() != current:
             self.encoders.record(current)  # every vector is now the current encoder's
         if not report.lexical_current:
-            self.lexical.rebuild()
+            self.lexical.rebuild(from_scratch=True)  # a repair trusts nothing derived
         return replace(report, repaired=True)
 
     def _refusal(self, report: ConsistencyReport) -> RepairRefusedError:
@@ -392,6 +392,6 @@ class Maintenance:
             self.encoders.record(current)
         self.migration.superseded()  # the vectors were just made from the migrated records
         self.other_writers.forget()
-        self.lexical.rebuild()
+        self.lexical.rebuild(from_scratch=True)  # a repair trusts nothing derived
         return replace(report, repaired=True, vectors=self.dense.count(), lexical_current=True,
                        damaged_copy=str(aside) if aside else None, indexed_encoder=current if total else None)

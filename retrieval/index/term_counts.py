@@ -54,9 +54,9 @@ def document_key(title: str, abstract: str | None, author_names: Sequence[str], 
 class TermPairs:
     """One entry per (term, document) with the term's count there, sorted by term then document."""
 
-    terms: np.ndarray  # int64
-    docs: np.ndarray  # int64
-    counts: np.ndarray  # int64
+    terms: np.ndarray  # int64 from tokens, int32 from reused counts
+    docs: np.ndarray  # likewise
+    counts: np.ndarray  # int64 from tokens, uint32 from reused counts
     lengths: np.ndarray  # int64, per document: its number of tokens
 
 
@@ -178,9 +178,11 @@ def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[S
     sizes = previous.doc_ptr[rows[reused_docs] + 1] - starts
     within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     taken = np.repeat(starts, sizes) + within
-    old_terms = previous.terms[taken].astype(np.int64)
-    old_counts = previous.counts[taken].astype(np.int64)
-    old_docs = np.repeat(reused_docs, sizes)
+    del within
+    old_terms = previous.terms[taken]  # int32 and uint16 as saved: a 100k-record corpus has 15M entries
+    old_counts = previous.counts[taken]
+    del taken
+    old_docs = np.repeat(reused_docs.astype(np.int32), sizes)
 
     vocab = list(previous.vocab)
     numbering = {token: term for term, token in enumerate(vocab)}
@@ -198,13 +200,13 @@ def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[S
     new_docs = fresh_docs[counted.docs] if counted is not None else np.zeros(0, dtype=np.int64)
     new_counts = counted.counts if counted is not None else np.zeros(0, dtype=np.int64)
 
-    terms = np.concatenate([old_terms, new_terms])
-    docs = np.concatenate([old_docs, new_docs])
-    counts = np.concatenate([old_counts, new_counts])
+    terms = np.concatenate([old_terms, new_terms.astype(np.int32)])
+    docs = np.concatenate([old_docs, new_docs.astype(np.int32)])
+    counts = np.concatenate([old_counts.astype(np.uint32), new_counts.astype(np.uint32)])
+    del old_terms, old_docs, old_counts
     held = np.bincount(terms, minlength=len(vocab)) > 0
-    renumbered = np.cumsum(held) - 1
-    terms = renumbered[terms]
-    order = np.argsort(terms * documents + docs, kind="stable")
+    terms = (np.cumsum(held) - 1).astype(np.int32)[terms]  # terms no document holds any more are dropped
+    order = np.argsort(terms.astype(np.int64) * documents + docs, kind="stable")
     lengths = np.bincount(docs, weights=counts, minlength=documents).astype(np.int64)
     kept = [token for token, keep in zip(vocab, held.tolist(), strict=True) if keep]
     return kept, TermPairs(terms[order], docs[order], counts[order], lengths)

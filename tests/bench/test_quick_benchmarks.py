@@ -101,3 +101,13 @@ def test_ingest_speed_splits_the_pipeline_and_reads_the_shortfall_twice(bench_ou
 def _rows(output: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip().strip("|").split("|")]
             for line in output.splitlines() if line.startswith("|")]
+
+
+def test_bm25_rebuild_quick_reuses_counts_faster_with_the_same_answers(bench_out):
+    """5,000 records, two rounds of small changes: both rebuilds timed, the ratio printed, the answers equal."""
+    output = run_bench("bm25_rebuild.py", bench_out, "--changed", "10")
+    scratch, reusing = table_row(output, "from scratch"), table_row(output, "reusing the last build")
+    assert float(scratch[1]) > 0 and float(reusing[1]) > 0
+    assert re.fullmatch(r"\d+\.\d\dx \(rounds \d+\.\d\dx, \d+\.\d\dx\)", reusing[2]), reusing
+    assert "Same results for 5 queries in every round: yes." in output
+    assert "Host at start: " in output and "of which the term counts" in output

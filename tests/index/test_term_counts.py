@@ -202,3 +202,11 @@ def test_reused_pairs_renumbers_new_terms_after_the_old_and_drops_unheld_ones() 
         assert getattr(pairs, name).tolist() == getattr(expected, name).tolist(), name
     with pytest.raises(ValueError, match="1 documents to count, 0 token lists given"):
         reused_pairs(previous, [0, -1], [])
+
+
+def test_a_rebuild_from_scratch_tokenises_everything_as_a_repair_asks(index: LexicalIndex, store: RecordStore,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    tokenised = Tokenised(monkeypatch)
+    rebuilt = index.rebuild(from_scratch=True)
+    assert len(tokenised.titles) == len(rebuilt.ids)
+    assert TermCounts.load(index._build_dir()) is not None  # type: ignore[arg-type]  # and saves counts for next time
