@@ -420,7 +420,7 @@ class LexicalIndex:
             authors.append([key for key in map(author_key, record.author_names) if key])
             key = document_key(record.title, record.abstract, record.author_names, record.venue)
             keys.append(key)
-            row = known.get(key, -1)
+            row = known.pop(key, -1)  # a text two records share is reused once, counted again for the other
             sources.append(row)
             if row < 0:
                 fresh.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))

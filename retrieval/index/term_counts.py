@@ -4,8 +4,8 @@ A BM25 build needs, per document, how often each term occurs in it (its length f
 scores come from those counts and the corpus-wide document frequencies. Tokenising is about
 half of a rebuild (50,000 SciFact-like records: 3.4 of 6.7 s), yet an ingest of a few records
 into a large index changes the tokens of those few only. So every build also saves its counts
-(``counts.npz`` beside bm25s' arrays: per document, in index order, its term ids and counts and
-the key of the text they were counted in, plus the vocabulary), and the next build reuses the
+(``counts.npz`` beside bm25s' arrays: every (term, document, count) the build scored, each
+document's key of the text they were counted in, and the vocabulary), and the next build reuses the
 counts of every document whose key it finds there.
 
 A key is a hash of the text BM25 reads (``document_key``), not the record's content hash: the
@@ -98,27 +98,25 @@ def idf_array(doc_freqs: np.ndarray, documents: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TermCounts:
-    """The term counts of one build's documents, in index order (what ``COUNTS_FILE`` holds)."""
+    """The term counts of one build's documents (what ``COUNTS_FILE`` holds): the build's
+    ``TermPairs`` as they were scored, by term then document, with each document's key."""
 
     vocab: list[str]  # term id -> token
-    keys: np.ndarray  # (documents,) ``S16``: each document's ``document_key``
-    doc_ptr: np.ndarray  # int64 (documents + 1): document d's entries are [doc_ptr[d], doc_ptr[d + 1])
-    terms: np.ndarray  # int32 term ids, by document, then term
+    keys: np.ndarray  # (documents,) ``S16``: each document's ``document_key``, in index order
+    terms: np.ndarray  # int32 term ids
+    docs: np.ndarray  # int32 document positions
     counts: np.ndarray  # uint16 (uint32 where a document repeats a term more often)
 
     @classmethod
     def of(cls, vocab: Sequence[str], keys: Sequence[bytes], pairs: TermPairs) -> TermCounts:
-        """The counts of ``pairs`` (terms numbered as in ``vocab``) by document."""
-        by_doc = np.argsort(pairs.docs.astype(np.int32), kind="stable")  # within a document, terms stay in order
-        doc_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs.docs, minlength=len(keys)), out=doc_ptr[1:])
-        counts = pairs.counts[by_doc]
+        """The counts of a build's ``pairs`` (terms numbered as in ``vocab``), in their order."""
+        counts = pairs.counts
         narrow = np.uint16 if len(counts) == 0 or int(counts.max()) <= np.iinfo(np.uint16).max else np.uint32
-        return cls(list(vocab), np.array(keys, dtype=f"S{_KEY_BYTES}"), doc_ptr,
-                   pairs.terms[by_doc].astype(np.int32), counts.astype(narrow))
+        return cls(list(vocab), np.array(keys, dtype=f"S{_KEY_BYTES}"), pairs.terms.astype(np.int32),
+                   pairs.docs.astype(np.int32), counts.astype(narrow))
 
     def rows(self) -> dict[bytes, int]:
-        """Document key -> its row (the first, where two documents read the same text)."""
+        """Document key -> its position (the first, where two documents read the same text)."""
         rows: dict[bytes, int] = {}
         for row, key in enumerate(self.keys.tolist()):
             rows.setdefault(key, row)
@@ -128,8 +126,8 @@ class TermCounts:
         vocab = "\n".join(self.vocab).encode("utf-8", "surrogatepass")
         with (folder / COUNTS_FILE).open("wb") as handle:
             np.savez(handle, format=np.array([COUNTS_FORMAT, len(self.vocab)], dtype=np.int64),
-                     vocab=np.frombuffer(vocab, dtype=np.uint8), keys=self.keys, doc_ptr=self.doc_ptr,
-                     terms=self.terms, counts=self.counts)
+                     vocab=np.frombuffer(vocab, dtype=np.uint8), keys=self.keys, terms=self.terms,
+                     docs=self.docs, counts=self.counts)
 
     @classmethod
     def load(cls, folder: Path) -> TermCounts | None:
@@ -143,7 +141,7 @@ class TermCounts:
                 if version != COUNTS_FORMAT:
                     return None
                 vocab = saved["vocab"].tobytes().decode("utf-8", "surrogatepass").split("\n") if size else []
-                counts = cls(vocab, saved["keys"], saved["doc_ptr"], saved["terms"], saved["counts"])
+                counts = cls(vocab, saved["keys"], saved["terms"], saved["docs"], saved["counts"])
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             log.info("The term counts in %s are unreadable (%s); the next BM25 build tokenises everything.", path, exc)
             return None
@@ -153,36 +151,35 @@ class TermCounts:
         return counts
 
     def _consistent(self, vocabulary: int) -> bool:
-        documents = len(self.keys)
-        return (len(self.vocab) == vocabulary and self.keys.dtype == np.dtype(f"S{_KEY_BYTES}")
-                and self.doc_ptr.shape == (documents + 1,) and int(self.doc_ptr[0]) == 0
-                and bool(np.all(np.diff(self.doc_ptr) >= 0)) and int(self.doc_ptr[-1]) == len(self.terms)
-                and self.terms.shape == self.counts.shape and self.terms.dtype.kind in "iu"
-                and self.counts.dtype.kind in "iu"
-                and (len(self.terms) == 0 or (int(self.terms.min()) >= 0 and int(self.terms.max()) < vocabulary
-                                              and int(self.counts.min()) > 0)))
+        arrays = (self.terms, self.docs, self.counts)
+        if (len(self.vocab) != vocabulary or self.keys.dtype != np.dtype(f"S{_KEY_BYTES}") or self.keys.ndim != 1
+                or any(array.ndim != 1 or array.dtype.kind not in "iu" or len(array) != len(self.terms)
+                       for array in arrays)):
+            return False
+        return len(self.terms) == 0 or (
+            int(self.terms.min()) >= 0 and int(self.terms.max()) < vocabulary
+            and int(self.docs.min()) >= 0 and int(self.docs.max()) < len(self.keys) and int(self.counts.min()) > 0)
 
 
 def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[Sequence[str]]) -> tuple[list[str], TermPairs]:
     """The vocabulary and ``TermPairs`` of documents whose counts come from ``previous`` or are counted now.
 
-    ``sources[d]`` is document ``d``'s row in ``previous``, or -1 for a document counted from
-    the next list of ``fresh`` (one per -1, in order). Terms keep their numbering from
-    ``previous``, new terms follow, and terms no document holds any more are dropped (a build
-    from scratch would not know them), so the vocabulary is exactly the corpus's.
+    ``sources[d]`` is document ``d``'s position in ``previous`` (each at most once), or -1 for a
+    document counted from the next list of ``fresh`` (one per -1, in order). Terms keep their
+    numbering from ``previous``, new terms follow, and terms no document holds any more are
+    dropped (a build from scratch would not know them), so the vocabulary is exactly the corpus's.
     """
     rows = np.asarray(sources, dtype=np.int64)
     documents = len(rows)
-    reused_docs = np.flatnonzero(rows >= 0)
-    starts = previous.doc_ptr[rows[reused_docs]]
-    sizes = previous.doc_ptr[rows[reused_docs] + 1] - starts
-    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    taken = np.repeat(starts, sizes) + within
-    del within
-    old_terms = previous.terms[taken]  # int32 and uint16 as saved: a 100k-record corpus has 15M entries
-    old_counts = previous.counts[taken]
-    del taken
-    old_docs = np.repeat(reused_docs.astype(np.int32), sizes)
+    reused = np.flatnonzero(rows >= 0)
+    if len(np.unique(rows[reused])) != len(reused):
+        raise ValueError("a document of the previous build is reused twice")
+    new_position = np.full(len(previous.keys), -1, dtype=np.int64)
+    new_position[rows[reused]] = reused
+    moved = new_position[previous.docs]  # a 100k-record corpus has 15M entries: one pass, no per-document slices
+    kept = moved >= 0
+    old_terms, old_docs, old_counts = previous.terms[kept], moved[kept].astype(np.int32), previous.counts[kept]
+    del moved, kept
 
     vocab = list(previous.vocab)
     numbering = {token: term for term, token in enumerate(vocab)}
@@ -206,7 +203,9 @@ def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[S
     del old_terms, old_docs, old_counts
     held = np.bincount(terms, minlength=len(vocab)) > 0
     terms = (np.cumsum(held) - 1).astype(np.int32)[terms]  # terms no document holds any more are dropped
+    # the reused entries are still in order (terms and documents kept their relative order), the
+    # counted ones too: a stable sort merges the two runs
     order = np.argsort(terms.astype(np.int64) * documents + docs, kind="stable")
     lengths = np.bincount(docs, weights=counts, minlength=documents).astype(np.int64)
-    kept = [token for token, keep in zip(vocab, held.tolist(), strict=True) if keep]
-    return kept, TermPairs(terms[order], docs[order], counts[order], lengths)
+    kept_vocab = [token for token, keep in zip(vocab, held.tolist(), strict=True) if keep]
+    return kept_vocab, TermPairs(terms[order], docs[order], counts[order], lengths)

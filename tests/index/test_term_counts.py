@@ -151,7 +151,7 @@ def test_counts_that_cannot_be_trusted_are_ignored(index: LexicalIndex, store: R
         with path.open("wb") as handle:
             np.savez(handle, format=np.array([2 if damage == "other-format" else 1, len(saved.vocab)]),
                      vocab=np.frombuffer("\n".join(saved.vocab).encode(), dtype=np.uint8), keys=saved.keys,
-                     doc_ptr=saved.doc_ptr, terms=terms, counts=saved.counts)
+                     terms=terms, docs=saved.docs, counts=saved.counts)
     assert TermCounts.load(build) is None
     store.put_many([Paper(title="One more paper on graph neural networks", doi="10.9999/one")])
     tokenised = Tokenised(monkeypatch)
@@ -202,6 +202,24 @@ def test_reused_pairs_renumbers_new_terms_after_the_old_and_drops_unheld_ones() 
         assert getattr(pairs, name).tolist() == getattr(expected, name).tolist(), name
     with pytest.raises(ValueError, match="1 documents to count, 0 token lists given"):
         reused_pairs(previous, [0, -1], [])
+    with pytest.raises(ValueError, match="reused twice"):
+        reused_pairs(previous, [0, 0], [])
+
+
+def test_records_sharing_one_text_are_both_indexed(index: LexicalIndex, store: RecordStore,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two records whose BM25 text is the same (say, one paper under two DOIs): one reuses the
+    counts, the other is counted again, and both are in the index as from scratch."""
+    twins = [Paper(title="Quokka spectroscopy", abstract="Twin text", doi=f"10.9999/twin.{n}") for n in (1, 2)]
+    store.put_many(twins[:1])
+    index.current()
+    store.put_many(twins[1:])
+    tokenised = Tokenised(monkeypatch)
+    both = index.current()
+    assert tokenised.titles == ["Quokka spectroscopy"]  # the new twin only
+    assert {twin.id for twin in twins} <= set(both.ids)
+    assert {paper_id for paper_id, _ in both.search("quokka spectroscopy", 5)} == {twin.id for twin in twins}
+    _assert_same_index(both, _from_scratch(index))
 
 
 def test_a_rebuild_from_scratch_tokenises_everything_as_a_repair_asks(index: LexicalIndex, store: RecordStore,
