@@ -63,6 +63,9 @@ TITLE_WEIGHT = 2  # the title is repeated this many times in the indexed text
 BM25_K1 = 0.9  # term-frequency saturation
 BM25_B = 0.4  # document-length normalisation
 _BM25_PARAMETERS = {"k1": BM25_K1, "b": BM25_B, "method": "lucene"}
+# How ``document_tokens`` makes a record's tokens, saved with its term counts: a change to any of
+# it must not let a build reuse counts of the old tokens (``term_counts``)
+_TOKEN_RECIPE = f"title x{TITLE_WEIGHT}, abstract, author names, venue; bm25_tokens v{TOKENIZER_VERSION}"
 
 
 def document_text(paper: Paper) -> str:
@@ -440,15 +443,16 @@ class LexicalIndex:
         if previous is not None and len(fresh) < len(sources):
             vocab, pairs = reused_pairs(previous, sources, fresh)
             if vocab:
-                return _scored(bm25s.BM25(**_BM25_PARAMETERS), vocab, pairs), TermCounts.of(vocab, keys, pairs)
+                return (_scored(bm25s.BM25(**_BM25_PARAMETERS), vocab, pairs),
+                        TermCounts.of(_TOKEN_RECIPE, vocab, keys, pairs))
             fresh = [[] for _ in sources]  # no document holds a token: what a build from scratch is given
         built, scored, terms = _indexed(fresh)
-        return built, (TermCounts.of(terms, keys, scored) if scored is not None else None)
+        return built, (TermCounts.of(_TOKEN_RECIPE, terms, keys, scored) if scored is not None else None)
 
     def _previous_counts(self) -> TermCounts | None:
         """The term counts saved with the current build, when it is of this tokenizer (``_read_manifest``)."""
         path = self._build_dir()
-        return TermCounts.load(path) if path is not None else None
+        return TermCounts.load(path, _TOKEN_RECIPE) if path is not None else None
 
     def _save(self, snapshot: LexicalSnapshot, counts: TermCounts | None = None) -> None:
         """Write the build (and its term counts) to a fresh directory, then switch the manifest to it atomically."""

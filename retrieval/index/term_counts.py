@@ -9,9 +9,10 @@ document's key of the text they were counted in, and the vocabulary), and the ne
 counts of every document whose key it finds there.
 
 A key is a hash of the text BM25 reads (``document_key``), not the record's content hash: the
-tokens are a function of that text and the tokenizer, nothing else, and the tokenizer's version
-is the manifest's business (a build of another version is never read). Anything wrong with the
-file makes the next build tokenise everything, as before the file existed.
+tokens are a function of that text and of how it is tokenised, nothing else. The latter is the
+caller's ``recipe`` (the title's weight, the tokenizer's version), saved with the counts: counts
+of another recipe are never read. Anything wrong with the file makes the next build tokenise
+everything, as before the file existed.
 
 The score matrix of reused and fresh counts is computed by the same operations as from tokens
 (``score_matrix``), so a document's scores do not depend on where its counts came from; only
@@ -104,6 +105,7 @@ class TermCounts:
     """The term counts of one build's documents (what ``COUNTS_FILE`` holds): the build's
     ``TermPairs`` as they were scored, by term then document, with each document's key."""
 
+    recipe: str  # how a record's text became its tokens (the caller's words); counts of another recipe are not read
     vocab: list[str]  # term id -> token
     keys: np.ndarray  # (documents,) ``S16``: each document's ``document_key``, in index order
     terms: np.ndarray  # int32 term ids
@@ -111,11 +113,11 @@ class TermCounts:
     counts: np.ndarray  # uint16 (uint32 where a document repeats a term more often)
 
     @classmethod
-    def of(cls, vocab: Sequence[str], keys: Sequence[bytes], pairs: TermPairs) -> TermCounts:
+    def of(cls, recipe: str, vocab: Sequence[str], keys: Sequence[bytes], pairs: TermPairs) -> TermCounts:
         """The counts of a build's ``pairs`` (terms numbered as in ``vocab``), in their order."""
         counts = pairs.counts
         narrow = np.uint16 if len(counts) == 0 or int(counts.max()) <= np.iinfo(np.uint16).max else np.uint32
-        return cls(list(vocab), np.array(keys, dtype=f"S{_KEY_BYTES}"), pairs.terms.astype(np.int32),
+        return cls(recipe, list(vocab), np.array(keys, dtype=f"S{_KEY_BYTES}"), pairs.terms.astype(np.int32),
                    pairs.docs.astype(np.int32), counts.astype(narrow))
 
     def rows(self) -> dict[bytes, int]:
@@ -129,22 +131,24 @@ class TermCounts:
         vocab = "\n".join(self.vocab).encode("utf-8", "surrogatepass")
         with (folder / COUNTS_FILE).open("wb") as handle:
             np.savez(handle, format=np.array([COUNTS_FORMAT, len(self.vocab)], dtype=np.int64),
+                     recipe=np.frombuffer(self.recipe.encode("utf-8"), dtype=np.uint8),
                      vocab=np.frombuffer(vocab, dtype=np.uint8), keys=self.keys, terms=self.terms,
                      docs=self.docs, counts=self.counts)
 
     @classmethod
-    def load(cls, folder: Path) -> TermCounts | None:
-        """The counts saved in ``folder``; None (and a log line) when absent, of another format or damaged."""
+    def load(cls, folder: Path, recipe: str) -> TermCounts | None:
+        """The counts saved in ``folder`` under ``recipe``; None (and a log line when it is not
+        merely absent or of another format or recipe) otherwise."""
         path = folder / COUNTS_FILE
         if not path.is_file():
             return None
         try:
             with np.load(path, allow_pickle=False) as saved:
                 version, size = (int(value) for value in saved["format"])
-                if version != COUNTS_FORMAT:
+                if version != COUNTS_FORMAT or saved["recipe"].tobytes().decode("utf-8") != recipe:
                     return None
                 vocab = saved["vocab"].tobytes().decode("utf-8", "surrogatepass").split("\n") if size else []
-                counts = cls(vocab, saved["keys"], saved["terms"], saved["docs"], saved["counts"])
+                counts = cls(recipe, vocab, saved["keys"], saved["terms"], saved["docs"], saved["counts"])
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             log.info("The term counts in %s are unreadable (%s); the next BM25 build tokenises everything.", path, exc)
             return None

@@ -136,7 +136,7 @@ def test_counts_that_cannot_be_trusted_are_ignored(index: LexicalIndex, store: R
     build = index._build_dir()
     assert build is not None
     path = build / COUNTS_FILE
-    saved = TermCounts.load(build)
+    saved = TermCounts.load(build, lexical._TOKEN_RECIPE)
     assert saved is not None
     if damage == "garbage":
         path.write_bytes(b"not a numpy archive")
@@ -150,9 +150,10 @@ def test_counts_that_cannot_be_trusted_are_ignored(index: LexicalIndex, store: R
             terms[0] = len(saved.vocab) + 7
         with path.open("wb") as handle:
             np.savez(handle, format=np.array([2 if damage == "other-format" else 1, len(saved.vocab)]),
+                     recipe=np.frombuffer(saved.recipe.encode(), dtype=np.uint8),
                      vocab=np.frombuffer("\n".join(saved.vocab).encode(), dtype=np.uint8), keys=saved.keys,
                      terms=terms, docs=saved.docs, counts=saved.counts)
-    assert TermCounts.load(build) is None
+    assert TermCounts.load(build, lexical._TOKEN_RECIPE) is None
     store.put_many([Paper(title="One more paper on graph neural networks", doi="10.9999/one")])
     tokenised = Tokenised(monkeypatch)
     with caplog.at_level(logging.INFO):
@@ -170,6 +171,24 @@ def test_counts_of_another_tokenizer_version_are_never_read(index: LexicalIndex,
     tokenised = Tokenised(monkeypatch)
     rebuilt = LexicalIndex(index.directory, store).current()  # as a new process finds it: rebuilt, all tokenised
     assert len(tokenised.titles) == len(rebuilt.ids)
+
+
+def test_counts_of_another_token_recipe_are_never_read(index: LexicalIndex, store: RecordStore,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Say the title came to count three times: the old counts would be wrong, so none is reused."""
+    build = index._build_dir()
+    assert build is not None and TermCounts.load(build, lexical._TOKEN_RECIPE) is not None
+    monkeypatch.setattr(lexical, "_TOKEN_RECIPE", lexical._TOKEN_RECIPE.replace(f"x{lexical.TITLE_WEIGHT}", "x3x"))
+    assert TermCounts.load(build, lexical._TOKEN_RECIPE) is None
+    store.put_many([Paper(title="One more paper on graph neural networks", doi="10.9999/recipe")])
+    tokenised = Tokenised(monkeypatch)
+    rebuilt = index.current()
+    assert len(tokenised.titles) == len(rebuilt.ids)
+
+
+def test_the_recipe_names_the_title_weight_and_the_tokenizer_version() -> None:
+    assert f"title x{lexical.TITLE_WEIGHT}," in lexical._TOKEN_RECIPE
+    assert lexical._TOKEN_RECIPE.endswith(f"bm25_tokens v{lexical.TOKENIZER_VERSION}")
 
 
 def test_document_keys_name_the_text_and_nothing_else() -> None:
@@ -192,7 +211,7 @@ def test_reused_pairs_renumbers_new_terms_after_the_old_and_drops_unheld_ones() 
     old_vocab = ["alpha", "beta", "gamma"]
     old_docs = [["alpha", "beta", "alpha"], ["gamma"], ["beta"]]
     old_pairs = pairs_of_tokens(old_docs, {token: i for i, token in enumerate(old_vocab)})
-    previous = TermCounts.of(old_vocab, [bytes([n]) * 16 for n in range(3)], old_pairs)
+    previous = TermCounts.of("test recipe", old_vocab, [bytes([n]) * 16 for n in range(3)], old_pairs)
     # keep documents 2 and 0 (in that order), drop 1 (the only one holding "gamma"), add one
     vocab, pairs = reused_pairs(previous, [2, -1, 0], [["delta", "beta", "delta"]])
     assert vocab == ["alpha", "beta", "delta"]
@@ -227,4 +246,4 @@ def test_a_rebuild_from_scratch_tokenises_everything_as_a_repair_asks(index: Lex
     tokenised = Tokenised(monkeypatch)
     rebuilt = index.rebuild(from_scratch=True)
     assert len(tokenised.titles) == len(rebuilt.ids)
-    assert TermCounts.load(index._build_dir()) is not None  # type: ignore[arg-type]  # and saves counts for next time
+    assert TermCounts.load(index._build_dir(), lexical._TOKEN_RECIPE) is not None  # type: ignore[arg-type]  # saved for next time
