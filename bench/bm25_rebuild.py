@@ -96,15 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                         doi=f"10.0000/added.{n}.{i}") for i in range(args.changed)])
                 store.delete_many([p.id for p in papers[-(n + 1) * args.changed : len(papers) - n * args.changed]])
                 timings: dict[str, float] = {}
+                built: dict[str, LexicalSnapshot] = {}
                 for label in (("reusing", "scratch") if n % 2 == 0 else ("scratch", "reusing")):
                     begin = time.perf_counter()
-                    built = reusing.current() if label == "reusing" else from_scratch.rebuild(from_scratch=True)
+                    built[label] = reusing.current() if label == "reusing" else from_scratch.rebuild(from_scratch=True)
                     timings[label] = time.perf_counter() - begin
-                    if label == "reusing":
-                        reused = built
-                    else:
-                        rebuilt = built
-                agree &= same_answers(reused, rebuilt)
+                agree &= same_answers(built["reusing"], built["scratch"])
                 reusing_s.append(timings["reusing"])
                 scratch_s.append(timings["scratch"])
                 print(f"  round {n + 1}/{rounds}: reusing counts {timings['reusing']:.2f} s, "

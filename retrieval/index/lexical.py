@@ -148,8 +148,9 @@ def _indexed(corpus: list[list[str]]) -> tuple[bm25s.BM25, TermPairs | None, lis
         retriever.index(corpus, show_progress=False)
         return retriever, None, []
     vocab = list(unique)
-    pairs = pairs_of_tokens(corpus, {token: i for i, token in enumerate(vocab)})
-    return _scored(retriever, vocab, pairs), pairs, vocab
+    numbering = {token: i for i, token in enumerate(vocab)}
+    pairs = pairs_of_tokens(corpus, numbering)
+    return _scored(retriever, numbering, pairs), pairs, vocab
 
 
 def _numpy_scoring(retriever: bm25s.BM25) -> bool:
@@ -157,16 +158,34 @@ def _numpy_scoring(retriever: bm25s.BM25) -> bool:
     return retriever.method == "lucene" and retriever.idf_method == "lucene"
 
 
-def _scored(retriever: bm25s.BM25, vocab: list[str], pairs: TermPairs) -> bm25s.BM25:
-    """``retriever`` holding the scores of ``pairs``, whose terms are numbered by their position in ``vocab``."""
-    retriever.scores = score_matrix(pairs, len(vocab), retriever.k1, retriever.b)
+def _scored(retriever: bm25s.BM25, numbering: dict[str, int], pairs: TermPairs) -> bm25s.BM25:
+    """``retriever`` holding the scores of ``pairs``, whose terms ``numbering`` numbers 0, 1, ... in
+    its order; ``numbering`` becomes the retriever's vocabulary."""
+    retriever.scores = score_matrix(pairs, len(numbering), retriever.k1, retriever.b)
     retriever.nonoccurrence_array = None
-    numbering = {token: i for i, token in enumerate(vocab)}
     if "" not in numbering:
         numbering[""] = len(numbering)  # bm25s' empty token, outside the matrix
     retriever.vocab_dict = numbering
     retriever.unique_token_ids_set = set(numbering.values())
     return retriever
+
+
+def _retriever_and_counts(previous: TermCounts | None, sources: list[int], fresh: list[list[str]],
+                          keys: list[bytes]) -> tuple[bm25s.BM25, TermCounts | None]:
+    """The retriever of a build's documents and the counts to save with it.
+
+    A document's counts are reused from ``previous`` where ``sources`` gives its position there,
+    else counted from the next list of ``fresh``; without ``previous``, ``fresh`` holds every
+    document's tokens (``LexicalIndex._build``)."""
+    if previous is not None and len(fresh) < len(sources):
+        vocab, pairs = reused_pairs(previous, sources, fresh)
+        if vocab:
+            numbering = {token: i for i, token in enumerate(vocab)}
+            return (_scored(bm25s.BM25(**_BM25_PARAMETERS), numbering, pairs),
+                    TermCounts.of(_TOKEN_RECIPE, vocab, keys, pairs))
+        fresh = [[] for _ in sources]  # no document holds a token: what a build from scratch is given
+    built, scored, terms = _indexed(fresh)
+    return built, (TermCounts.of(_TOKEN_RECIPE, terms, keys, scored) if scored is not None else None)
 
 
 # Snapshot: one immutable build -------------------------------------------------------------
@@ -427,27 +446,13 @@ class LexicalIndex:
             sources.append(row)
             if row < 0:
                 fresh.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))
-        retriever, counts = self._index(previous, sources, fresh, keys) if ids else (None, None)
+        retriever, counts = _retriever_and_counts(previous, sources, fresh, keys) if ids else (None, None)
         snapshot = LexicalSnapshot(
             ids=ids, years=np.asarray(years, dtype=np.int32), venues=venues, authors=authors,
             digest=digest, generation=generation, retriever=retriever,
         )
         self._save(snapshot, counts)
         return snapshot
-
-    @staticmethod
-    def _index(previous: TermCounts | None, sources: list[int], fresh: list[list[str]],
-               keys: list[bytes]) -> tuple[bm25s.BM25, TermCounts | None]:
-        """The retriever of the documents (counts reused where ``sources`` says, else from ``fresh``)
-        and their counts to save."""
-        if previous is not None and len(fresh) < len(sources):
-            vocab, pairs = reused_pairs(previous, sources, fresh)
-            if vocab:
-                return (_scored(bm25s.BM25(**_BM25_PARAMETERS), vocab, pairs),
-                        TermCounts.of(_TOKEN_RECIPE, vocab, keys, pairs))
-            fresh = [[] for _ in sources]  # no document holds a token: what a build from scratch is given
-        built, scored, terms = _indexed(fresh)
-        return built, (TermCounts.of(_TOKEN_RECIPE, terms, keys, scored) if scored is not None else None)
 
     def _previous_counts(self) -> TermCounts | None:
         """The term counts saved with the current build, when it is of this tokenizer (``_read_manifest``)."""
