@@ -80,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = rewrite_fetch_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_list)
+    if prepare := getattr(args, "prepare", None):
+        prepare(args)  # what a command starts before the slow imports below (``ingest``: its encoder)
     from bot.context import CliContext  # after parsing: --help and usage errors need neither
     from retrieval.config import load_settings
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         StorageError,
         UnknownScholarError,
     )
+    from retrieval.index.encoders.worker_process import start_encoding_process
     from retrieval.results import (
         AmbiguousScholarResult,
         AnswerEvent,
@@ -78,6 +79,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
 
 _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.assistant": ("Assistant",),
+    # light (the standard library only): a door calls it before importing the rest
+    "retrieval.index.encoders.worker_process": ("start_encoding_process",),
     "retrieval.config": ("Settings", "load_settings"),
     "retrieval.errors": (
         "BusyError", "ConfigError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError", "IndexUnavailableError",
@@ -149,6 +152,7 @@ __all__ = [
     "UnknownScholarError",
     "ValidationReport",
     "load_settings",
+    "start_encoding_process",
 ]  # the names of _SURFACE, sorted (tests/test_public_surface.py)
 
 

@@ -1,6 +1,7 @@
 """The public surface ``retrieval.__all__`` (as httpx's tests/test_exported_members.py guards its own).
 
-The surface is the facade, the settings, every error and every result type; each name
+The surface is the facade, the settings, every error and every result type (and the one
+function a door calls before importing the facade, ``start_encoding_process``); each name
 resolves to the object of the module it lives in, and importing ``retrieval`` stays free
 (the names load on first use).
 """
@@ -29,7 +30,8 @@ def _defined_in(module: ModuleType) -> set[str]:
 
 
 def test_every_error_and_result_type_is_exported() -> None:
-    expected = {"Assistant", "Settings", "load_settings", *_defined_in(errors), *_defined_in(results)}
+    expected = {"Assistant", "Settings", "load_settings", "start_encoding_process", *_defined_in(errors),
+                *_defined_in(results)}
     aliases = {"AnswerEvent", "AnswerKind", "AnswerMode", "FollowKind"}  # type aliases of results.py
     assert set(retrieval.__all__) == expected | aliases
     assert len(retrieval.__all__) == len(set(retrieval.__all__))
@@ -38,7 +40,8 @@ def test_every_error_and_result_type_is_exported() -> None:
 def test_the_declared_homes_agree_with_all() -> None:
     homes = retrieval._SURFACE
     assert sorted(name for names in homes.values() for name in names) == sorted(retrieval.__all__)
-    assert set(homes) == {"retrieval.assistant", "retrieval.config", "retrieval.errors", "retrieval.results"}
+    assert set(homes) == {"retrieval.assistant", "retrieval.config", "retrieval.errors", "retrieval.results",
+                          "retrieval.index.encoders.worker_process"}
 
 
 def test_each_name_is_the_object_of_its_module() -> None:

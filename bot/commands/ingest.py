@@ -61,7 +61,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=_Formats(), metavar="FMT",
                         help="read every file as FMT (%(choices)s); default: detected per file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, prepare=prepare)
+
+
+# Files at least this large (together) get an encoding process started before anything else: a
+# few hundred title-only BibTeX entries. Smaller ingests encode too little for it to matter.
+ENCODE_AHEAD_MIN_BYTES = 256 * 1024
+
+
+def prepare(args: argparse.Namespace) -> None:
+    """Before the command's own imports: start the process that will encode the files' texts
+    (``retrieval.start_encoding_process``), when they are large enough for it to pay."""
+    size = 0
+    for path in args.paths:
+        try:
+            size += path.stat().st_size if path.is_file() else 0
+        except OSError:
+            continue  # ``run`` reports it
+    if size >= ENCODE_AHEAD_MIN_BYTES:
+        from retrieval import start_encoding_process
+
+        start_encoding_process()
 
 
 def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: str) -> None:

@@ -25,7 +25,7 @@ from typing import Self
 import numpy as np
 
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.index.encoders.base import Encoder
+from retrieval.index.encoders.base import DIMENSION, Encoder
 from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
 
@@ -127,6 +127,24 @@ class EmbeddingCache:
                     for text_hash, blob in rows:
                         if len(blob) == size:
                             found[text_hash] = np.frombuffer(blob, dtype=_VECTOR).astype(np.float32)
+            except sqlite3.Error as exc:
+                raise self._storage_error(exc) from exc
+        return found
+
+    def held(self, encoder_name: str, hashes: Iterable[str], dimension: int) -> set[str]:
+        """The hashes among ``hashes`` whose vector (of ``dimension`` floats) the cache holds."""
+        wanted = list(dict.fromkeys(hashes))
+        found: set[str] = set()
+        with self._lock:
+            try:
+                for start in range(0, len(wanted), _SQL_VARIABLES):
+                    chunk = wanted[start : start + _SQL_VARIABLES]
+                    rows = self._db.execute(
+                        "SELECT text_hash FROM embeddings WHERE encoder = ? AND length(vector) = ? AND text_hash IN "
+                        f"({','.join('?' * len(chunk))})",
+                        [encoder_name, dimension * _VECTOR.itemsize, *chunk],
+                    ).fetchall()
+                    found.update(text_hash for (text_hash,) in rows)
             except sqlite3.Error as exc:
                 raise self._storage_error(exc) from exc
         return found
@@ -236,14 +254,28 @@ def encode_with_cache(
 def paper_embedder(cache: EmbeddingCache, *, chunk_size: int = ENCODE_CHUNK) -> PaperEmbedder:
     """An ``embed(encoder, papers)`` function for ``PaperIndex.open(..., embed=...)``.
 
-    Keys are ``Paper.embedding_hash`` and texts ``Paper.embedding_text``.
+    Keys are ``Paper.embedding_hash`` and texts ``Paper.embedding_text``. It also says which
+    papers it would have to encode (``uncached``), so that an ingest can have those encoded
+    ahead (``encode_ahead``).
     """
+    return CachedPaperEmbedder(cache, chunk_size)
 
-    def embed(encoder: Encoder, papers: Sequence[Paper]) -> np.ndarray:
+
+class CachedPaperEmbedder:
+    """``paper_embedder``'s function: records' vectors through the cache."""
+
+    def __init__(self, cache: EmbeddingCache, chunk_size: int = ENCODE_CHUNK) -> None:
+        self.cache = cache
+        self.chunk_size = chunk_size
+
+    def __call__(self, encoder: Encoder, papers: Sequence[Paper]) -> np.ndarray:
         pairs = [(paper.embedding_text, paper.embedding_hash) for paper in papers]
-        return encode_with_cache(encoder, pairs, cache, chunk_size=chunk_size)
+        return encode_with_cache(encoder, pairs, self.cache, chunk_size=self.chunk_size)
 
-    return embed
+    def uncached(self, encoder_name: str, papers: Sequence[Paper]) -> list[Paper]:
+        """The papers whose vector under ``encoder_name`` the cache does not hold."""
+        held = self.cache.held(encoder_name, [paper.embedding_hash for paper in papers], DIMENSION)
+        return [paper for paper in papers if paper.embedding_hash not in held]
 
 
 def default_cache_path(cache_dir: Path) -> Path:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -81,6 +82,7 @@ class EncoderGuard:
         self._embed = embed
         self._factory = factory
         self._lock = threading.Lock()
+        self._this_thread = threading.local()  # ``embedding_through``
 
     @property
     def encoder(self) -> Encoder:
@@ -134,7 +136,27 @@ class EncoderGuard:
 
     def embed(self, papers: Sequence[Paper]) -> np.ndarray:
         """Vectors of ``papers`` (float32, one row each) through the ``embed`` seam."""
-        return np.asarray(self._embed(self.encoder, papers), dtype=np.float32)
+        encoder = getattr(self._this_thread, "encoder", None) or self.encoder
+        return np.asarray(self._embed(encoder, papers), dtype=np.float32)
+
+    @contextmanager
+    def embedding_through(self, encoder: Encoder) -> Iterator[None]:
+        """Within the block, this thread's ``embed`` calls use ``encoder``, which must make the
+        current encoder's vectors under its name (``encode_ahead.AheadEncoder``). Other threads (a
+        Slack search during a sync) keep the encoder itself."""
+        if encoder.name != self.encoder.name:
+            raise ValueError(f"{encoder.name!r} is not the current encoder {self.encoder.name!r}")
+        self._this_thread.encoder = encoder
+        try:
+            yield
+        finally:
+            self._this_thread.encoder = None
+
+    def uncached(self, papers: Sequence[Paper]) -> list[Paper]:
+        """The papers the ``embed`` seam would have to encode: those its cache lacks (all of them
+        when the seam keeps no cache; ``embedding_cache.paper_embedder``'s does)."""
+        uncached = getattr(self._embed, "uncached", None)
+        return list(papers) if uncached is None else uncached(self.encoder.name, papers)
 
     def embed_unless_mixed(self, papers: Sequence[Paper]) -> dict[str, np.ndarray]:
         """Vectors by record id; none while the index's vectors come from another encoder

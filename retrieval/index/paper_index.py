@@ -17,6 +17,7 @@ them): ``docs/index.md``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 
 from retrieval.config import Settings
 from retrieval.index.catch_up import MigrationCatchUp, OtherWriters
@@ -150,6 +151,11 @@ class PaperIndex:
     def delete(self, ids: Sequence[str]) -> int:
         """Remove records (store first, then vectors); returns how many records existed."""
         return self.writer.delete(ids)
+
+    def encoding_ahead(self, papers: Sequence[Paper]) -> AbstractContextManager[None]:
+        """Within the block, upserts of ``papers`` on this thread take vectors a child process
+        encoded ahead, when that pays (``IndexWriter.encoding_ahead``)."""
+        return self.writer.encoding_ahead(papers)
 
     # --- filters (filters.py) ------------------------------------------------------------------
 

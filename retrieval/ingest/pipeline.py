@@ -117,10 +117,18 @@ def ingest_papers(
 
     unique = _fold_equal_ids(dedupe(incoming, on_capped=capped), warnings)
     report = IngestReport(merged_duplicates=len(incoming) - len(unique), warnings=warnings)
+    if progress:
+        progress(0, len(unique))
+    with index.encoding_ahead(unique):
+        _upsert_batches(index, unique, report, progress, batch_size)
+    return report
+
+
+def _upsert_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestReport,
+                    progress: Progress | None, batch_size: int) -> None:
+    """Merge each batch with its indexed matches and upsert it (one committed write per batch)."""
     total = len(unique)
     done = 0
-    if progress:
-        progress(0, total)
     for start in range(0, total, batch_size):
         batch = unique[start : start + batch_size]
         final: dict[str, Paper] = {}
@@ -144,7 +152,6 @@ def ingest_papers(
         done += len(batch)
         if progress:
             progress(done, total)
-    return report
 
 
 _BIBTEX_BLOCK = re.compile(r"@\s*([A-Za-z][\w-]*)\s*[{(]")

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -179,6 +180,9 @@ class _Index:
 
     def delete(self, ids: list[str]) -> int:
         return 0
+
+    def encoding_ahead(self, papers: list[Paper]) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 def _counting_provenance(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:

@@ -153,6 +153,11 @@ class OnnxEncoder:
     ) -> None:
         self.name = name
         self.model_file = Path(model_file)
+        # how to make this very encoder again (in another process: ``encode_ahead``)
+        self.options: dict[str, Any] = {
+            "batch_size": batch_size, "token_budget": token_budget, "threads": threads, "workers": workers,
+            "spin": spin, "sort_by_length": sort_by_length, "window": window, "optimized": optimized,
+        }
         self._workers = max(1, min(workers, cpu_count()))
         per_worker = max(1, (threads or cpu_count()) // self._workers)
         self._new_session = partial(make_session, self.model_file, per_worker, spin, optimized=optimized)
