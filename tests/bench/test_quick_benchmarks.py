@@ -78,15 +78,19 @@ SCHOLARS_BIB = REPO.parent / "shared" / "datasets" / "scholars-real" / "bib"
 
 @pytest.mark.skipif(not SCHOLARS_BIB.is_dir(), reason=f"scholars-real not found at {SCHOLARS_BIB}")
 def test_ingest_speed_splits_the_pipeline_and_reads_the_shortfall_twice(bench_out):
-    """Two real lists and 16 abstracts, one round: the report's rows, and figures that hang together."""
-    output = run_bench("ingest_speed.py", bench_out, "--rounds", "1", "--bib-files", "2", "--scifact", "16")
+    """Two real lists and 16 abstracts, one round, both ways (the child forced): the report's rows,
+    and figures that hang together."""
+    output = run_bench("ingest_speed.py", bench_out, "--rounds", "1", "--bib-files", "2", "--scifact", "16",
+                       "--ahead-from", "1")
     assert "Host at start: " in output and "load average" in output
     for label in ("scholars-real: 2 .bib files", "SciFact: 16 abstracts"):
         rows = [cells for cells in _rows(output) if cells[0].startswith(label)]
-        assert [cells[1].split(":")[0] for cells in rows] == ["encoder alone", "ingest end to end"], rows
-        encoder, ingest = rows
-        assert float(encoder[2]) > 0 and float(ingest[2]) > 0
-        assert re.fullmatch(r"[-+]\d+\.\d% \((meets|misses) the 15% goal; rounds [-+]\d+%\)", ingest[3]), ingest
+        assert [cells[1].split(":")[0] for cells in rows] == [
+            "encoder alone", "ingest end to end, in process", "ingest end to end, as paperbot ingest (child used"], rows
+        encoder, ingest, ahead = rows
+        assert float(encoder[2]) > 0 and float(ingest[2]) > 0 and float(ahead[2]) > 0
+        for row in (ingest, ahead):
+            assert re.fullmatch(r"[-+]\d+\.\d% \((meets|misses) the 15% goal; rounds [-+]\d+%\)", row[3]), row
         outside = re.fullmatch(r"(\d+\.\d)% \(rounds \d+%\)", ingest[4])
         assert outside and 0 < float(outside.group(1)) < 100, ingest
         parse, ingest_s, encoding, bm25, pipeline = (float(cell) for cell in ingest[5:10])
@@ -96,6 +100,10 @@ def test_ingest_speed_splits_the_pipeline_and_reads_the_shortfall_twice(bench_ou
         # the same-run share is 1 - encoding / pipeline, up to the rounding of the cells it is read from
         slack = half / pipeline + encoding * half / (pipeline - half) ** 2 + 0.0005
         assert abs(float(outside.group(1)) / 100 - (1 - encoding / pipeline)) <= slack, ingest
+        # encoded ahead, the encoder runs beside the pipeline: no same-run share, no encoding column
+        assert ahead[4] == "-" and ahead[7] == "-", ahead
+        parse, ingest_s, bm25, pipeline = (float(ahead[n]) for n in (5, 6, 8, 9))
+        assert abs(parse + ingest_s + bm25 - pipeline) <= 3 * half + 1e-9, ahead
 
 
 def _rows(output: str) -> list[list[str]]:
