@@ -275,6 +275,19 @@ load_encoder(Settings()).encode(["a question that keeps the encoder busy"])
 time.sleep(12)
 """
 
+ENCODED_AHEAD = """
+from retrieval.config import Settings
+from retrieval.index.encoders import loading
+from retrieval.index.encoders.encode_ahead import EncoderProcess, ahead_of
+
+texts = ["a title encoded by the child", "another title"]
+encoder = loading.onnx_encoder(Settings().encoder_cache_dir, "onnx-int8")
+with ahead_of(encoder, texts, EncoderProcess.start()) as ahead:
+    assert ahead.process.wait_ready(120), ahead.process.failure
+    ahead.encode(texts)
+    assert ahead.from_process == 2, ahead.process.failure
+"""
+
 #: What the caller's environment must not decide for the product (it must switch these itself).
 CALLER_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_DATASETS_OFFLINE",
                    "ORT_DISABLE_TELEMETRY", "ANONYMIZED_TELEMETRY", "TORCH_HOME", "MPLCONFIGDIR",
@@ -377,17 +390,20 @@ def test_first_ingest_ask_and_summarize_make_no_connection_attempt(tmp_path: Pat
         [str(PAPERBOT), "ask", "What is known about modular forms of half integral weight?", "--json"],
         [str(PAPERBOT), "summarize", author, "--json"],
         [sys.executable, "-c", LONG_LIVED],  # the Slack bot's case: telemetry that waits for a long-lived process
+        [sys.executable, "-c", ENCODED_AHEAD],  # the encoding process a large `paperbot ingest` starts
     ]
     results = _run_without_network(tmp_path, commands, _first_run_env(tmp_path, data_dir))
 
     for argv, result in zip(commands, results, strict=True):
-        name = argv[1] if argv[0] == str(PAPERBOT) else "a process keeping the encoder loaded"
+        name = (argv[1] if argv[0] == str(PAPERBOT) else "a process keeping the encoder loaded"
+                if argv[-1] == LONG_LIVED else "an encoding process")
         assert result["code"] == 0, f"{name} failed without a network:\n{result['stderr'][-2000:]}"
         assert result["packets"] == [], f"{name} tried to reach the network: {_targets(result['packets'])}"
     assert json.loads(results[0]["stdout"])["added"] == 8
     assert json.loads(results[1]["stdout"])["citations"]
     started, calls = _audit(tmp_path)
-    assert started >= len(commands), "the audit hook was not installed in the commands' processes"
+    # every command, and the child of the last one (started by the first too, when its file is large)
+    assert started >= len(commands) + 1, "the audit hook was not installed in the commands' processes"
     assert calls == [], f"network calls from Python:\n{_describe(calls)}"
     assert _home_files(tmp_path) == [], "the commands wrote into a fresh HOME (a device id, a cache?)"
 
@@ -430,3 +446,17 @@ def test_importing_onnxruntime_through_the_encoder_module_writes_no_device_id(tm
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert _home_files(tmp_path) == [], "onnxruntime's telemetry is on: it wrote its device id"
+
+
+def test_the_encoding_process_writes_no_device_id(tmp_path: Path) -> None:
+    """The child ``paperbot ingest`` starts imports onnxruntime too: its telemetry is off there as well."""
+    env = _first_run_env(tmp_path, tmp_path / "data")
+    env.pop("ORT_DISABLE_TELEMETRY", None)
+    code = ("from retrieval.index.encoders import worker_process\n"
+            "child = worker_process.spawn()\n"
+            "worker_process.end(child)\n"  # it imports its libraries, then reads the end of its input
+            "assert child.returncode == 0, child.returncode\n")
+    proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _home_files(tmp_path) == [], "onnxruntime's telemetry is on in the encoding process: it wrote its device id"
