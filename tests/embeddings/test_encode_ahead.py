@@ -70,10 +70,10 @@ def process(int8: OnnxEncoder):
 
 def test_frames_round_trip_and_a_clean_end_is_none():
     stream = io.BytesIO()
-    write_frame(stream, {"op": "encode", "id": 3, "texts": ["α", "b"]})
+    write_frame(stream, {"op": "encode", "id": 3, "texts": ["α", "b\udc80"]})  # a lone surrogate too
     write_frame(stream, {"op": "vectors", "id": 3, "count": 1}, b"\x00" * 8)
     stream.seek(0)
-    assert read_frame(stream) == ({"op": "encode", "id": 3, "texts": ["α", "b"]}, b"")
+    assert read_frame(stream) == ({"op": "encode", "id": 3, "texts": ["α", "b\udc80"]}, b"")
     assert read_frame(stream) == ({"op": "vectors", "id": 3, "count": 1}, b"\x00" * 8)
     assert read_frame(stream) is None
 

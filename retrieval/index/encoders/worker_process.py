@@ -125,7 +125,8 @@ class FrameError(RuntimeError):
 
 def write_frame(stream: BinaryIO, message: dict[str, Any], body: bytes = b"") -> None:
     """One frame: two big-endian lengths, the message as JSON, then the body (may be empty)."""
-    encoded = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    # ASCII escapes: a lone surrogate in a text survives the trip (UTF-8 could not carry it)
+    encoded = json.dumps(message).encode("ascii")
     stream.write(_HEADER.pack(len(encoded), len(body)) + encoded + body)
     stream.flush()
 
@@ -142,7 +143,7 @@ def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
     body = _read_exactly(stream, body_size) if body_size else b""
     assert raw is not None and body is not None
     try:
-        message = json.loads(raw.decode("utf-8"))
+        message = json.loads(raw.decode("ascii"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FrameError(f"frame is not JSON: {exc}") from exc
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
