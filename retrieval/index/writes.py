@@ -146,8 +146,10 @@ class IndexWriter:
     def texts_to_encode(self, papers: Sequence[Paper]) -> list[str]:
         """The distinct texts an upsert of ``papers`` would encode, in their order: those of records
         that are new or whose text changed, and whose vector the embedding cache lacks."""
-        stored = self.store.hashes([paper.id for paper in papers])
-        fresh = [paper for paper in papers if stored.get(paper.id, ("", ""))[1] != paper.embedding_hash]
+        ids = [paper.id for paper in papers]  # ``Paper.id`` is computed anew on every access
+        stored = self.store.hashes(ids)
+        fresh = [paper for paper_id, paper in zip(ids, papers, strict=True)
+                 if stored.get(paper_id, ("", ""))[1] != paper.embedding_hash]
         if not fresh:
             return []
         return list(dict.fromkeys(paper.embedding_text for paper in self.encoders.uncached(fresh)))
@@ -164,12 +166,16 @@ class IndexWriter:
         spare = take_spare()
         needed = rule.started_here if spare is None else rule.started_in_advance
         texts: list[str] = []
-        if len(papers) >= needed:
-            try:
+        try:
+            if len(papers) >= needed:
                 self.encoders.check()
                 texts = self.texts_to_encode(papers)
-            except ConfigError:
-                texts = []
+        except ConfigError:
+            texts = []
+        except BaseException:
+            if spare is not None:
+                spare.close()
+            raise
         if len(texts) < max(1, needed):
             if spare is not None:
                 spare.close()

@@ -1,17 +1,18 @@
 """The encoding process: an ``OnnxEncoder`` in a child process of its own, and the frames it speaks.
 
-Started by ``spawn`` (as ``python -m retrieval.index.encoders.worker_process``), for
-``encode_ahead.EncoderProcess``; ``start_encoding_process`` starts one before it is needed. Why a process: inside the ingesting process the encoder's sessions
-wait for the GIL after every run while the pipeline runs Python or embedded Chroma's upsert
-(which holds the GIL for the whole call), so the work around the encoder adds to its time.
-A child has its own GIL (``docs/encoders.md``, "End-to-end ingest").
+Started by ``spawn`` (as ``python -m retrieval.index.encoders.worker_process``) for
+``encode_ahead.EncoderProcess``; ``start_encoding_process`` starts one before it is needed. Why a
+process: inside the ingesting process the encoder's sessions wait for the GIL after every run
+while the pipeline runs Python or embedded Chroma's upsert (which holds the GIL for the whole
+call), so the work around the encoder adds to its time. A child has its own GIL
+(``docs/encoders.md``, "Encoding ahead in a child process (kept)").
 
 The child imports only numpy, onnxruntime and the tokenizer (no pydantic, no chromadb), first
 thing, so that a parent which starts it early (``paperbot ingest`` does, before its own imports)
 finds it ready. Then, on its standard input and output, in frames (``write_frame``):
 
 * parent -> child ``{"op": "load", "model_file": ..., "name": ..., <OnnxEncoder options>}``
-  once; the child answers ``{"op": "ready", "name": ...}`` or ``{"op": "error", "message": ...}``
+  once; the child answers ``{"op": "ready", "name": ...}``, or ``{"op": "error", "message": ...}``
   and exits;
 * parent -> child ``{"op": "encode", "id": N, "texts": [...]}``; the child answers, in the order
   asked, ``{"op": "vectors", "id": N, "count": K}`` with the K float32 vectors (little-endian,
@@ -19,8 +20,9 @@ finds it ready. Then, on its standard input and output, in frames (``write_frame
 
 End of input (the parent closed the pipe, finished or died) ends the child; requests still
 queued are dropped. Ctrl-C is the parent's to handle: the child runs in a process group of its
-own, which a terminal's Ctrl-C does not reach, and ignores SIGINT once it runs. The vectors are those of the same ``OnnxEncoder`` in the parent, bit
-for bit: same graph file, same options, and int8 runs one text at a time.
+own, which a terminal's Ctrl-C does not reach, and ignores SIGINT once it runs. The vectors are
+those of the same ``OnnxEncoder`` in the parent, bit for bit: same graph file, same options, and
+int8 runs one text at a time.
 """
 
 from __future__ import annotations
@@ -45,8 +47,6 @@ keep_onnxruntime_local()
 _HEADER = struct.Struct(">II")  # lengths of the JSON part and of the body
 MAX_FRAME = 64 * 1024 * 1024  # a frame longer than this is a broken stream, not a request
 VECTOR_DTYPE = "<f4"
-
-
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding ``retrieval``
 CLOSE_SECONDS = 5.0  # after its input is closed, how long a child may take to exit before it is killed
 
@@ -169,8 +169,6 @@ _LOAD_OPTIONS = ("batch_size", "token_budget", "threads", "workers", "spin", "so
 
 
 def _serve(requests: BinaryIO, replies: BinaryIO) -> int:
-    from pathlib import Path
-
     import numpy as np
 
     from retrieval.index.encoders.onnx_runtime import OnnxEncoder
@@ -235,7 +233,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    # os._exit: no waiting for the encoding thread's queued work or the interpreter's teardown
-    import os
-
-    os._exit(main())
+    os._exit(main())  # no waiting for the encoding thread's queued work or the interpreter's teardown
