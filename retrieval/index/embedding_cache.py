@@ -25,7 +25,7 @@ from typing import Self
 import numpy as np
 
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.index.encoders.base import DIMENSION, Encoder
+from retrieval.index.encoders.base import Encoder
 from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
 
@@ -45,7 +45,6 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 Progress = Callable[[int, int], None]
-PaperEmbedder = Callable[[Encoder, Sequence[Paper]], np.ndarray]
 
 
 class EmbeddingCache:
@@ -112,39 +111,33 @@ class EmbeddingCache:
 
     def get_many(self, encoder_name: str, hashes: Iterable[str], dimension: int) -> dict[str, np.ndarray]:
         """Cached vectors among ``hashes`` (absent ones, or ones of another length, are left out)."""
-        wanted = list(dict.fromkeys(hashes))
-        found: dict[str, np.ndarray] = {}
         size = dimension * _VECTOR.itemsize
-        with self._lock:
-            try:
-                for start in range(0, len(wanted), _SQL_VARIABLES):
-                    chunk = wanted[start : start + _SQL_VARIABLES]
-                    rows = self._db.execute(
-                        "SELECT text_hash, vector FROM embeddings WHERE encoder = ? AND text_hash IN "
-                        f"({','.join('?' * len(chunk))})",
-                        [encoder_name, *chunk],
-                    ).fetchall()
-                    for text_hash, blob in rows:
-                        if len(blob) == size:
-                            found[text_hash] = np.frombuffer(blob, dtype=_VECTOR).astype(np.float32)
-            except sqlite3.Error as exc:
-                raise self._storage_error(exc) from exc
-        return found
+        return {text_hash: np.frombuffer(blob, dtype=_VECTOR).astype(np.float32)
+                for text_hash, blob in self._rows_of("text_hash, vector", encoder_name, hashes)
+                if len(blob) == size}
 
     def held(self, encoder_name: str, hashes: Iterable[str], dimension: int) -> set[str]:
         """The hashes among ``hashes`` whose vector (of ``dimension`` floats) the cache holds."""
+        rows = self._rows_of("text_hash", encoder_name, hashes, vector_bytes=dimension * _VECTOR.itemsize)
+        return {text_hash for (text_hash,) in rows}
+
+    def _rows_of(self, columns: str, encoder_name: str, hashes: Iterable[str], *,
+                 vector_bytes: int | None = None) -> list[tuple]:
+        """``columns`` of the rows of ``encoder_name`` among ``hashes`` (only vectors of ``vector_bytes``
+        when given), asked in chunks under SQLite's limit on variables."""
         wanted = list(dict.fromkeys(hashes))
-        found: set[str] = set()
+        length = "" if vector_bytes is None else "AND length(vector) = ? "
+        leading: list[object] = [encoder_name] if vector_bytes is None else [encoder_name, vector_bytes]
+        found: list[tuple] = []
         with self._lock:
             try:
                 for start in range(0, len(wanted), _SQL_VARIABLES):
                     chunk = wanted[start : start + _SQL_VARIABLES]
-                    rows = self._db.execute(
-                        "SELECT text_hash FROM embeddings WHERE encoder = ? AND length(vector) = ? AND text_hash IN "
+                    found += self._db.execute(
+                        f"SELECT {columns} FROM embeddings WHERE encoder = ? {length}AND text_hash IN "
                         f"({','.join('?' * len(chunk))})",
-                        [encoder_name, dimension * _VECTOR.itemsize, *chunk],
+                        [*leading, *chunk],
                     ).fetchall()
-                    found.update(text_hash for (text_hash,) in rows)
             except sqlite3.Error as exc:
                 raise self._storage_error(exc) from exc
         return found
@@ -251,7 +244,7 @@ def encode_with_cache(
     return out
 
 
-def paper_embedder(cache: EmbeddingCache, *, chunk_size: int = ENCODE_CHUNK) -> PaperEmbedder:
+def paper_embedder(cache: EmbeddingCache, *, chunk_size: int = ENCODE_CHUNK) -> CachedPaperEmbedder:
     """An ``embed(encoder, papers)`` function for ``PaperIndex.open(..., embed=...)``.
 
     Keys are ``Paper.embedding_hash`` and texts ``Paper.embedding_text``. It also says which
@@ -272,9 +265,9 @@ class CachedPaperEmbedder:
         pairs = [(paper.embedding_text, paper.embedding_hash) for paper in papers]
         return encode_with_cache(encoder, pairs, self.cache, chunk_size=self.chunk_size)
 
-    def uncached(self, encoder_name: str, papers: Sequence[Paper]) -> list[Paper]:
-        """The papers whose vector under ``encoder_name`` the cache does not hold."""
-        held = self.cache.held(encoder_name, [paper.embedding_hash for paper in papers], DIMENSION)
+    def uncached(self, encoder: Encoder, papers: Sequence[Paper]) -> list[Paper]:
+        """The papers whose vector by ``encoder`` the cache does not hold."""
+        held = self.cache.held(encoder.name, [paper.embedding_hash for paper in papers], encoder.dimension)
         return [paper for paper in papers if paper.embedding_hash not in held]
 
 

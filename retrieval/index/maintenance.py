@@ -156,7 +156,7 @@ class EncoderGuard:
         """The papers the ``embed`` seam would have to encode: those its cache lacks (all of them
         when the seam keeps no cache; ``embedding_cache.paper_embedder``'s does)."""
         uncached = getattr(self._embed, "uncached", None)
-        return list(papers) if uncached is None else uncached(self.encoder.name, papers)
+        return list(papers) if uncached is None else uncached(self.encoder, papers)
 
     def embed_unless_mixed(self, papers: Sequence[Paper]) -> dict[str, np.ndarray]:
         """Vectors by record id; none while the index's vectors come from another encoder

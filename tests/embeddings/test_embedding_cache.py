@@ -170,3 +170,25 @@ def test_paper_embedder_uses_the_records_text_and_hash(cache):
     embed(encoder, papers)
     assert len(encoder.calls) == 1
     assert cache.get_many(encoder.name, [papers[0].embedding_hash], 8).keys() == {papers[0].embedding_hash}
+
+
+def test_held_names_the_hashes_with_a_vector_of_that_encoder_and_length(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite3")
+    hashes = [f"h{n}" for n in range(1200)]  # more than one chunk of SQL variables
+    cache.put_many("fake/v1", {h: vector_of(h) for h in hashes[:1100]})
+    cache.put_many("fake/v1", {"short": np.zeros(4, np.float32)})  # a vector of another length
+    cache.put_many("fake/v2", {"h1150": vector_of("h1150")})  # another encoder's
+    assert cache.held("fake/v1", [*hashes, "short", "h3"], 8) == set(hashes[:1100])
+    assert cache.held("fake/v1", ["short"], 4) == {"short"}
+    assert cache.held("fake/v2", hashes, 8) == {"h1150"}
+    assert set(cache.get_many("fake/v1", [*hashes, "short"], 8)) == set(hashes[:1100])
+
+
+def test_the_paper_embedder_says_which_papers_it_would_encode(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite3")
+    papers = [Paper(title=text) for text in TEXTS]
+    embed = paper_embedder(cache)
+    encoder = CountingEncoder()
+    embed(encoder, papers[:3])
+    assert embed.uncached(encoder, papers) == papers[3:]
+    assert embed.uncached(CountingEncoder("fake/other"), papers) == papers
