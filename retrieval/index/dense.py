@@ -29,11 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import chromadb
 import httpx
 import numpy as np
-from chromadb.config import Settings as ChromaSettings
-from chromadb.errors import ChromaError
 
 from retrieval.config import Settings
 from retrieval.errors import (
@@ -49,6 +46,29 @@ from retrieval.storage.sqlite import LOW_SPACE, free_bytes, report_read_only
 from retrieval.storage.sqlite import disk_is_full as _disk_is_full
 
 log = logging.getLogger(__name__)
+
+
+def _chromadb() -> Any:
+    """chromadb, imported on first use: the import takes about 1.7 s here, which ``paperbot
+    ingest`` spends while its encoding process already encodes (``docs/encoders.md``, "Encoding
+    ahead in a child process (kept)"); commands that never reach Chroma do not pay it."""
+    import chromadb
+
+    return chromadb
+
+
+def _chroma_error() -> type[Exception]:
+    """chromadb's error base class (an ``except`` clause evaluates it only when an exception is raised)."""
+    from chromadb.errors import ChromaError
+
+    return ChromaError
+
+
+def _chroma_settings() -> Any:
+    """Client settings: chromadb's product telemetry off."""
+    from chromadb.config import Settings as ChromaSettings
+
+    return ChromaSettings(anonymized_telemetry=False)
 
 BATCH = 5000  # below Chroma's max batch size (5461 here)
 _PAGE = 5000
@@ -105,7 +125,7 @@ def bound_requests(client: Any, timeout: float) -> None:
     session = getattr(getattr(client, "_server", None), "_session", None)
     if not isinstance(session, httpx.Client):
         log.warning("chromadb %s keeps no httpx session where paperbot expects it: requests to the Chroma "
-                    "server have no timeout (PAPERBOT_CHROMA_TIMEOUT is ignored).", chromadb.__version__)
+                    "server have no timeout (PAPERBOT_CHROMA_TIMEOUT is ignored).", _chromadb().__version__)
         return
     session.timeout = httpx.Timeout(timeout)
 
@@ -145,7 +165,7 @@ def _forget_system(path: Path) -> None:
         from chromadb.api.shared_system_client import SharedSystemClient
     except ImportError:  # pragma: no cover - a chromadb upgrade moved it
         log.warning("chromadb %s has no SharedSystemClient: a failed Chroma start may stick until restart.",
-                    chromadb.__version__)
+                    _chromadb().__version__)
         return
     systems = getattr(SharedSystemClient, "_identifier_to_system", None)
     counts = getattr(SharedSystemClient, "_identifier_to_refcount", None)
@@ -258,19 +278,19 @@ class DenseStore:
         )
 
     def _connect(self) -> Any:
-        chroma_settings = ChromaSettings(anonymized_telemetry=False)
+        chroma_settings = _chroma_settings()
         if self._settings.chroma_url:
             host, port, ssl = parse_chroma_url(self._settings.chroma_url)
             self._heartbeat()
             client = self._within_timeout(
-                lambda: chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings))
+                lambda: _chromadb().HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings))
             bound_requests(client, self._settings.chroma_timeout)
             return client
         self._drop_snapshot()
         self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         try:
             return self._persistent(self._settings.chroma_dir)
-        except ChromaError as exc:
+        except _chroma_error() as exc:
             if not _disk_is_full(str(exc), self._settings.chroma_dir):
                 raise
             return self._persistent(self._copy_for_reading(exc))
@@ -278,7 +298,7 @@ class DenseStore:
     @staticmethod
     def _persistent(path: Path) -> Any:
         try:
-            return chromadb.PersistentClient(path=str(path), settings=ChromaSettings(anonymized_telemetry=False))
+            return _chromadb().PersistentClient(path=str(path), settings=_chroma_settings())
         except BaseException:
             _forget_system(path)  # or the next attempt gets the broken system back
             raise
@@ -462,7 +482,7 @@ class DenseStore:
                 self.reset()
                 raise self._unreachable() from exc
             raise
-        except ChromaError as exc:
+        except _chroma_error() as exc:
             raise self._failed(str(exc) or type(exc).__name__) from exc
         except (OSError, sqlite3.Error) as exc:
             self.reset()
@@ -550,7 +570,7 @@ class DenseStore:
             return collection.query(**arguments)
         try:
             return collection.query(ids=list(within), **arguments)
-        except ChromaError as exc:
+        except _chroma_error() as exc:
             if "error finding id" not in str(exc).lower():
                 raise
         present = self._present(collection, within)
