@@ -12,6 +12,8 @@ import logging
 import os
 import signal
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -231,3 +233,47 @@ def test_a_spare_is_taken_once(int8, texts, expected):
         assert np.array_equal(encoder.encode(texts), expected)
         assert encoder.from_process == len(texts)
     assert spare.failure is not None  # closed
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's exit may wait for init to reap it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads process states from /proc")
+def test_the_child_leaves_with_a_killed_parent(onnx_cache: Path):
+    parent_code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from retrieval.index.encoders import loading\n"
+        "from retrieval.index.encoders.encode_ahead import AheadEncoder, EncoderProcess\n"
+        "encoder = loading.onnx_encoder(Path(sys.argv[1]), 'onnx-int8')\n"
+        "process = EncoderProcess.start()\n"
+        "process.load(encoder)\n"
+        "assert process.wait_ready(120), process.failure\n"
+        "ahead = AheadEncoder(encoder, process)\n"
+        "ahead.announce([f'text number {n}' for n in range(5000)])  # the child is busy when the parent dies\n"
+        "print(process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    parent = subprocess.Popen([sys.executable, "-c", parent_code, str(onnx_cache)], stdout=subprocess.PIPE,
+                              text=True, env=env)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert _running(child)
+        parent.kill()  # SIGKILL: no cleanup of its own runs
+        parent.wait()
+        deadline = time.monotonic() + 15
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(child), "the encoding process outlived its killed parent"
+    finally:
+        parent.kill()
