@@ -277,3 +277,13 @@ def test_the_child_leaves_with_a_killed_parent(onnx_cache: Path):
         assert not _running(child), "the encoding process outlived its killed parent"
     finally:
         parent.kill()
+
+
+def test_no_python_to_start_means_no_child_and_no_error(monkeypatch: pytest.MonkeyPatch):
+    from retrieval.index.encoders import worker_process
+
+    monkeypatch.setattr(sys, "executable", "")
+    with pytest.raises(OSError, match="no Python executable"):
+        worker_process.spawn()
+    worker_process.start_encoding_process()  # not an error: the ingest encodes in its own process
+    assert worker_process.take_started_process() is None

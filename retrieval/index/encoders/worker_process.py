@@ -57,6 +57,8 @@ def spawn() -> subprocess.Popen[bytes]:
     Raises ``OSError`` when no process can be started. Only this module and the standard
     library are imported here, so that a caller can start it before its own slow imports.
     """
+    if not sys.executable:  # an embedding application's interpreter: no program to start
+        raise OSError("no Python executable to start the encoding process with")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
     return subprocess.Popen(
