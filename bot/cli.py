@@ -80,8 +80,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = rewrite_fetch_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(args_list)
-    if prepare := getattr(args, "prepare", None):
-        prepare(args)  # what a command starts before the slow imports below (``ingest``: its encoder)
     from bot.context import CliContext  # after parsing: --help and usage errors need neither
     from retrieval.config import load_settings
 
@@ -96,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     data_dir: Path | None = None
     try:
         settings = load_settings()
+        if prepare := getattr(args, "prepare", None):
+            prepare(args, settings)  # what a command starts before its slow imports (``ingest``: its encoder)
         data_dir = settings.data_dir
         ctx = CliContext(settings=settings)
         return int(args.handler(args, ctx) or 0)

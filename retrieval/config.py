@@ -81,6 +81,13 @@ class Settings(BaseSettings):
         description="Local encoder backend for all-MiniLM-L6-v2; auto: the fastest within the quality bar, "
                     "measured once per CPU (retrieval.index.encoders.choice); an existing index keeps its encoder.",
     )
+    encode_ahead: bool = Field(
+        default=True,
+        validation_alias=_env("PAPERBOT_ENCODE_AHEAD"),
+        description="Let a large ingest encode in a child process of its own while it writes the index (about "
+                    "200 MB more memory while it runs; retrieval.index.encoders.encode_ahead). false: encode in "
+                    "the ingesting process.",
+    )
     encoder_cache_dir: Path = Field(
         default_factory=_default_encoder_cache_dir,
         validation_alias=_env("PAPERBOT_ENCODER_CACHE_DIR"),

@@ -19,6 +19,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
+    from retrieval.config import Settings
     from retrieval.results import IngestReport
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
@@ -69,9 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 ENCODE_AHEAD_MIN_BYTES = 256 * 1024
 
 
-def prepare(args: argparse.Namespace) -> None:
+def prepare(args: argparse.Namespace, settings: Settings) -> None:
     """Before the command's own imports: start the process that will encode the files' texts
-    (``retrieval.start_encoding_process``), when they are large enough for it to pay."""
+    (``retrieval.start_encoding_process``), when they are large enough for it to pay and
+    ``PAPERBOT_ENCODE_AHEAD`` allows it."""
+    if not settings.encode_ahead:
+        return
     size = 0
     for path in args.paths:
         try:

@@ -158,12 +158,17 @@ class IndexWriter:
     def encoding_ahead(self, papers: Sequence[Paper], rule: AheadRule | None = None) -> Iterator[None]:
         """Within the block, this thread's upserts take their vectors from a child process that
         encodes ``papers``' texts ahead (``encode_ahead``), when enough texts need encoding for
-        that to pay (``rule``, by default ``AHEAD_RULE``): a child started in advance
-        (``worker_process.start_encoding_process``) is used or closed here. Otherwise, or when the
-        index's vectors are another encoder's (the upsert then refuses as always), the block runs
-        as it would without."""
+        that to pay (``rule``, by default ``AHEAD_RULE``) and ``PAPERBOT_ENCODE_AHEAD`` allows it:
+        a child started in advance (``worker_process.start_encoding_process``) is used or closed
+        here. Otherwise, or when the index's vectors are another encoder's (the upsert then
+        refuses as always), the block runs as it would without."""
         rule = rule or AHEAD_RULE
         spare = take_spare()
+        if not self.encoders.settings.encode_ahead:  # PAPERBOT_ENCODE_AHEAD=false
+            if spare is not None:
+                spare.close()
+            yield
+            return
         needed = rule.started_here if spare is None else rule.started_in_advance
         texts: list[str] = []
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.commands import ingest as ingest_command
+from retrieval.config import Settings
 from retrieval.index import writes
 from retrieval.index.encoders import encode_ahead, worker_process
 from retrieval.index.encoders.base import Encoder
@@ -72,6 +73,18 @@ def test_a_large_ingest_is_encoded_by_the_process_started_first(tmp_path, small_
 
 
 @pytest.mark.slow
+def test_switched_off_the_ingest_encodes_in_its_own_process(tmp_path, small_corpus, monkeypatch,
+                                                           ahead_encoders, started):
+    monkeypatch.setattr(ingest_command, "ENCODE_AHEAD_MIN_BYTES", small_corpus.stat().st_size)
+    monkeypatch.setattr(writes, "AHEAD_RULE", writes.AheadRule(started_in_advance=1, started_here=1))
+    data_dir = link_model_cache(tmp_path / "data")
+    run = paperbot_here("ingest", str(small_corpus), "--json", data_dir=data_dir, PAPERBOT_ENCODE_AHEAD="false")
+    assert run.code == 0, run.stderr
+    assert run.json()["added"] > 0
+    assert started == [] and ahead_encoders == []
+
+
+@pytest.mark.slow
 def test_small_files_and_bad_paths_start_nothing(tmp_path, small_corpus, ahead_encoders, started):
     data_dir = link_model_cache(tmp_path / "data")
     run = paperbot_here("ingest", str(small_corpus), "--json", data_dir=data_dir)
@@ -81,16 +94,20 @@ def test_small_files_and_bad_paths_start_nothing(tmp_path, small_corpus, ahead_e
     assert started == [] and ahead_encoders == []
 
 
-def test_prepare_counts_the_size_of_every_file(tmp_path: Path, started, monkeypatch):
+def test_prepare_counts_the_size_of_every_file_and_heeds_the_switch(tmp_path: Path, started, monkeypatch):
     import argparse
 
     monkeypatch.setattr(ingest_command, "ENCODE_AHEAD_MIN_BYTES", 100)
     first, second = tmp_path / "a.bib", tmp_path / "b.bib"
     first.write_bytes(b"x" * 60)
     second.write_bytes(b"x" * 40)
-    ingest_command.prepare(argparse.Namespace(paths=[first, tmp_path, tmp_path / "missing.bib"]))
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")
+    ingest_command.prepare(argparse.Namespace(paths=[first, tmp_path, tmp_path / "missing.bib"]), settings)
     assert started == []
-    ingest_command.prepare(argparse.Namespace(paths=[first, second]))
+    switched_off = Settings(_env_file=None, data_dir=tmp_path / "data", encode_ahead=False)
+    ingest_command.prepare(argparse.Namespace(paths=[first, second]), switched_off)
+    assert started == []
+    ingest_command.prepare(argparse.Namespace(paths=[first, second]), settings)
     assert started == [1]
     process = worker_process.take_started_process()
     assert process is not None

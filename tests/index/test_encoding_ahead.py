@@ -142,3 +142,18 @@ def test_other_threads_keep_the_encoder_itself(tmp_path, int8, arxiv_papers):
     finally:
         index.close()
         cache.close()
+
+
+def test_switched_off_no_child_is_used_or_started(tmp_path, int8, arxiv_papers, children):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite3")
+    index = PaperIndex.open(make_settings(tmp_path / "data", encode_ahead=False), int8, embed=paper_embedder(cache))
+    try:
+        worker_process.start_encoding_process()
+        with index.writer.encoding_ahead(arxiv_papers, writes.AheadRule(started_in_advance=1, started_here=1)):
+            index.upsert(arxiv_papers)
+        assert children == []
+        assert worker_process.take_started_process() is None  # the one started in advance was closed
+        assert index.count() == len(arxiv_papers)
+    finally:
+        index.close()
+        cache.close()
