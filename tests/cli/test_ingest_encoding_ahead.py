@@ -41,17 +41,18 @@ def ahead_encoders(monkeypatch: pytest.MonkeyPatch) -> list[Encoder]:
 @pytest.fixture()
 def started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every encoding process the command starts in advance (still started for real)."""
+    import retrieval
+
+    real = retrieval.start_encoding_process  # resolved (and kept by the lazy surface) before patching
+    assert real is worker_process.start_encoding_process
     calls: list[int] = []
-    real = worker_process.start_encoding_process
 
     def counted() -> None:
         calls.append(1)
         real()
 
     monkeypatch.setattr(worker_process, "start_encoding_process", counted)
-    import retrieval
-
-    monkeypatch.setattr(retrieval, "start_encoding_process", counted, raising=False)
+    monkeypatch.setattr(retrieval, "start_encoding_process", counted)
     return calls
 
 
