@@ -102,7 +102,8 @@ class EncoderProcess:
         if self._loaded:
             raise RuntimeError("the encoding process has already loaded an encoder")
         self._loaded = True
-        message = {"op": "load", "model_file": str(encoder.model_file), "name": encoder.name, **encoder.options}
+        message = {"op": "load", "model_file": str(encoder.model_file), "name": encoder.name,
+                   "options": encoder.options}
         self._send(message)
 
     def submit(self, texts: Sequence[str]) -> Future[np.ndarray]:

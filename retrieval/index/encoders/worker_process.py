@@ -11,7 +11,8 @@ The child imports only numpy, onnxruntime and the tokenizer (no pydantic, no chr
 thing, so that a parent which starts it early (``paperbot ingest`` does, before its own imports)
 finds it ready. Then, on its standard input and output, in frames (``write_frame``):
 
-* parent -> child ``{"op": "load", "model_file": ..., "name": ..., <OnnxEncoder options>}``
+* parent -> child ``{"op": "load", "model_file": ..., "name": ..., "options": {...}}`` (the
+  parent's ``OnnxEncoder.options``)
   once; the child answers ``{"op": "ready", "name": ...}``, or ``{"op": "error", "message": ...}``
   and exits;
 * parent -> child ``{"op": "encode", "id": N, "texts": [...]}``; the child answers, in the order
@@ -167,9 +168,6 @@ def _read_exactly(stream: BinaryIO, size: int, *, allow_end: bool = False) -> by
     return b"".join(chunks)
 
 
-_LOAD_OPTIONS = ("batch_size", "token_budget", "threads", "workers", "spin", "sort_by_length", "window", "optimized")
-
-
 def _serve(requests: BinaryIO, replies: BinaryIO) -> int:
     import numpy as np
 
@@ -182,8 +180,7 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> int:
     if load["op"] != "load":
         raise FrameError(f"expected 'load', got {load['op']!r}")
     try:
-        options = {key: load[key] for key in _LOAD_OPTIONS if key in load}
-        encoder = OnnxEncoder(Path(load["model_file"]), name=str(load["name"]), **options)
+        encoder = OnnxEncoder(Path(load["model_file"]), name=str(load["name"]), **load["options"])
         encoder.encode(["warm up"] * 2)  # both sessions made now, not inside the first request
     except Exception as exc:  # noqa: BLE001 - told to the parent, which encodes in its own process
         write_frame(replies, {"op": "error", "message": f"{type(exc).__name__}: {exc}"})
