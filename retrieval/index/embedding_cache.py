@@ -111,32 +111,26 @@ class EmbeddingCache:
 
     def get_many(self, encoder_name: str, hashes: Iterable[str], dimension: int) -> dict[str, np.ndarray]:
         """Cached vectors among ``hashes`` (absent ones, or ones of another length, are left out)."""
-        size = dimension * _VECTOR.itemsize
-        return {text_hash: np.frombuffer(blob, dtype=_VECTOR).astype(np.float32)
-                for text_hash, blob in self._rows_of("text_hash, vector", encoder_name, hashes)
-                if len(blob) == size}
+        rows = self._rows_of("text_hash, vector", encoder_name, hashes, dimension)
+        return {text_hash: np.frombuffer(blob, dtype=_VECTOR).astype(np.float32) for text_hash, blob in rows}
 
     def held(self, encoder_name: str, hashes: Iterable[str], dimension: int) -> set[str]:
         """The hashes among ``hashes`` whose vector (of ``dimension`` floats) the cache holds."""
-        rows = self._rows_of("text_hash", encoder_name, hashes, vector_bytes=dimension * _VECTOR.itemsize)
-        return {text_hash for (text_hash,) in rows}
+        return {text_hash for (text_hash,) in self._rows_of("text_hash", encoder_name, hashes, dimension)}
 
-    def _rows_of(self, columns: str, encoder_name: str, hashes: Iterable[str], *,
-                 vector_bytes: int | None = None) -> list[tuple]:
-        """``columns`` of the rows of ``encoder_name`` among ``hashes`` (only vectors of ``vector_bytes``
-        when given), asked in chunks under SQLite's limit on variables."""
+    def _rows_of(self, columns: str, encoder_name: str, hashes: Iterable[str], dimension: int) -> list[tuple]:
+        """``columns`` of the rows of ``encoder_name`` among ``hashes`` whose vector has ``dimension``
+        floats, asked in chunks under SQLite's limit on variables."""
         wanted = list(dict.fromkeys(hashes))
-        length = "" if vector_bytes is None else "AND length(vector) = ? "
-        leading: list[object] = [encoder_name] if vector_bytes is None else [encoder_name, vector_bytes]
         found: list[tuple] = []
         with self._lock:
             try:
                 for start in range(0, len(wanted), _SQL_VARIABLES):
                     chunk = wanted[start : start + _SQL_VARIABLES]
                     found += self._db.execute(
-                        f"SELECT {columns} FROM embeddings WHERE encoder = ? {length}AND text_hash IN "
+                        f"SELECT {columns} FROM embeddings WHERE encoder = ? AND length(vector) = ? AND text_hash IN "
                         f"({','.join('?' * len(chunk))})",
-                        [*leading, *chunk],
+                        [encoder_name, dimension * _VECTOR.itemsize, *chunk],
                     ).fetchall()
             except sqlite3.Error as exc:
                 raise self._storage_error(exc) from exc

@@ -164,30 +164,29 @@ class IndexWriter:
         refuses as always), the block runs as it would without."""
         rule = rule or AHEAD_RULE
         spare = take_spare()
-        if not self.encoders.settings.encode_ahead:  # PAPERBOT_ENCODE_AHEAD=false
-            if spare is not None:
-                spare.close()
-            yield
-            return
-        needed = rule.started_here if spare is None else rule.started_in_advance
         texts: list[str] = []
         try:
-            if len(papers) >= needed:
-                self.encoders.check()
-                texts = self.texts_to_encode(papers)
-        except ConfigError:
-            texts = []
-        except BaseException:
-            if spare is not None:
+            texts = self._worth_encoding_ahead(papers, rule.started_here if spare is None else rule.started_in_advance)
+        finally:
+            if not texts and spare is not None:  # not needed, or working out the texts failed
                 spare.close()
-            raise
-        if len(texts) < max(1, needed):
-            if spare is not None:
-                spare.close()
+        if not texts:
             yield
             return
         with ahead_of(self.encoders.encoder, texts, spare) as encoder, self.encoders.embedding_through(encoder):
             yield
+
+    def _worth_encoding_ahead(self, papers: Sequence[Paper], needed: int) -> list[str]:
+        """``texts_to_encode(papers)`` when encoding ahead is allowed and there are at least
+        ``needed`` of them; else none."""
+        if not self.encoders.settings.encode_ahead or len(papers) < needed:  # or PAPERBOT_ENCODE_AHEAD=false
+            return []
+        try:
+            self.encoders.check()
+        except ConfigError:
+            return []
+        texts = self.texts_to_encode(papers)
+        return texts if len(texts) >= max(1, needed) else []
 
     def _reusable_vectors(
         self, papers: Mapping[str, Paper], swaps: Mapping[str, str], existing: Mapping[str, tuple[str, str]]
