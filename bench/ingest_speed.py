@@ -18,9 +18,10 @@
   2.8 s of them before the pipeline begins, here); it makes its encoder inside the timed pipeline.
 * **Raw encoder**: the same encoder on the same texts (every distinct ``embedding_text`` the
   parsed records carry), timed in the same round just before *and* just after each pipeline (one
-  timing between the two variants serves both); a pipeline's encoder time is the mean of the two. This host's speed drifts by 10-15 % within a
-  minute (other tenants; nothing the guest sees as steal time), so one measurement before the
-  pipeline could be taken at another speed than the pipeline ran at.
+  timing between the two variants serves both); a pipeline's encoder time is the mean of the
+  two. This host's speed drifts by 10-15 % within a minute (other tenants; nothing the guest
+  sees as steal time), so one measurement before the pipeline could be taken at another speed
+  than the pipeline ran at.
 * **Corpora** (read at run time, never copied into the project): the real publication lists of
   ``scholars-real/bib/*.bib`` (1,645 entries, mostly titles without abstracts) and SciFact
   abstracts written as a paperbot JSONL file in a scratch folder. A corpus whose files are
@@ -70,12 +71,12 @@ from retrieval.index.embedding_cache import EmbeddingCache, paper_embedder
 from retrieval.index.encoders.base import Encoder
 from retrieval.index.encoders.choice import host_description
 from retrieval.index.encoders.loading import load_encoder
-from retrieval.index.encoders.worker_process import start_encoding_process, take_started_process
+from retrieval.index.encoders.worker_process import end, start_encoding_process, take_started_process
 from retrieval.index.paper_index import PaperIndex
 from retrieval.ingest.pipeline import ingest_papers, read_files
 
 GOAL = 0.15  # the pipeline may be at most 15 % slower than the encoder alone
-CHILD_HEAD_START = 1.5  # seconds the encoding process may start in before an "encoded ahead" round
+CHILD_HEAD_START = 1.5  # seconds the encoding process may start in before an "as paperbot ingest" pipeline
 VARIANTS = ("in process", "as paperbot ingest")
 
 
@@ -194,7 +195,7 @@ def run_pipeline(corpus: Corpus, encoder: Encoder, timings: Timings, folder: Pat
         cache.close()
         untaken = take_started_process()  # only when the ingest did not take it (an error)
         if untaken is not None:
-            untaken.kill()
+            end(untaken)
     shutil.rmtree(folder, ignore_errors=True)
     timings.parse.append(parsed_at - start)
     timings.ingest.append(ingested_at - parsed_at)
