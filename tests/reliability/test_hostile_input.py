@@ -176,14 +176,23 @@ def _system_lines() -> list[str]:
     return [line.split("{")[0].strip() for line in SYSTEM_PROMPT.splitlines() if len(line.split("{")[0].strip()) > 30]
 
 
-def _clear_of_the_floor(citations: list[dict[str, Any]], margin: float = 0.01) -> list[str]:
-    """Ids of the cited records whose score is not within ``margin`` of the relative floor."""
+# How far a fused score may move between hosts: the int8 encoder's numerics differ by CPU (AVX2,
+# AVX-512 VNNI). Its scores on these records differ from the fp32 encoder's by at most 0.025
+# (docs/evidence.md, "Host numerics"); two int8 hosts each within that of fp32 differ by at most
+# twice it.
+HOST_SCORE_MARGIN = 0.05
+
+
+def _borderline(data_dir: Path, question: str) -> set[str]:
+    """Ids of the records whose score lies within ``HOST_SCORE_MARGIN`` of the relative floor
+    (retrieval.answers.evidence rule 2): another host's numerics may put them on either side."""
     from retrieval.answers.evidence import RELATIVE_FLOOR
 
-    if not citations:
-        return []
-    floor = RELATIVE_FLOOR * max(c["score"] for c in citations)
-    return [c["id"] for c in citations if abs(c["score"] - floor) > margin]
+    run = run_main("search", question, "--k", "20", "--json", data_dir=data_dir)
+    assert run.code == 0, run.stderr
+    scores = {row["id"]: row["score"] for row in run.json()["results"]}
+    floor = RELATIVE_FLOOR * max(scores.values(), default=0.0)
+    return {key for key, score in scores.items() if abs(score - floor) <= HOST_SCORE_MARGIN}
 
 
 @pytest.mark.parametrize("question", BENIGN_QUESTIONS)
@@ -192,9 +201,13 @@ def test_hostile_records_do_not_change_extractive_answers(indexes: dict[str, Pat
     noisy = _ask(indexes["mixed"], question)
     hostile_titles = {row["title"] for row in _rows(INJECTION / "records.jsonl")}
     genuine = [c for c in noisy["citations"] if c["title"] not in hostile_titles]
-    # more records shift BM25 statistics a little: a record within a hair of the relative floor
-    # (retrieval.answers.evidence rule 2) may land on either side; every other decision must be the same
-    assert _clear_of_the_floor(genuine) == _clear_of_the_floor(clean["citations"])
+    # more records shift BM25 statistics a little, and the host's SIMD the encoder's numerics: a
+    # record near the relative floor in either index may land on either side; every other
+    # genuine record must be decided the same way with the hostile records indexed
+    borderline = _borderline(indexes["benign"], question) | _borderline(indexes["mixed"], question)
+    decided_clean = {c["id"] for c in clean["citations"]} - borderline
+    decided_noisy = {c["id"] for c in genuine} - borderline
+    assert decided_noisy == decided_clean
     assert not SIGNS_OF_OBEDIENCE.search(noisy["answer"]), noisy["answer"]
     same_records = [c["id"] for c in genuine] == [c["id"] for c in clean["citations"]]
     hostile_cited = [c["title"] for c in noisy["citations"] if c["title"] in hostile_titles]
