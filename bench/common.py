@@ -8,6 +8,7 @@ copied into the tree: its licence (CC BY-NC) allows benchmarks only.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -32,6 +33,23 @@ from retrieval.records.paper import Paper  # noqa: E402
 DEFAULT_DATASETS = REPO.parent / "shared" / "datasets"
 OUT_DIR = REPO / "bench" / "out"  # gitignored: caches and scratch indexes
 T = TypeVar("T")
+
+
+# Tuning and held-out halves ------------------------------------------------------------------
+
+TUNE, HELD_OUT = "tune", "held-out"
+
+
+def split_half(set_name: str, item_id: str) -> str:
+    """``TUNE`` or ``HELD_OUT`` for one item of a development set, fixed by a hash of the set's
+    name and the item's id (never by its content or by how the product does on it).
+
+    Every development set is split this way before anything is tuned on it: rules and
+    constants may be shaped on the tuning half only; the held-out half measures them, and the
+    suite asserts goals on the held-out half only.
+    """
+    digest = hashlib.sha256(f"{set_name}\x1f{item_id}".encode()).digest()
+    return HELD_OUT if digest[0] & 1 else TUNE
 
 
 # SciFact -------------------------------------------------------------------------------------
