@@ -63,7 +63,18 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import REPO, load_note, markdown_table, start_scratch_run
+from bench.common import (
+    DEFAULT_DATASETS,
+    HELD_OUT,
+    REPO,
+    TUNE,
+    load_note,
+    load_scifact,
+    markdown_table,
+    scifact_papers,
+    split_half,
+    start_scratch_run,
+)
 from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
@@ -86,6 +97,12 @@ class Question:
     question: str
     filters: dict[str, Any]
     gold: list[dict[str, str]]
+    set: str = "scholars_questions"  # the file's stem: names the set in reports and in ``split_half``
+
+    @property
+    def half(self) -> str:
+        """The tuning or held-out half this question belongs to (``bench.common.split_half``)."""
+        return split_half(self.set, self.id)
 
 
 def load_set(path: Path) -> list[Question]:
@@ -97,7 +114,7 @@ def load_set(path: Path) -> list[Question]:
         if row["kind"] not in KINDS:
             raise SystemExit(f"{path}:{n}: unknown kind {row['kind']!r}")
         questions.append(Question(row["id"], row["kind"], row["question"], dict(row.get("filters") or {}),
-                                  list(row.get("gold") or [])))
+                                  list(row.get("gold") or []), path.stem))
     ids = Counter(q.id for q in questions)
     if any(n > 1 for n in ids.values()):
         raise SystemExit(f"{path}: repeated ids {sorted(i for i, n in ids.items() if n > 1)}")
@@ -121,9 +138,15 @@ class Corpus:
     owners: dict[str, Owner]
     entries: list[Entry] = field(default_factory=list)
     by_key: dict[tuple[str, str], list[Entry]] = field(default_factory=dict)
+    scifact: dict[str, str] = field(default_factory=dict)  # SciFact doc id -> record id, when indexed
 
     def resolve(self, ref: dict[str, str]) -> str:
-        """The record id of a gold reference; raises ``LookupError`` with the reason."""
+        """The record id of a gold reference (``{owner, key}`` or ``{scifact}``); raises
+        ``LookupError`` with the reason."""
+        if "scifact" in ref:
+            if ref["scifact"] not in self.scifact:
+                raise LookupError(f"scifact/{ref['scifact']}: not in the index (run with --with-scifact)")
+            return self.scifact[ref["scifact"]]
         found = self.by_key.get((ref["owner"], ref["key"]), [])
         ids = {e.record_id for e in found}
         if not found:
@@ -211,7 +234,7 @@ def expected_for(corpus: Corpus, q: Question) -> Expected:
         try:
             expected.gold.add(corpus.resolve(ref))
         except LookupError as error:
-            expected.errors.append(str(error))
+            expected.errors.append(f"{q.set}/{q.id}: {error}")
     if q.kind in ("topic", "mixed") and not q.gold:
         expected.errors.append("no gold papers")
     if q.kind == "unanswerable" and q.gold:
@@ -260,7 +283,7 @@ def score(q: Question, expected: Expected, result: AnswerResult, seconds: float)
         correct = answered and bool(hit)
     declared_shape = "topic" if q.kind == "unanswerable" else q.kind
     return {
-        "id": q.id, "kind": q.kind, "correct": bool(correct), "abstained": result.abstained,
+        "id": q.id, "set": q.set, "half": q.half, "kind": q.kind, "correct": bool(correct), "abstained": result.abstained,
         "result_kind": result.kind, "shape_ok": result.kind == declared_shape,
         "filters": result.filters, "filters_ok": (normalised_filters(result.filters) == normalised_filters(q.filters)
                                                   if q.kind in ("listing", "mixed") else None),
@@ -304,6 +327,31 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def by_set_and_half(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per set and per half (tuning, held-out): answerable questions answered with a gold record
+    cited, answerable questions abstained (false abstentions), unanswerable ones abstained."""
+    table = []
+    for name in dict.fromkeys(r["set"] for r in rows):
+        for half in (TUNE, HELD_OUT):
+            mine = [r for r in rows if r["set"] == name and r["half"] == half]
+            answerable = [r for r in mine if r["kind"] in ("topic", "mixed")]
+            listing = [r for r in mine if r["kind"] == "listing"]
+            unans = [r for r in mine if r["kind"] == "unanswerable"]
+            table.append({
+                "set": name, "half": half, "questions": len(mine),
+                "answerable": len(answerable),
+                "gold_cited": sum(r["correct"] for r in answerable) / len(answerable) if answerable else None,
+                "false_abstentions": (sum(r["abstained"] for r in answerable + listing) / len(answerable + listing)
+                                      if answerable + listing else None),
+                "listing": len(listing),
+                "listing_complete": sum(r["correct"] for r in listing) / len(listing) if listing else None,
+                "unanswerable": len(unans),
+                "abstained_unanswerable": sum(r["abstained"] for r in unans) / len(unans) if unans else None,
+                "wrong": [r["id"] for r in mine if not r["correct"]],
+            })
+    return table
+
+
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -318,7 +366,12 @@ def report(figures: dict[str, Any], verbose: bool) -> str:
         d = k[kind]
         rows.append((kind, d["questions"], _f(d["correct"]), _f(d["gold_recall"]), _f(d["abstained"]),
                      _f(d["shape"]), _f(d["filters"]), d["outside"] if kind == "listing" else "-", goal[kind]))
-    lines = [markdown_table(["kind", "questions", "answered correctly", "gold recall (cited)", "abstained",
+    halves = [(h["set"], h["half"], h["questions"], f"{_f(h['gold_cited'])} of {h['answerable']}",
+               f"{_f(h['false_abstentions'])}", f"{_f(h['listing_complete'])} of {h['listing']}",
+               f"{_f(h['abstained_unanswerable'])} of {h['unanswerable']}") for h in figures["halves"]]
+    lines = [markdown_table(["set", "half", "questions", "answered, gold cited", "false abstentions",
+                             "listings complete", "unanswerable abstained"], halves), ""]
+    lines += [markdown_table(["kind", "questions", "answered correctly", "gold recall (cited)", "abstained",
                              "shape = declared", "filters = declared", "cited outside filter", "goal"], rows), ""]
     lines.append(markdown_table(["abstention", "value", "goal"], [
         ("precision (unanswerable / all abstentions)", f"{_f(a['precision'])} ({a['abstentions']} abstentions)", ""),
@@ -354,7 +407,12 @@ def report(figures: dict[str, Any], verbose: bool) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--set", type=Path, default=DEFAULT_SET, help="the labelled questions (JSON lines)")
+    parser.add_argument("--set", type=Path, action="append", default=None,
+                        help="labelled questions (JSON lines); repeatable (default: the 78 scholars questions)")
+    parser.add_argument("--with-scifact", action="store_true",
+                        help="index the SciFact corpus too (5,183 biomedical abstracts as distractors; needed by "
+                             "sets whose gold papers are SciFact documents)")
+    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
     parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
     parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
     parser.add_argument("--k", type=int, default=8, help="evidence records per answer (Assistant.ask's default)")
@@ -365,12 +423,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from retrieval.assistant import Assistant
 
-    questions = load_set(args.set)
+    sets = args.set or [DEFAULT_SET]
+    questions = [q for path in sets for q in load_set(path)]
     owners = load_owners(args.data)
-    index, settings, ingest = open_index(owners, args.reuse_index, progress)
+    scifact_ids: dict[str, str] = {}
+    extra = []
+    if args.with_scifact:
+        extra, back = scifact_papers(load_scifact(args.datasets))
+        scifact_ids = {doc: record for record, doc in back.items()}
+    index, settings, ingest = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
     settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None})
     records = list(index.iter_papers())
     corpus, mapped = load_corpus(index, records, owners)
+    corpus.scifact = scifact_ids
     expected = {q.id: expected_for(corpus, q) for q in questions}
     set_errors = [f"{qid}: {e}" for qid, exp in expected.items() for e in exp.errors]
     assistant = Assistant(settings, index=index, chat_model=None)
@@ -385,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     refs = [r for q in questions for r in q.gold]
     listing = [expected[q.id] for q in questions if q.kind == "listing"]
     figures = {
-        "data": str(args.data), "set": str(args.set), "k": args.k, "questions": len(questions),
+        "data": str(args.data), "set": [str(path) for path in sets], "with_scifact": args.with_scifact, "k": args.k, "questions": len(questions),
         "counts": dict(Counter(q.kind for q in questions)),
         "ingest": {key: ingest[key] for key in ("seconds", "records", "encoder", "reused") if key in ingest},
         "resolution": {"references": len(refs), "resolved": sum(_safe_resolve(corpus, r) is not None for r in refs),
@@ -395,6 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "set_errors": set_errors,
         "goals": GOALS,
         "summary": summarise(rows),
+        "halves": by_set_and_half(rows),
         "per_question": rows,
     }
     print(report(figures, args.verbose))

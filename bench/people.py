@@ -214,15 +214,26 @@ def content_key(paths: Sequence[Path], encoder: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None]) -> tuple[PaperIndex, Settings, dict[str, Any]]:
-    """The index of all files, ingested with ``Assistant.ingest_files`` (cached by content hash)."""
+def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None], *,
+               extra: Sequence[Paper] = (), extra_name: str = "") -> tuple[PaperIndex, Settings, dict[str, Any]]:
+    """The index of all files, ingested with ``Assistant.ingest_files`` (cached by content hash).
+
+    ``extra`` records (e.g. the SciFact corpus as distractors, named ``extra_name``) are merged
+    in after the files with ``Assistant.ingest_papers``; such an index lives in its own folder.
+    """
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
     from retrieval.index.encoders import loading as embeddings
 
     paths = [o.path for o in owners]
     encoder_settings = bench_settings(out_dir(), encoder="auto", _env_file=None)  # ONNX export shared by benches
-    folder = out_dir() / "people-index" / content_key(paths, encoder_settings.encoder)
+    key = content_key(paths, encoder_settings.encoder)
+    if extra:
+        digest = hashlib.sha256(key.encode())
+        for paper in extra:
+            digest.update(paper.model_dump_json().encode())
+        key = f"{extra_name or 'extra'}-{digest.hexdigest()[:16]}"
+    folder = out_dir() / ("people-index" if not extra else f"people-index-{extra_name or 'extra'}") / key
     settings = bench_settings(folder, encoder="auto", _env_file=None)
     marker = folder / "ingest.json"
     if not (reuse and marker.exists()):
@@ -237,7 +248,10 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
         progress(f"reusing the index at {folder} ({index.count():,} records)")
         return index, settings, info
     started = time.perf_counter()
-    report = Assistant(settings, index=index, chat_model=None).ingest_files(paths)
+    assistant = Assistant(settings, index=index, chat_model=None)
+    report = assistant.ingest_files(paths)
+    if extra:
+        report.extend(assistant.ingest_papers(list(extra)))
     info = {"seconds": round(time.perf_counter() - started, 1), "records": index.count(), **report.as_dict(),
             "encoder": encoder.name, "reused": False}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")

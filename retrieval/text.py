@@ -339,17 +339,21 @@ def content_phrases(text: str) -> list[tuple[str, ...]]:
     A run ends at a stopword, a number or a one-letter word. Not at punctuation: ``fold`` has
     already turned it into spaces ("surface codes, quantum error" is one run).
     """
-    phrases: list[tuple[str, ...]] = []
+    return list(dict.fromkeys(stems for stems, _ in phrase_runs(text)))
+
+
+def phrase_runs(text: str) -> list[tuple[tuple[str, ...], str]]:
+    """The runs of ``content_phrases`` with their folded words as written: ``(stems, words)``,
+    every occurrence in order (for messages that name a phrase)."""
+    runs: list[tuple[tuple[str, ...], str]] = []
     run: list[str] = []
-    for word in fold(text).split():
-        if _is_content_word(word):
+    for word in [*fold(text).split(), ""]:
+        if word and _is_content_word(word):
             run.append(word)
         elif run:
-            phrases.append(tuple(stem_words(run)))
+            runs.append((tuple(stem_words(run)), " ".join(run)))
             run = []
-    if run:
-        phrases.append(tuple(stem_words(run)))
-    return list(dict.fromkeys(phrases))
+    return runs
 
 
 # Follow terms ------------------------------------------------------------------------------

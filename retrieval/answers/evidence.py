@@ -1,21 +1,19 @@
-"""What an answer may rest on: the evidence policy, lexical support, and safe evidence blocks.
+"""What an answer may rest on: the evidence policy, and safe evidence blocks.
 
 Evidence policy (both answer modes, every door). ``resolve_policy`` decides the threshold in
 one place: the caller's ``min_relevance`` > ``PAPERBOT_MIN_RELEVANCE`` > the calibrated
-default. ``select_relevant`` keeps, in retriever order, the hits passing four rules; none kept
-means abstain:
+default. ``select_relevant`` keeps, in retriever order, the hits that may serve as evidence;
+none kept means abstain:
 
-1. **Field-aware cut.** The score reaches the cut for what the record holds
-   (``CALIBRATED_MIN_RELEVANCE`` with an abstract, ``CALIBRATED_MIN_RELEVANCE_TITLE_ONLY``
-   without, ``LEXICAL_ONLY_MIN_RELEVANCE`` without a dense score), or the title + abstract
-   hold ``LEXICAL_MIN_SUPPORT`` of the question's content terms (``text.content_terms``).
-2. **Relative to the best hit.** Once one passes, hits within ``RELATIVE_FLOOR`` of the best
-   count too; below ``RELATIVE_FLOOR`` x the best, none does.
-3. **Query-concept coverage.** Every kept record covers one of the question's phrases
-   (``text.content_phrases``), together ``CONCEPT_MIN_SHARE`` of its multi-word ones; a record
-   at ``PARAPHRASE_COSINE`` covers all.
-4. **The rarest word.** Over ``RARITY_MIN_RECORDS`` records or more, the question's rarest
-   content word (highest IDF) is in some kept record.
+1. **Answer or abstain, by meaning.** With the calibrated default and a retriever that gives
+   dense scores, the evidence judgement (``retrieval.answers.judgement.judge``) decides from
+   signals that survive paraphrase: the best cosine against the index's own background, how far
+   the best record stands above the pack, how both rankings and the question's concepts back it,
+   and words the index has never seen (against). A threshold set by the caller or the
+   environment replaces it with the field-aware cut of that threshold (``RelevancePolicy.cut``);
+   a lexical-only retriever (no dense score) gets ``LEXICAL_ONLY_MIN_RELEVANCE``.
+2. **Relative to the best hit.** Once the question is answered, hits within ``RELATIVE_FLOOR``
+   of the best score count; below ``RELATIVE_FLOOR`` x the best, none does.
 
 Evidence blocks (LLM mode): each untrusted record and the question sit between marker lines
 with a random per-request boundary; ``neutralise`` first removes whatever could forge
@@ -30,26 +28,23 @@ from __future__ import annotations
 import math
 import re
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from retrieval.answers.judgement import TYPICAL_BACKGROUND, Rarity, Verdict, judge
 from retrieval.config import Settings
+from retrieval.index.background import Background
 from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE  # bench/calibrate_threshold.py: records with an abstract
 from retrieval.records.paper import Paper
 from retrieval.results import SearchHit
 from retrieval.text import content_phrases, content_terms
-
-# stemmed word -> IDF in the index (``PaperIndex.term_rarity``; math.inf: no record has it)
-Rarity = Callable[[str], float]
 
 # Calibration: the one place to tune (docs/evidence.md says where each number comes from).
 CALIBRATED_MIN_RELEVANCE_TITLE_ONLY = 0.54  # bench/calibrate_threshold.py --title-only
 LEXICAL_ONLY_MIN_RELEVANCE = 0.35  # hits without a dense score, bench/answers.py --sweep
 DEFAULT_MIN_RELEVANCE = CALIBRATED_MIN_RELEVANCE  # the public name of the default threshold
 RELATIVE_FLOOR = 0.5  # share of the query's best score a hit needs to count
-CONCEPT_MIN_SHARE = 0.5  # share of the question's multi-word phrases the evidence must cover
-PARAPHRASE_COSINE = 0.6  # dense cosine at which a record covers every phrase
-RARITY_MIN_RECORDS = 500  # rule 4 needs an index this large for IDF to tell specific words apart
+RARITY_MIN_RECORDS = 500  # an index this large before IDF tells specific words apart (the judgement's rarity)
 # Fraction of the question's content terms a record must contain to count without the score.
 LEXICAL_MIN_SUPPORT = 0.75
 # Abstract characters shown to the model: at most this per record, and at most the total
@@ -90,32 +85,69 @@ def resolve_min_relevance(settings: Settings | None, override: float | None = No
 
 
 def question_concepts(question: str) -> list[tuple[str, ...]]:
-    """The question's key concepts: runs of stemmed content words between stopwords (rule 3)."""
+    """The question's key concepts: runs of stemmed content words between stopwords."""
     return content_phrases(neutralise(question))
 
 
-def _plain(term: str) -> str:
-    return term[:-1] if len(term) > 3 and term.endswith("s") else term  # "llms" ~ "llm" (acronym plurals)
+def _unique(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    unique: list[SearchHit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.paper.id not in seen:
+            unique.append(hit)
+            seen.add(hit.paper.id)
+    return unique
 
 
-def _covers(terms: set[str], phrase: tuple[str, ...]) -> bool:
-    words = {_plain(word) for word in phrase}
-    plain = {_plain(term) for term in terms}
-    return sum(1 for word in words if word in plain) >= math.ceil(LEXICAL_MIN_SUPPORT * len(words))
+def _lexically_supported(question: str, hit: SearchHit) -> bool:
+    """The record's title + abstract hold ``LEXICAL_MIN_SUPPORT`` of the question's content terms."""
+    terms = content_terms(question)
+    if not terms:
+        return False
+    needed = max(1, math.ceil(LEXICAL_MIN_SUPPORT * len(terms)))
+    return len(terms & content_terms(hit.paper.embedding_text)) >= needed
 
 
-def _paraphrase(hit: SearchHit) -> bool:
-    return hit.dense_score is not None and hit.dense_score >= PARAPHRASE_COSINE
+@dataclass(frozen=True)
+class Assessment:
+    """The hits kept as evidence (retriever order) and, when the judgement decided, its verdict."""
+
+    kept: list[SearchHit]
+    verdict: Verdict | None = None
 
 
-def rarest_term(question: str, rarity: Rarity) -> str | None:
-    """The question's content word the index holds in the fewest records (highest IDF), among
-    the words it holds at all: a word no record has may be a synonym ("typesetter" for
-    "compositor"), which rules 1-3 judge; ``rarity`` gives 0 for words it leaves out."""
-    terms = sorted({word for phrase in question_concepts(question) for word in phrase})
-    known = [(rarity(term), term) for term in terms]
-    known = [(value, term) for value, term in known if 0 < value < math.inf]
-    return max(known)[1] if known else None
+def assess(
+    question: str,
+    hits: Sequence[SearchHit],
+    min_relevance: float | RelevancePolicy | None = None,
+    rarity: Rarity | None = None,
+    background: Background | None = None,
+) -> Assessment:
+    """The evidence for ``question`` among ``hits`` (the rules of the module docstring).
+
+    ``min_relevance``: a ``RelevancePolicy``, an explicit threshold, or None for the calibrated
+    default; ``rarity``: the index's IDF of a stemmed word (None: unknown, e.g. a small index);
+    ``background``: the index's background figures (``retrieval.index.background``; None: the
+    typical ones). Hits repeating an already kept paper id are skipped.
+    """
+    policy = min_relevance if isinstance(min_relevance, RelevancePolicy) else resolve_policy(None, min_relevance)
+    unique = _unique(hits)
+    if not unique:
+        return Assessment([])
+    verdict = None
+    if policy.source == "calibrated" and any(hit.dense_score is not None for hit in unique):
+        verdict = judge(neutralise(question), unique, background or TYPICAL_BACKGROUND, rarity)
+        if not verdict.answer:
+            return Assessment([], verdict)
+        passing = unique[:1]
+    else:
+        passing = [hit for hit in unique if hit.score >= policy.cut(hit) or _lexically_supported(question, hit)]
+        if not passing:
+            return Assessment([])
+    best = max(hit.score for hit in unique)
+    floor = RELATIVE_FLOOR * best
+    kept = [hit for hit in unique if hit.score >= floor and (hit in passing or any(p.score >= best for p in passing))]
+    return Assessment(kept, verdict)
 
 
 def select_relevant(
@@ -123,48 +155,10 @@ def select_relevant(
     hits: Sequence[SearchHit],
     min_relevance: float | RelevancePolicy | None = None,
     rarity: Rarity | None = None,
+    background: Background | None = None,
 ) -> list[SearchHit]:
-    """Hits that may serve as evidence (the three rules of the module docstring), in retriever order.
-
-    ``min_relevance``: a ``RelevancePolicy``, an explicit threshold, or None for the calibrated
-    default. Hits repeating an already kept paper id are skipped.
-    """
-    policy = min_relevance if isinstance(min_relevance, RelevancePolicy) else resolve_policy(None, min_relevance)
-    terms = content_terms(question)
-    needed = max(1, math.ceil(LEXICAL_MIN_SUPPORT * len(terms))) if terms else None
-    unique: list[SearchHit] = []
-    seen: set[str] = set()
-    for hit in hits:
-        if hit.paper.id not in seen:
-            unique.append(hit)
-            seen.add(hit.paper.id)
-    record_terms = {hit.paper.id: content_terms(hit.paper.embedding_text) for hit in unique}
-    passing = [
-        hit for hit in unique
-        if hit.score >= policy.cut(hit) or (needed is not None and len(terms & record_terms[hit.paper.id]) >= needed)
-    ]
-    if not passing:
-        return []
-    best = max(hit.score for hit in unique)
-    floor = RELATIVE_FLOOR * best
-    kept = [hit for hit in unique if hit.score >= floor and (hit in passing or any(p.score >= best for p in passing))]
-    concepts = question_concepts(question)
-    if not concepts:
-        return kept
-    covering = [hit for hit in kept if _paraphrase(hit)
-                or any(_covers(record_terms[hit.paper.id], phrase) for phrase in concepts)]
-    specific = [phrase for phrase in concepts if len(set(phrase)) > 1]
-    covered = [phrase for phrase in specific
-               if any(_paraphrase(hit) or _covers(record_terms[hit.paper.id], phrase) for hit in covering)]
-    if not covering or len(covered) < math.ceil(CONCEPT_MIN_SHARE * len(specific) - 1e-9):
-        return []
-    if rarity is not None:  # rule 4: the question's rarest word must be in the evidence
-        rare = rarest_term(question, rarity)
-        if rare is not None and not any(
-            _paraphrase(hit) or _covers(record_terms[hit.paper.id], (rare,)) for hit in covering
-        ):
-            return []
-    return covering
+    """Hits that may serve as evidence, in retriever order (``assess`` without the verdict)."""
+    return assess(question, hits, min_relevance, rarity, background).kept
 
 
 # --- neutralising untrusted text -------------------------------------------------------------

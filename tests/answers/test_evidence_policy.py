@@ -1,5 +1,5 @@
-"""The evidence policy of issue #13 (``retrieval.answers.evidence``): one threshold, field-aware cuts,
-relative to the best hit, query-concept coverage.
+"""The evidence policy (``retrieval.answers.evidence``): one threshold read in one place, field-aware
+cuts when a threshold is set, the judgement by meaning by default, relative to the best hit.
 
 Records: the publication-list records of ``listing_records`` (title-only papers, old off-topic
 distractors such as the 1961 "N-dimensional codes for detecting errors") plus a few more built
@@ -123,10 +123,11 @@ def test_title_only_right_papers_are_cited() -> None:
     assert "N-dimensional codes for detecting errors" not in cited and "Fault injection for parallel file systems" not in cited
 
 
-@pytest.mark.parametrize("question", [SURFACE, CARBON])
-def test_questions_whose_concepts_are_missing_abstain(question: str) -> None:
-    assert ask(question).abstained
-    assert select_relevant(question, replay(question)) == []
+def test_a_question_whose_concept_is_missing_abstains() -> None:
+    # judged against the typical background; the surface-code question is judged where the
+    # issue places it, against a realistic index (tests/answers/test_judgement_realistic.py)
+    assert ask(CARBON).abstained
+    assert select_relevant(CARBON, replay(CARBON)) == []
 
 
 def test_paraphrase_still_answers() -> None:
@@ -163,9 +164,8 @@ def test_real_index_cites_the_title_only_papers(real_assistant: Assistant) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("question", [SURFACE, CARBON])
-def test_real_index_abstains_without_the_concepts(real_assistant: Assistant, question: str) -> None:
-    assert real_assistant.ask(question).abstained
+def test_real_index_abstains_without_the_concept(real_assistant: Assistant) -> None:
+    assert real_assistant.ask(CARBON).abstained
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
-"""Evidence rule 4: the question's rarest word the index knows must be in the evidence.
+"""The judgement's word signals: the question's rarest known word held by a top record counts for
+an answer; a word no record has counts against it, never skipped (``retrieval.answers.judgement``).
 
 Records that share only a question's common words ("compressed sensing", "social media") are
-about something else; a word no record has at all may be a synonym and decides nothing.
+often about something else; a question term the index has never seen is a concept it may lack.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from retrieval.answers.evidence import rarest_term, select_relevant
+from retrieval.answers.judgement import TYPICAL_BACKGROUND, WEIGHTS, measure_signals, probability
 from retrieval.records.paper import Author, Paper
 from retrieval.results import SearchFilters, SearchHit
 
@@ -24,32 +25,36 @@ def rarity_of(table: dict[str, float]):
 
 
 def hit(paper: Paper, score: float = 0.6, dense: float = 0.5) -> SearchHit:
-    return SearchHit(paper=paper, score=score, dense_score=dense)
+    return SearchHit(paper=paper, score=score, dense_score=dense, lexical_score=1.0)
 
 
 QUESTION = "MRI reconstruction with compressed sensing"
+KNOWN = {"mri": 6.0, "compress": 3.0, "sens": 2.5, "reconstruct": 2.0}
 
 
-def test_the_rarest_known_word_must_be_in_the_evidence():
-    rarity = rarity_of({"mri": 6.0, "compress": 3.0, "sens": 2.5, "reconstruct": 2.0})
-    assert rarest_term(QUESTION, rarity) == "mri"
-    assert select_relevant(QUESTION, [hit(SENSING)], None, rarity) == []  # only the common words
-    # a gate on the evidence as a whole: once a record holds the rare word, the rest may stand beside it
-    assert select_relevant(QUESTION, [hit(MRI), hit(SENSING)], None, rarity)[0].paper.title == MRI.title
-    # without rarity (a retriever that cannot say), rules 1-3 alone decide: the phrase is covered
-    assert select_relevant(QUESTION, [hit(SENSING)], None) != []
+def test_the_rarest_known_word_held_counts_for_an_answer():
+    rarity = rarity_of(KNOWN)
+    without = measure_signals(QUESTION, [hit(SENSING)], TYPICAL_BACKGROUND, rarity)
+    held = measure_signals(QUESTION, [hit(MRI)], TYPICAL_BACKGROUND, rarity)
+    assert without is not None and held is not None
+    assert without.rarest_held == 0.0 and held.rarest_held == 1.0
+    assert WEIGHTS["rarest_held"] > 0
+    assert probability(held) > probability(without)
 
 
-def test_a_word_no_record_has_decides_nothing():
-    # "typesetter" is in no record (the index says "compositor"): not required
-    rarity = rarity_of({"compress": 3.0, "sens": 2.5, "reconstruct": 2.0})
-    assert rarest_term(QUESTION, rarity) == "compress"
-    assert select_relevant(QUESTION, [hit(SENSING)], None, rarity) != []
+def test_a_word_no_record_has_counts_against():
+    rarity = rarity_of({"compress": 3.0, "sens": 2.5, "reconstruct": 2.0})  # "mri" unseen by the index
+    unseen = measure_signals(QUESTION, [hit(SENSING)], TYPICAL_BACKGROUND, rarity)
+    assert unseen is not None and unseen.unknown_share == 1 / 4
+    assert unseen.rarest_held == 1.0  # the rarest *known* word ("compress") is there
+    known = measure_signals(QUESTION, [hit(SENSING)], TYPICAL_BACKGROUND, rarity_of({**KNOWN, "mri": 3.5}))
+    assert known is not None and known.unknown_share == 0.0
+    assert WEIGHTS["unknown_share"] < 0
 
 
-def test_a_paraphrase_stands_in_for_the_rare_word():
-    rarity = rarity_of({"mri": 6.0, "compress": 3.0, "sens": 2.5, "reconstruct": 2.0})
-    assert select_relevant(QUESTION, [hit(SENSING, score=0.8, dense=0.7)], None, rarity) != []
+def test_without_rarity_no_word_signal_is_read():
+    signals = measure_signals(QUESTION, [hit(SENSING)], TYPICAL_BACKGROUND, None)
+    assert signals is not None and signals.unknown_share == 0.0 and signals.rarest_held == 1.0
 
 
 def test_names_of_the_filters_are_not_the_rare_word(tmp_path: Path, monkeypatch):

@@ -1,0 +1,221 @@
+"""Fit the evidence judgement's weights on the tuning halves; measure them on the held-out halves.
+
+    python bench/fit_judgement.py [--data DIR] [--datasets DIR] [--out DIR] [--reuse-index]
+                                  [--k 8] [--json OUT]
+
+What it fits: the logistic model of ``retrieval.answers.judgement`` (weights per signal, a bias),
+from the signals of the records the product retrieves for each question (``PaperIndex.search``
+with the question's filters, ``k`` records, as ``Assistant.ask`` retrieves them).
+
+The rows, each labelled answerable (1) or not (0), and the index each is asked of:
+
+* ``scholars_questions`` (the 78 hand-written questions, topic and mixed = 1, unanswerable = 0)
+  over the 40 real publication lists (``bench.people.open_index``);
+* ``paraphrase_questions`` (1) and ``near_miss_questions`` (0) over the 40 lists plus the 5,183
+  SciFact abstracts as distractors (the sets were written for that index);
+* 200 SciFact train claims (1; their judged documents are in the same index).
+
+An answerable question whose gold record is not among the retrieved ones is left out of the fit
+(no verdict can make it cite gold) but stays in the figures. Only rows of the *tuning* half
+(``bench.common.split_half``; SciFact train claims are all tuning) are fitted; the figures are
+printed for both halves. The weights are printed as the Python to paste into
+``retrieval/answers/judgement.py``; the cut ``ANSWER_PROBABILITY`` is 0.5, the bias lowered
+by the amount that balances answered and abstained shares on the tuning rows
+(``balanced_shift``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.answers_scholars import Question, load_corpus, load_set
+from bench.common import (
+    DEFAULT_DATASETS,
+    HELD_OUT,
+    REPO,
+    TUNE,
+    load_note,
+    load_scifact,
+    markdown_table,
+    scifact_papers,
+    start_scratch_run,
+)
+from bench.people import DEFAULT_DATA, load_owners, open_index
+from retrieval.answers.judgement import SIGNAL_NAMES, measure_signals
+from retrieval.index.background import BackgroundCache
+from retrieval.index.filters import merge_filters
+from retrieval.index.paper_index import PaperIndex
+from retrieval.results import SearchFilters
+
+SETS = REPO / "bench" / "data"
+SCIFACT_CLAIMS = 200
+L2 = 0.01  # ridge on the standardised weights: keeps them finite when a signal separates the tuning rows
+
+
+@dataclass
+class Row:
+    set: str
+    id: str
+    half: str
+    label: int
+    gold_retrieved: bool
+    values: tuple[float, ...]
+
+
+def _filters(index: PaperIndex, question: Question) -> SearchFilters | None:
+    _, parsed = index.parse_question(question.question)
+    merged = merge_filters(SearchFilters(**question.filters) if question.filters else None, parsed)
+    return None if merged.is_empty() else merged
+
+
+def rows_of(index: PaperIndex, questions: Sequence[Question], resolve: Any, k: int) -> list[Row]:
+    """The signals of each topic, mixed or unanswerable question over ``index``."""
+    background = BackgroundCache(index.settings.data_dir).of(index)
+    out = []
+    for question in questions:
+        if question.kind == "listing":
+            continue
+        cleaned, _ = index.parse_question(question.question)
+        hits = index.search(cleaned or question.question, k=k, filters=_filters(index, question))
+        signals = measure_signals(cleaned or question.question, hits, background, index.term_rarity)
+        if signals is None:
+            continue
+        gold = {resolve(ref) for ref in question.gold}
+        retrieved = bool(gold & {hit.paper.id for hit in hits})
+        out.append(Row(question.set, question.id, question.half, int(question.kind != "unanswerable"),
+                       retrieved, signals.values()))
+    return out
+
+
+def fit(rows: Sequence[Row]) -> tuple[dict[str, float], float]:
+    """L2-regularised logistic regression by Newton's method on standardised signals; the
+    weights returned apply to the raw signals."""
+    x = np.asarray([r.values for r in rows], dtype=np.float64)
+    y = np.asarray([r.label for r in rows], dtype=np.float64)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    w = np.zeros(z.shape[1])
+    penalty = np.diag([0.0] + [L2 * len(x)] * x.shape[1])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-z @ w))
+        gradient = z.T @ (p - y) + penalty @ w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    weights = w[1:] / scale
+    bias = float(w[0] - (weights * mean).sum())
+    return {name: round(float(value), 4) for name, value in zip(SIGNAL_NAMES, weights, strict=True)}, round(bias, 4)
+
+
+def balanced_shift(rows: Sequence[Row], weights: dict[str, float], bias: float) -> float:
+    """The amount taken off the bias (0 to 3 in steps of 0.1) that maximises the mean of the
+    answered share of answerable rows and the abstained share of unanswerable rows: the fit
+    weighs rows, not kinds, and the tuning rows hold more answerable questions."""
+    positive = [r for r in rows if r.label]
+    negative = [r for r in rows if not r.label]
+
+    def balance(shift: float) -> float:
+        answered = sum(decide(r, weights, bias - shift) for r in positive) / max(len(positive), 1)
+        abstained = sum(not decide(r, weights, bias - shift) for r in negative) / max(len(negative), 1)
+        return (answered + abstained) / 2
+
+    return max((round(step / 10, 1) for step in range(31)), key=lambda shift: (balance(shift), -shift))
+
+
+def decide(row: Row, weights: dict[str, float], bias: float) -> bool:
+    score = bias + sum(weights[name] * value for name, value in zip(SIGNAL_NAMES, row.values, strict=True))
+    return score >= 0.0  # probability 0.5
+
+
+def figures(rows: Sequence[Row], weights: dict[str, float], bias: float) -> list[dict[str, Any]]:
+    table = []
+    for name in dict.fromkeys(r.set for r in rows):
+        for half in (TUNE, HELD_OUT):
+            mine = [r for r in rows if r.set == name and r.half == half]
+            if not mine:
+                continue
+            positive = [r for r in mine if r.label]
+            negative = [r for r in mine if not r.label]
+            table.append({
+                "set": name, "half": half, "answerable": len(positive), "unanswerable": len(negative),
+                "answered_gold_retrieved": (sum(decide(r, weights, bias) and r.gold_retrieved for r in positive)
+                                            / len(positive)) if positive else None,
+                "abstained": (sum(not decide(r, weights, bias) for r in negative) / len(negative)) if negative else None,
+            })
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
+    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
+    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
+    parser.add_argument("--reuse-index", action="store_true", help="keep the indexes of identical files and encoder")
+    parser.add_argument("--k", type=int, default=8, help="records retrieved per question (Assistant.ask's default)")
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write weights and figures as JSON")
+    args = parser.parse_args(argv)
+    progress = start_scratch_run(args.out)
+
+    owners = load_owners(args.data)
+    scifact = load_scifact(args.datasets)
+    extra, back = scifact_papers(scifact)
+    record_of_doc = {doc: record for record, doc in back.items()}
+
+    rows: list[Row] = []
+    lists, _, _ = open_index(owners, args.reuse_index, progress)
+    corpus, _ = load_corpus(lists, list(lists.iter_papers()), owners)
+    rows += rows_of(lists, load_set(SETS / "scholars_questions.jsonl"), corpus.resolve, args.k)
+    lists.close()
+
+    mixed, _, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    corpus, _ = load_corpus(mixed, list(mixed.iter_papers()), owners)
+    corpus.scifact = record_of_doc
+    for name in ("paraphrase_questions", "near_miss_questions"):
+        if not (SETS / f"{name}.jsonl").exists():
+            raise SystemExit(f"{SETS / name}.jsonl is missing")
+        rows += rows_of(mixed, load_set(SETS / f"{name}.jsonl"), corpus.resolve, args.k)
+    train = scifact.split("train")
+    claims = random.Random(5).sample(sorted(train), min(SCIFACT_CLAIMS, len(train)))
+    questions = [Question(qid, "topic", scifact.queries[qid], {}, [{"scifact": doc} for doc in train[qid]],
+                          "scifact_train") for qid in claims]
+    rows += [Row(r.set, r.id, TUNE, r.label, r.gold_retrieved, r.values)
+             for r in rows_of(mixed, questions, corpus.resolve, args.k)]
+    mixed.close()
+
+    tuning = [r for r in rows if r.half == TUNE and (r.gold_retrieved or not r.label)]
+    weights, bias = fit(tuning)
+    bias = round(bias - balanced_shift(tuning, weights, bias), 4)
+    table = figures(rows, weights, bias)
+    print(markdown_table(["set", "half", "answerable", "answered (gold retrieved)", "unanswerable", "abstained"],
+                         [(t["set"], t["half"], t["answerable"], "-" if t["answered_gold_retrieved"] is None
+                           else f"{t['answered_gold_retrieved']:.2f}", t["unanswerable"],
+                           "-" if t["abstained"] is None else f"{t['abstained']:.2f}") for t in table]))
+    print(f"\nfitted on {len(tuning)} tuning rows; {load_note()}\n")
+    print("WEIGHTS: dict[str, float] = {")
+    print("    " + ", ".join(f'"{name}": {value}' for name, value in weights.items()) + ",")
+    print("}")
+    print(f"BIAS = {bias}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"weights": weights, "bias": bias, "figures": table}, indent=1),
+                             encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
