@@ -13,8 +13,8 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    ``EvidenceContext`` carries the threshold in force, by default
    ``retrieval.answers.evidence.resolve_policy`` of the settings, and the index's term rarity).
    None left -> abstention ("No indexed paper addresses this."), without calling any model.
-3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the extractive answer (``retrieval.answers.extractive``), with
-   ``NO_LLM_NOTICE``.
+3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the
+   extractive answer (``retrieval.answers.extractive``), with ``NO_LLM_NOTICE``.
 4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
    over delimited evidence blocks. The reply is untrusted (``retrieval.answers.model_output``): a
    ``TextDelta`` carries only text that passed validation (complete sentences with valid

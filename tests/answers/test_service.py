@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 
 from retrieval.answers.chain import NO_LLM_NOTICE
 from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE
 from retrieval.answers.question import parse_question
 from retrieval.answers.service import AnsweringService
-from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.index.filters import MAX_QUERY_CHARS, extract_filters
 from retrieval.records.paper import Author, Paper
@@ -79,8 +79,8 @@ def index() -> FakeIndex:
     return FakeIndex(PAPERS)
 
 
-def service(index: FakeIndex, settings: Settings | None = None, model: object | None = None) -> AnsweringService:
-    return AnsweringService(index, settings or make_settings(), model)  # type: ignore[arg-type]
+def service(index: FakeIndex, model: BaseChatModel | None = None) -> AnsweringService:
+    return AnsweringService(index, make_settings(), model)
 
 
 # --- the parsed question ----------------------------------------------------------------------------
@@ -206,7 +206,8 @@ def test_bad_input_raises_before_iteration(index: FakeIndex) -> None:
         answering.stream(answering.parse("discrete dipole approximation"), k=0)  # not iterated
 
 
-def test_a_rewritten_followup_has_its_own_filter_phrases_taken_out(index: FakeIndex) -> None:
+def test_a_rewritten_followup_has_its_own_filter_phrases_taken_out(index: FakeIndex,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     searched: list[str] = []
     search = index.search
 
@@ -214,7 +215,7 @@ def test_a_rewritten_followup_has_its_own_filter_phrases_taken_out(index: FakeIn
         searched.append(query)
         return search(query, k, filters)
 
-    index.search = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(index, "search", spy)
     answering = service(index)
     history = [("Which papers study the discrete dipole approximation?", "One does [1].")]
     parsed = answering.parse("and since 2015?", history=history)
