@@ -53,9 +53,9 @@ from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
-from retrieval.answers.chain import Retriever, stream_answer  # noqa: E402
+from retrieval.answers.chain import AnswerOptions, EvidenceContext, Retriever, stream_answer  # noqa: E402
 from retrieval.answers.citations import split_sentences  # noqa: E402
-from retrieval.answers.evidence import Rarity, resolve_min_relevance  # noqa: E402
+from retrieval.answers.evidence import Rarity, resolve_min_relevance, resolve_policy  # noqa: E402
 from retrieval.answers.llm import build_chat_model  # noqa: E402
 from retrieval.config import Settings, load_settings  # noqa: E402
 from retrieval.records.paper import Paper, title_key  # noqa: E402
@@ -274,8 +274,9 @@ def run_one(case: Case, retriever: TimedRetriever, settings: Settings, model: Ba
             threshold: float | None, k: int, tally: Tally, rarity: Rarity | None = None) -> None:
     retriever.seconds, retriever.hits = 0.0, []
     start = time.perf_counter()
-    events = list(stream_answer(case.question, retriever=retriever, settings=settings, k=k,
-                                chat_model=model, min_relevance=threshold, rarity=rarity))
+    options = AnswerOptions(k=k, evidence=EvidenceContext(resolve_policy(settings, threshold), rarity))
+    events = list(stream_answer(case.question, retriever=retriever, settings=settings, chat_model=model,
+                                options=options))
     total = time.perf_counter() - start
     final = events[-1]
     assert isinstance(final, Final)

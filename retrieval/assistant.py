@@ -5,7 +5,9 @@ The Slack app and the CLI hold one ``Assistant`` each and never reach past it, s
 doors always behave the same (``tests/test_architecture.py``: the doors import only this, the
 result types, the errors and the settings). It owns the lazily opened index, chat model and
 follows store; each operation delegates to the concern that does it (``ingest.fetchers``,
-``ingest.roster``, ``alerts.follows``, ``answers``, ``scholars``).
+``storage.roster``, ``alerts.channels``, ``answers``, ``scholars``). Two of them are sub-facades
+made on first use: ``answering`` (``retrieval.answers.service``: ``ask`` and ``stream_ask``
+parse the question once and hand it over) and ``follows`` (``retrieval.alerts.channels``).
 
 Creating one makes the data dir private (``config.open_data_dir``: 0700, files 0600). Every
 write path here (``ingest_files``, ``ingest_papers``, ``sync``, ``repair``) holds the data dir's
@@ -20,11 +22,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrieval.answers.chat_model import FROM_SETTINGS, ChatModelChoice, FromSettings
 from retrieval.config import Settings, open_data_dir, with_user_permissions
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
@@ -35,13 +37,11 @@ from retrieval.results import (
     Citation,
     CollaboratorsResult,
     FetchResult,
-    Final,
     IndexStats,
     IngestReport,
     Scholar,
     ScholarSummaryResult,
     SearchFilters,
-    SearchHit,
     SearchResult,
     SyncEvent,
     SyncReport,
@@ -51,33 +51,18 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from retrieval.alerts.channels import ChannelFollows
-    from retrieval.answers.question_shape import QuestionShape
+    from retrieval.answers.service import AnsweringService
     from retrieval.index.maintenance import ConsistencyReport
     from retrieval.index.paper_index import PaperIndex
     from retrieval.ingest.fetchers import ProgressBars
     from retrieval.ingest.pipeline import Progress
     from retrieval.storage.locks import Activity
 
-_UNSET = object()
 log = logging.getLogger(__name__)
-
-
-def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
-    """Append notices (a capped question, the filter that emptied the result) to the answer's."""
-    parts = [result.notice, *notices]
-    combined = " ".join(part for part in parts if part)
-    return result.model_copy(update={"notice": combined or None})
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _listing_abstention(question: str) -> AnswerResult:
-    """A listing with nothing to list; ``Assistant._finish`` adds the filter that emptied it."""
-    from retrieval.answers.extractive import abstention
-
-    return abstention(question, "extractive")
 
 
 class Assistant:
@@ -88,17 +73,20 @@ class Assistant:
         settings: Settings,
         *,
         index: PaperIndex | None = None,
-        chat_model: BaseChatModel | object | None = _UNSET,
+        chat_model: ChatModelChoice = FROM_SETTINGS,
         notice: Callable[[str], None] | None = None,
     ) -> None:
-        """``notice`` receives one-line messages for the user that are not results: the data dir
-        made private, waiting for another writer (default: the log)."""
+        """``chat_model``: a model, None for extractive answers, or (the default) the model the
+        settings describe, built on first use (``retrieval.answers.chat_model``). ``notice``
+        receives one-line messages for the user that are not results: the data dir made
+        private, waiting for another writer (default: the log)."""
         self.settings = settings
         self._index = index
         self._chat_model = chat_model
         self._notice = notice or log.warning
         self._follows: ChannelFollows | None = None
         self._follows_lock = threading.Lock()  # Slack listener threads make it once
+        self._answering: AnsweringService | None = None
         open_data_dir(settings, notice=self._notice)
 
     def close(self) -> None:
@@ -141,116 +129,37 @@ class Assistant:
 
     @property
     def chat_model(self) -> BaseChatModel | None:
-        if self._chat_model is _UNSET:
-            from retrieval.answers.chain import configured_chat_model  # imports no LLM stack when none is configured
+        """The chat model in use, or None (extractive answers); built on first use when chosen ``FROM_SETTINGS``."""
+        if isinstance(self._chat_model, FromSettings):
+            from retrieval.answers.chat_model import resolve_chat_model  # imports no LLM stack when none is configured
 
-            self._chat_model = configured_chat_model(self.settings)
-        return self._chat_model  # type: ignore[return-value]
+            self._chat_model = resolve_chat_model(self._chat_model, self.settings)
+        return self._chat_model
 
-    def _retrieve(self, query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
-        """Hybrid search on the question with its filter phrases ("since 2024") taken out."""
-        cleaned, _ = self.index.parse_question(query)
-        return self.index.search(cleaned or query, k=k, filters=filters)
+    @property
+    def answering(self) -> AnsweringService:
+        """Questions answered over this index (``retrieval.answers.service``): what ``ask`` and
+        ``stream_ask`` delegate to."""
+        if self._answering is None:
+            from retrieval.answers.service import AnsweringService
 
-    def _prepare(self, text: str, filters: SearchFilters | None) -> tuple[str, SearchFilters, str | None]:
-        """Validate and cap a question; read filters ("since 2024", "by Zhao Zhang") out of it.
-
-        Returns the question to use, the merged filters and a notice (e.g. the cap) or None.
-        """
-        from retrieval.index.filters import merge_filters, prepare_query
-
-        prepared = prepare_query(text)
-        _, parsed = self.index.parse_question(prepared.text)
-        return prepared.text, merge_filters(filters, parsed), prepared.notice
+            self._answering = AnsweringService(self.index, self.settings, self.chat_model)
+        return self._answering
 
     # --- the three jobs ----------------------------------------------------------------------
 
     def search(
         self, query: str, *, k: int = 10, offset: int = 0, filters: SearchFilters | None = None
     ) -> SearchResult:
-        question, merged, notice = self._prepare(query, filters)
-        cleaned, _ = self.index.parse_question(question)
-        outcome = self.index.retrieve(cleaned or question, k + offset, None if merged.is_empty() else merged)
+        """Ranked records for ``query`` (filter phrases read out of it, merged under ``filters``)."""
+        from retrieval.answers.question import parse_question
+
+        parsed = parse_question(query, self.index.parse_question, filters=filters)
+        outcome = self.index.retrieve(parsed.search_text, k + offset, parsed.search_filters)
         hits = outcome.hits[offset:]
         citations = [Citation.from_paper(offset + i + 1, hit.paper, hit.score) for i, hit in enumerate(hits)]
-        notices = " ".join(part for part in (notice, outcome.empty_reason if not hits else None) if part)
+        notices = " ".join(part for part in (parsed.notice, outcome.empty_reason if not hits else None) if part)
         return SearchResult(query=query, results=citations, notice=notices or None)
-
-    def _rarity(self, filters: SearchFilters) -> Callable[[str], float] | None:
-        """``PaperIndex.term_rarity``, with the words of the filters' names left out: "papers by
-        Aditya Grover on diffusion" must find diffusion in the records, not "Grover". None for
-        an index too small for word frequencies to say which word is specific
-        (``evidence.RARITY_MIN_RECORDS``)."""
-        from retrieval.answers.evidence import RARITY_MIN_RECORDS
-        from retrieval.text import content_terms
-
-        if self.index.count() < RARITY_MIN_RECORDS:
-            return None
-        named = content_terms(" ".join([*filters.authors, filters.venue or ""]))
-        rarity = self.index.term_rarity
-        return lambda term: 0.0 if term in named else rarity(term)
-
-    def _answer_inputs(
-        self, question: str, k: int, filters: SearchFilters | None, history: Sequence[tuple[str, str]]
-    ) -> tuple[dict[str, object], SearchFilters, str | None]:
-        """Everything ``answer_question``/``stream_answer`` take, plus the filters and a notice."""
-        text, merged, notice = self._prepare(question, filters)
-        inputs: dict[str, object] = {
-            "question": text,
-            "retriever": self._retrieve,
-            "settings": self.settings,
-            "k": k,
-            "filters": None if merged.is_empty() else merged,
-            "history": history,
-            "chat_model": self.chat_model,
-            "min_relevance": None,  # the chain resolves it from settings (retrieval.answers.evidence.resolve_policy)
-            "rarity": self._rarity(merged),
-        }
-        return inputs, merged, notice
-
-    def _shape(self, question: str, merged: SearchFilters, history: Sequence[tuple[str, str]]) -> QuestionShape:
-        """Listing, topic or mixed (``retrieval.answers.question_shape``).
-
-        In a thread, a question stating only years ("and since 2024?") leans on what came
-        before: it is answered as a topic within the years, not as a listing of the whole index.
-        """
-        from retrieval.answers.question_shape import QuestionShape, question_shape
-
-        cleaned, _ = self.index.parse_question(question)
-        shape = question_shape(question, cleaned, merged)
-        if shape.kind == "listing" and history and not (merged.authors or merged.venue):
-            return QuestionShape("mixed", merged, cleaned)
-        return shape
-
-    def _listing(self, question: str, merged: SearchFilters, *, notice: str | None = None) -> AnswerResult | None:
-        """All records matching the filters as a cited listing; None when none matches."""
-        from retrieval.answers.listing import LISTING_NOTICE, listing_answer
-
-        papers = self.index.matching_papers(merged)
-        if not papers:
-            return None
-        return listing_answer(question, papers, merged, notice=" ".join(p for p in (notice, LISTING_NOTICE) if p))
-
-    def _finish(self, result: AnswerResult, filters: SearchFilters, notice: str | None,
-                shape: QuestionShape | None = None) -> AnswerResult:
-        """Add the question's notice, kind and filters and, for an abstention, the filter that emptied the result."""
-        from retrieval.answers.question_shape import applied_filters
-
-        empty_reason = None
-        if result.abstained:
-            empty_reason = self.index.explain_empty(None if filters.is_empty() else filters)
-        if shape is not None:
-            result = result.model_copy(update={"kind": shape.kind, "filters": applied_filters(filters)})
-        return _with_notice(result, notice, empty_reason)
-
-    def _by_shape(self, inputs: dict[str, object], merged: SearchFilters, shape: QuestionShape,
-                  result: AnswerResult) -> AnswerResult:
-        """A mixed question whose topic answer abstained lists its filtered set instead, when there is one."""
-        from retrieval.answers.listing import NO_TOPIC_NOTICE
-
-        if shape.kind != "mixed" or not result.abstained:
-            return result
-        return self._listing(str(inputs["question"]), merged, notice=NO_TOPIC_NOTICE) or result
 
     def ask(
         self,
@@ -261,16 +170,8 @@ class Assistant:
         history: Sequence[tuple[str, str]] = (),
     ) -> AnswerResult:
         """A cited answer: a listing of the filtered records, a topic answer, or a topic within filters."""
-        from retrieval.answers.chain import answer_question
-
-        inputs, merged, notice = self._answer_inputs(question, k, filters, history)
-        shape = self._shape(str(inputs["question"]), merged, history)
-        if shape.kind == "listing":
-            listed = self._listing(str(inputs["question"]), merged)
-            result = listed or _listing_abstention(str(inputs["question"]))
-        else:
-            result = self._by_shape(inputs, merged, shape, answer_question(**inputs))  # type: ignore[arg-type]
-        return self._finish(result, merged, notice, shape)
+        parsed = self.answering.parse(question, filters=filters, history=history)
+        return self.answering.ask(parsed, k=k, history=history)
 
     def stream_ask(
         self,
@@ -284,25 +185,10 @@ class Assistant:
 
         A listing needs no model: it arrives as one ``Final``. A mixed question whose topic
         answer abstains ends with a ``Final`` listing the filtered set (replacing any deltas).
+        Bad input (an empty question, ``k`` out of range) raises before iteration.
         """
-        from retrieval.answers.chain import stream_answer
-
-        inputs, merged, notice = self._answer_inputs(question, k, filters, history)
-        text = str(inputs["question"])
-        shape = self._shape(text, merged, history)
-        if shape.kind == "listing":
-            listed = self._listing(text, merged) or _listing_abstention(text)
-            return iter([Final(self._finish(listed, merged, notice, shape), query=text)])
-        events = stream_answer(**inputs)  # type: ignore[arg-type]
-
-        def finished() -> Iterator[AnswerEvent]:
-            for event in events:
-                if isinstance(event, Final):
-                    result = self._by_shape(inputs, merged, shape, event.result)
-                    event = replace(event, result=self._finish(result, merged, notice, shape))
-                yield event
-
-        return finished()
+        parsed = self.answering.parse(question, filters=filters, history=history)
+        return self.answering.stream(parsed, k=k, history=history)
 
     @property
     def relevance_threshold(self) -> float:

@@ -1,14 +1,20 @@
 """Cited answers: retrieve -> relevant evidence -> (LLM chain | extractive) -> validated citations.
 
+This is the topic answer of one question; which questions get one (listing, topic, mixed) is
+decided by ``retrieval.answers.service``, which calls ``stream_answer`` with the question's text,
+its retriever and an ``AnswerOptions`` (k, filters, thread history, ``EvidenceContext``).
+
 Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the result):
 
-1. With ``history``, the question is rewritten into a standalone query (``retrieval.answers.condense``).
+1. With ``options.history``, the question is rewritten into a standalone query
+   (``retrieval.answers.condense``).
 2. ``retriever(query, k, filters)`` runs once; ``select_relevant`` keeps the hits that may serve
-   as evidence (field-aware cut, relative to the best hit, query-concept coverage; the threshold
-   in force comes from ``retrieval.answers.evidence.resolve_policy``). None left ->
-   abstention ("No indexed paper addresses this."), without calling any model.
-3. No chat model configured -> the extractive answer (``retrieval.answers.extractive``), with
-   ``NO_LLM_NOTICE``.
+   as evidence (field-aware cut, relative to the best hit, query-concept coverage; the
+   ``EvidenceContext`` carries the threshold in force, by default
+   ``retrieval.answers.evidence.resolve_policy`` of the settings, and the index's term rarity).
+   None left -> abstention ("No indexed paper addresses this."), without calling any model.
+3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the
+   extractive answer (``retrieval.answers.extractive``), with ``NO_LLM_NOTICE``.
 4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
    over delimited evidence blocks. The reply is untrusted (``retrieval.answers.model_output``): a
    ``TextDelta`` carries only text that passed validation (complete sentences with valid
@@ -36,11 +42,13 @@ any OpenAI-compatible server (llama.cpp, vLLM, Ollama) without json_schema suppo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from prompts import Prompt, load_prompt
 from retrieval.answers.attribution import EvidenceAttribution
+from retrieval.answers.chat_model import FROM_SETTINGS, ChatModelChoice, resolve_chat_model
 from retrieval.answers.citations import validate_answer
 from retrieval.answers.condense import heuristic_query, standalone_question
 from retrieval.answers.evidence import (
@@ -160,52 +168,62 @@ def _llm_result(question: str, report: ValidationReport, evidence: EvidenceSet) 
     return AnswerResult(question=question, answer=text, mode="llm", abstained=False, citations=citations)
 
 
+@dataclass(frozen=True)
+class EvidenceContext:
+    """What decides which hits may serve as evidence besides the query and the hits themselves:
+    the relevance policy in force and the index's term rarity (None: too small an index for word
+    frequencies to tell, ``evidence.RARITY_MIN_RECORDS``). Built per question by the answering
+    service; the place for more per-index information the evidence policy may need."""
+
+    policy: RelevancePolicy = field(default_factory=RelevancePolicy)
+    rarity: Rarity | None = None
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """How one question is answered, besides its text, retriever, settings and model.
+
+    ``k`` hits are retrieved with ``filters``; ``history`` (the thread's earlier (question,
+    answer) pairs) turns a follow-up into a standalone query; ``evidence`` defaults to the
+    policy the settings give (``resolve_policy``) without rarity; ``scorer`` picks key sentences
+    in extractive answers.
+    """
+
+    k: int = 8
+    filters: SearchFilters | None = None
+    history: Sequence[tuple[str, str]] = ()
+    evidence: EvidenceContext | None = None
+    scorer: SentenceScorer | None = None
+
+
 def stream_answer(
     question: str,
     *,
     retriever: Retriever,
     settings: Settings,
-    k: int = 8,
-    filters: SearchFilters | None = None,
-    history: Sequence[tuple[str, str]] = (),
-    chat_model: BaseChatModel | None = None,
-    min_relevance: float | None = None,
-    scorer: SentenceScorer | None = None,
-    rarity: Rarity | None = None,
+    chat_model: ChatModelChoice = FROM_SETTINGS,
+    options: AnswerOptions = AnswerOptions(),
 ) -> Iterator[AnswerEvent]:
     """Yield ``TextDelta``s while a model writes, then exactly one ``Final`` (see module doc).
 
-    ``chat_model`` defaults to ``build_chat_model(settings)``; ``min_relevance`` to
-    ``settings.min_relevance``, else the calibrated default (``retrieval.answers.evidence.resolve_policy``); ``scorer``
-    picks key sentences in extractive answers. Raises ``InputError`` for an empty or overlong
-    question; retriever errors (``IndexUnavailableError``) pass through.
+    ``chat_model``: a model, None for extractive answers, or ``FROM_SETTINGS``
+    (``retrieval.answers.chat_model``). Raises ``InputError`` for an empty or overlong question
+    or a ``k`` out of range, before iteration; retriever errors (``IndexUnavailableError``)
+    pass through.
     """
-    question = _checked_question(question, k)  # eager: bad input raises before iteration
-    model = chat_model if chat_model is not None else configured_chat_model(settings)
-    threshold = resolve_policy(settings, min_relevance)
-    return _events(question, retriever, settings, k, filters, history, model, threshold, scorer, rarity)
-
-
-def configured_chat_model(settings: Settings) -> BaseChatModel | None:
-    """``retrieval.answers.llm.build_chat_model``, which is not even imported when no model is configured."""
-    if not settings.llm_configured:
-        return None
-    from retrieval.answers.llm import build_chat_model
-
-    return build_chat_model(settings)
+    question = _checked_question(question, options.k)  # eager: bad input raises before iteration
+    model = resolve_chat_model(chat_model, settings)
+    evidence = options.evidence if options.evidence is not None else EvidenceContext(resolve_policy(settings))
+    return _events(question, retriever, settings, model, options, evidence)
 
 
 def _events(
     question: str,
     retriever: Retriever,
     settings: Settings,
-    k: int,
-    filters: SearchFilters | None,
-    history: Sequence[tuple[str, str]],
     model: BaseChatModel | None,
-    threshold: RelevancePolicy,
-    scorer: SentenceScorer | None,
-    rarity: Rarity | None = None,
+    options: AnswerOptions,
+    evidence_context: EvidenceContext,
 ) -> Iterator[AnswerEvent]:
     llm_failures: tuple[type[Exception], ...] = ()  # without a model, no model call can fail
     if model is not None:  # the LLM stack is imported only when there is a model
@@ -214,13 +232,15 @@ def _events(
         llm_failures = LLM_FAILURES
     failure: Exception | None = None
     try:
-        query = standalone_question(question, history, model)
+        query = standalone_question(question, options.history, model)
     except llm_failures as exc:
-        failure, query = exc, heuristic_query(question, history)
-    relevant = select_relevant(query, retriever(query, k, filters), threshold, rarity)
+        failure, query = exc, heuristic_query(question, options.history)
+    hits = retriever(query, options.k, options.filters)
+    # the evidence policy (retrieval.answers.evidence.select_relevant): its one call on the ask path
+    relevant = select_relevant(query, hits, evidence_context.policy, evidence_context.rarity)
 
     if model is None:
-        yield Final(extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=scorer), query=query)
+        yield Final(extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=options.scorer), query=query)
         return
     attempts = model_attempts(model, settings)
     if failure is not None:
@@ -262,27 +282,12 @@ def answer_question(
     *,
     retriever: Retriever,
     settings: Settings,
-    k: int = 8,
-    filters: SearchFilters | None = None,
-    history: Sequence[tuple[str, str]] = (),
-    chat_model: BaseChatModel | None = None,
-    min_relevance: float | None = None,
-    scorer: SentenceScorer | None = None,
-    rarity: Rarity | None = None,
+    chat_model: ChatModelChoice = FROM_SETTINGS,
+    options: AnswerOptions = AnswerOptions(),
 ) -> AnswerResult:
     """The validated cited answer to ``question`` (``stream_answer`` without the deltas)."""
-    for event in stream_answer(
-        question,
-        retriever=retriever,
-        settings=settings,
-        k=k,
-        filters=filters,
-        history=history,
-        chat_model=chat_model,
-        min_relevance=min_relevance,
-        scorer=scorer,
-        rarity=rarity,
-    ):
+    for event in stream_answer(question, retriever=retriever, settings=settings, chat_model=chat_model,
+                               options=options):
         if isinstance(event, Final):
             return event.result
     raise AssertionError("stream_answer ended without a Final event")  # pragma: no cover

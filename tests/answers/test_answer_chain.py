@@ -9,7 +9,15 @@ from langchain_core.exceptions import ModelRateLimitError, ModelTimeoutError
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import SystemMessage
 
-from retrieval.answers.chain import LLM_ABSTAIN_ANSWER, NO_LLM_NOTICE, answer_question, stream_answer
+from retrieval.answers.chain import (
+    LLM_ABSTAIN_ANSWER,
+    NO_LLM_NOTICE,
+    AnswerOptions,
+    EvidenceContext,
+    answer_question,
+    stream_answer,
+)
+from retrieval.answers.evidence import RelevancePolicy
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
@@ -18,6 +26,11 @@ from tests.answers.conftest import FailingModel, LexicalRetriever, by_title, mak
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"
 OFF_TOPIC = "Which papers propose deep learning for protein folding?"
+
+
+def threshold(value: float) -> AnswerOptions:
+    """Options whose evidence policy is ``value``, given as an argument."""
+    return AnswerOptions(evidence=EvidenceContext(RelevancePolicy(value, "argument")))
 
 
 def final(events: list) -> Final:
@@ -54,8 +67,8 @@ def test_threshold_argument_and_setting_are_honoured(papers: list[Paper]) -> Non
         return hits
 
     question = "diagrams for moving entangled qubits between labs"
-    assert not answer_question(question, retriever=fixed, settings=make_settings(), min_relevance=0.4).abstained
-    assert answer_question(question, retriever=fixed, settings=make_settings(), min_relevance=0.6).abstained
+    assert not answer_question(question, retriever=fixed, settings=make_settings(), options=threshold(0.4)).abstained
+    assert answer_question(question, retriever=fixed, settings=make_settings(), options=threshold(0.6)).abstained
     assert answer_question(question, retriever=fixed, settings=make_settings(min_relevance=0.6)).abstained
     assert not answer_question(question, retriever=fixed, settings=make_settings(min_relevance=0.4)).abstained
 
@@ -68,7 +81,8 @@ def test_retriever_gets_k_and_filters(retriever: LexicalRetriever) -> None:
         return retriever(query, k, filters)
 
     filters = SearchFilters(since=2007)
-    answer_question(DDA, retriever=spy, settings=make_settings(), k=3, filters=filters)
+    answer_question(DDA, retriever=spy, settings=make_settings(),
+                    options=AnswerOptions(k=3, filters=filters))
     assert seen == [(DDA, 3, filters)]
 
 
@@ -175,7 +189,8 @@ def test_each_request_gets_a_new_boundary(retriever: LexicalRetriever) -> None:
 @pytest.mark.parametrize(("question", "k"), [("", 8), ("   ", 8), ("x" * 2001, 8), ("ok?", 0), ("ok?", 51)])
 def test_bad_input_raises_before_streaming(retriever: LexicalRetriever, question: str, k: int) -> None:
     with pytest.raises(InputError):
-        stream_answer(question, retriever=retriever, settings=make_settings(), k=k)  # no iteration needed
+        stream_answer(question, retriever=retriever, settings=make_settings(),
+                      options=AnswerOptions(k=k))  # no iteration needed
     assert retriever.queries == []
 
 
@@ -185,21 +200,23 @@ HISTORY = [("Which papers study magnetophonon resonance in graphene?", "One pape
 
 
 def test_followup_without_llm_carries_previous_terms(retriever: LexicalRetriever) -> None:
-    result = answer_question("What about since 2006?", retriever=retriever, settings=make_settings(), history=HISTORY)
+    result = answer_question("What about since 2006?", retriever=retriever, settings=make_settings(),
+                             options=AnswerOptions(history=HISTORY))
     assert retriever.queries == ["What about since 2006? magnetophonon resonance graphene"]
     assert not result.abstained and "Graphene" in result.citations[0].title
     assert result.question == "What about since 2006?"
 
 
 def test_followup_new_topic_without_llm_is_searched_as_asked(retriever: LexicalRetriever) -> None:
-    answer_question(DDA, retriever=retriever, settings=make_settings(), history=HISTORY)
+    answer_question(DDA, retriever=retriever, settings=make_settings(),
+                             options=AnswerOptions(history=HISTORY))
     assert retriever.queries == [DDA]
 
 
 def test_followup_with_llm_is_rewritten_by_the_model(retriever: LexicalRetriever) -> None:
     model = scripted("Query: magnetophonon resonance in graphene papers since 2006", "The fine structure is described [1].")
     events = list(stream_answer("And since 2006?", retriever=retriever, settings=make_settings(),
-                                history=HISTORY, chat_model=model))
+                                options=AnswerOptions(history=HISTORY), chat_model=model))
     event = final(events)
     assert retriever.queries == ["magnetophonon resonance in graphene papers since 2006"]
     assert event.query == retriever.queries[0]
@@ -211,14 +228,15 @@ def test_followup_with_llm_is_rewritten_by_the_model(retriever: LexicalRetriever
 
 def test_unusable_rewrite_falls_back_to_the_heuristic(retriever: LexicalRetriever) -> None:
     model = scripted("Sure! Here is a rewrite.\nIt mentions graphene.\nAnd more lines.", "Described [1].")
-    answer_question("And since 2006?", retriever=retriever, settings=make_settings(), history=HISTORY, chat_model=model)
+    answer_question("And since 2006?", retriever=retriever, settings=make_settings(),
+                    options=AnswerOptions(history=HISTORY), chat_model=model)
     assert retriever.queries == ["And since 2006? magnetophonon resonance graphene"]
 
 
 def test_failing_rewrite_skips_the_model_for_the_answer(retriever: LexicalRetriever) -> None:
     model = FailingModel(error=ModelTimeoutError("slow"))
     result = answer_question("And since 2006?", retriever=retriever, settings=make_settings(llm_max_retries=0),
-                             history=HISTORY, chat_model=model)
+                             options=AnswerOptions(history=HISTORY), chat_model=model)
     assert model.calls == 1
     assert result.mode == "extractive" and not result.abstained
     assert result.notice == "LLM unreachable (timeout after 1 attempt): extractive answer instead."

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from retrieval.answers.chain import answer_question, stream_answer
+from retrieval.answers.chain import AnswerOptions, answer_question, stream_answer
 from retrieval.answers.llm import PLACEHOLDER_API_KEY, build_chat_model
 from retrieval.config import Settings
 from retrieval.results import Final, TextDelta
@@ -72,7 +72,8 @@ def test_streamed_answer_over_sse(server: OpenAIStubServer, retriever: LexicalRe
 def test_followup_rewrite_uses_a_plain_json_completion(server: OpenAIStubServer, retriever: LexicalRetriever) -> None:
     server.script(StubReply(text="magnetophonon resonance in graphene"), StubReply(text="A fine structure is described [1]."))
     history = [("Which papers study magnetophonon resonance in graphene?", "One does [1].")]
-    result = answer_question("And what else?", retriever=retriever, settings=llm_settings(server), history=history)
+    result = answer_question("And what else?", retriever=retriever, settings=llm_settings(server),
+                             options=AnswerOptions(history=history))
     assert retriever.queries == ["magnetophonon resonance in graphene"]
     assert [r.body.get("stream", False) for r in server.chat_requests] == [False, True]
     assert result.answer == "A fine structure is described [1]."

@@ -71,9 +71,9 @@ def test_names_of_the_filters_are_not_the_rare_word(tmp_path: Path, monkeypatch)
                       Paper(title="Graph neural networks", published="2022", authors=[Author(name="Cy Dee")])])
         assistant = Assistant(index.settings, index=index, chat_model=None)
         # two records say nothing about which word is specific: no rule 4 there
-        assert assistant._rarity(SearchFilters()) is None
+        assert assistant.answering.rarity(SearchFilters()) is None
         monkeypatch.setattr("retrieval.answers.evidence.RARITY_MIN_RECORDS", 2)
-        rarity = assistant._rarity(SearchFilters(authors=["Aditya Grover"]))
+        rarity = assistant.answering.rarity(SearchFilters(authors=["Aditya Grover"]))
         assert rarity is not None and rarity("grover") == 0.0 and rarity("aditya") == 0.0
         assert 0 < rarity("diffus") < math.inf and rarity("sourdough") == math.inf
     finally:
