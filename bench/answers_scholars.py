@@ -427,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = [q for path in sets for q in load_set(path)]
     owners = load_owners(args.data)
     scifact_ids: dict[str, str] = {}
-    extra = []
+    extra: list[Paper] = []
     if args.with_scifact:
         extra, back = scifact_papers(load_scifact(args.datasets))
         scifact_ids = {doc: record for record, doc in back.items()}

@@ -8,7 +8,7 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
 
 1. With ``options.history``, the question is rewritten into a standalone query
    (``retrieval.answers.condense``).
-2. ``retriever(query, k, filters)`` runs once; ``select_relevant`` keeps the hits that may serve
+2. ``retriever(query, k, filters)`` runs once; ``evidence.assess`` keeps the hits that may serve
    as evidence (field-aware cut, relative to the best hit, query-concept coverage; the
    ``EvidenceContext`` carries the threshold in force, by default
    ``retrieval.answers.evidence.resolve_policy`` of the settings, and the index's term rarity).
@@ -55,12 +55,13 @@ from retrieval.answers.evidence import (
     EvidenceSet,
     Rarity,
     RelevancePolicy,
+    assess,
     build_evidence,
     resolve_policy,
-    select_relevant,
     strip_markup,
 )
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
+from retrieval.answers.judgement import Verdict, why_not
 from retrieval.answers.model_output import (
     ReplyRejected,
     ValidatedStream,
@@ -71,6 +72,7 @@ from retrieval.answers.model_output import (
 )
 from retrieval.config import Settings
 from retrieval.errors import InputError
+from retrieval.index.background import Background
 from retrieval.results import (
     AnswerEvent,
     AnswerResult,
@@ -168,15 +170,25 @@ def _llm_result(question: str, report: ValidationReport, evidence: EvidenceSet) 
     return AnswerResult(question=question, answer=text, mode="llm", abstained=False, citations=citations)
 
 
+def _with_why(result: AnswerResult, verdict: Verdict | None) -> AnswerResult:
+    """An abstention's notice says what the index lacks and what it holds instead (``why_not``)."""
+    if not result.abstained or verdict is None or verdict.answer:
+        return result
+    notice = " ".join(part for part in (why_not(verdict), result.notice) if part)
+    return result.model_copy(update={"notice": notice})
+
+
 @dataclass(frozen=True)
 class EvidenceContext:
     """What decides which hits may serve as evidence besides the query and the hits themselves:
-    the relevance policy in force and the index's term rarity (None: too small an index for word
-    frequencies to tell, ``evidence.RARITY_MIN_RECORDS``). Built per question by the answering
-    service; the place for more per-index information the evidence policy may need."""
+    the relevance policy in force, the index's term rarity (None: too small an index for word
+    frequencies to tell, ``evidence.RARITY_MIN_RECORDS``) and the index's background figures
+    (``retrieval.index.background``; None: the typical ones). Built per question by the
+    answering service."""
 
     policy: RelevancePolicy = field(default_factory=RelevancePolicy)
     rarity: Rarity | None = None
+    background: Background | None = None
 
 
 @dataclass(frozen=True)
@@ -236,18 +248,20 @@ def _events(
     except llm_failures as exc:
         failure, query = exc, heuristic_query(question, options.history)
     hits = retriever(query, options.k, options.filters)
-    # the evidence policy (retrieval.answers.evidence.select_relevant): its one call on the ask path
-    relevant = select_relevant(query, hits, evidence_context.policy, evidence_context.rarity)
+    # the evidence policy (retrieval.answers.evidence.assess): its one call on the ask path
+    assessment = assess(query, hits, evidence_context.policy, evidence_context.rarity, evidence_context.background)
+    relevant = assessment.kept
 
     if model is None:
-        yield Final(extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=options.scorer), query=query)
+        answer = extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=options.scorer)
+        yield Final(_with_why(answer, assessment.verdict), query=query)
         return
     attempts = model_attempts(model, settings)
     if failure is not None:
         yield Final(_fallback(question, relevant, describe_failure(failure, attempts)), query=query)
         return
     if not relevant:
-        yield Final(abstention(question, "llm", answer=NO_EVIDENCE_ANSWER), query=query)
+        yield Final(_with_why(abstention(question, "llm", answer=NO_EVIDENCE_ANSWER), assessment.verdict), query=query)
         return
 
     evidence = build_evidence(relevant)

@@ -164,3 +164,15 @@ def judge(question: str, hits: Sequence[SearchHit], background: Background, rari
                     if not any(covers(terms, phrase) for terms in top_terms))
     return Verdict(answer=p >= ANSWER_PROBABILITY, probability=round(p, 4), signals=signals,
                    closest=closest, missing=missing)
+
+
+def why_not(verdict: Verdict) -> str:
+    """One sentence for an abstention: the question's phrases no top record holds, and what the
+    closest records are about ("No indexed record mentions 'surface codes'; the closest: ...")."""
+    closest = "; ".join(f"'{title}'" for title in verdict.closest)
+    if verdict.missing:
+        named = ", ".join(f"'{phrase}'" for phrase in verdict.missing[:3])
+        lead = f"No indexed record mentions {named}"
+    else:
+        lead = "The closest records do not stand out from what this index returns for unrelated questions"
+    return f"{lead}; the closest: {closest}." if closest else f"{lead}."

@@ -33,6 +33,7 @@ from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE, listing_a
 from retrieval.answers.question import ParsedQuestion, parse_question
 from retrieval.answers.question_shape import applied_filters
 from retrieval.config import Settings
+from retrieval.index.background import Background
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerEvent, AnswerResult, Final, SearchFilters, SearchHit
 from retrieval.text import content_terms
@@ -50,6 +51,7 @@ class AnsweringIndex(Protocol):
     def explain_empty(self, filters: SearchFilters | None) -> str | None: ...
     def term_rarity(self, term: str) -> float: ...
     def count(self) -> int: ...
+    def evidence_background(self) -> Background: ...
 
 
 class AnsweringService:
@@ -91,9 +93,10 @@ class AnsweringService:
         raise AssertionError("the answer stream ended without a Final event")  # pragma: no cover
 
     def evidence_context(self, filters: SearchFilters) -> EvidenceContext:
-        """The relevance policy the settings give and the index's term rarity for a question
-        with ``filters`` (``rarity``)."""
-        return EvidenceContext(evidence.resolve_policy(self._settings), self.rarity(filters))
+        """The relevance policy the settings give, the index's term rarity for a question with
+        ``filters`` (``rarity``) and the index's background figures."""
+        return EvidenceContext(evidence.resolve_policy(self._settings), self.rarity(filters),
+                               self._index.evidence_background())
 
     def rarity(self, filters: SearchFilters) -> Callable[[str], float] | None:
         """``PaperIndex.term_rarity``, with the words of the filters' names left out: "papers by

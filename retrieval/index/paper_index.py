@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 
 from retrieval.config import Settings
+from retrieval.index.background import Background, BackgroundCache
 from retrieval.index.catch_up import MigrationCatchUp, OtherWriters
 from retrieval.index.dense import DenseStore
 from retrieval.index.encoders.base import Encoder
@@ -64,6 +65,7 @@ class PaperIndex:
                                  fusion=self.fusion, migration=self.migration, other_writers=self.other_writers)
         self.writer = IndexWriter(store, dense, encoders=self.encoders, migration=self.migration,
                                   other_writers=self.other_writers)
+        self._backgrounds = BackgroundCache(settings.data_dir)
         self.maintenance = Maintenance(settings, store, dense, lexical, encoders=self.encoders,
                                        migration=self.migration, other_writers=self.other_writers)
 
@@ -177,6 +179,11 @@ class PaperIndex:
     def resolve_filters(self, filters: SearchFilters | None) -> ResolvedFilters:
         """Expand author names and the venue substring to the indexed values they match."""
         return self.resolver.resolve(filters)
+
+    def evidence_background(self) -> Background:
+        """What this index's best record gives questions it was not built for
+        (``retrieval.index.background``): measured once per change of state, kept in the data dir."""
+        return self._backgrounds.of(self)
 
     def term_rarity(self, term: str) -> float:
         """How rare a stemmed word is in the index (its BM25 IDF; ``math.inf`` when no record

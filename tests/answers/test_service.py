@@ -14,10 +14,12 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from retrieval.answers.chain import NO_LLM_NOTICE
+from retrieval.answers.judgement import TYPICAL_BACKGROUND
 from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE
 from retrieval.answers.question import parse_question
 from retrieval.answers.service import AnsweringService
 from retrieval.errors import InputError
+from retrieval.index.background import Background
 from retrieval.index.filters import MAX_QUERY_CHARS, extract_filters
 from retrieval.records.paper import Author, Paper
 from retrieval.results import Final, SearchFilters, SearchHit, TextDelta
@@ -72,6 +74,9 @@ class FakeIndex:
 
     def count(self) -> int:
         return len(self.papers)
+
+    def evidence_background(self) -> Background:
+        return TYPICAL_BACKGROUND
 
 
 @pytest.fixture()
