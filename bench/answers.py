@@ -58,6 +58,7 @@ from retrieval.answers.citations import split_sentences  # noqa: E402
 from retrieval.answers.evidence import Rarity, resolve_min_relevance, resolve_policy  # noqa: E402
 from retrieval.answers.llm import build_chat_model  # noqa: E402
 from retrieval.config import Settings, load_settings  # noqa: E402
+from retrieval.index.background import Background  # noqa: E402
 from retrieval.records.paper import Paper, title_key  # noqa: E402
 from retrieval.results import AnswerResult, Final, SearchFilters, SearchHit  # noqa: E402
 
@@ -160,9 +161,9 @@ class Bm25StandIn:
         ]
 
 
-def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float, Rarity]:
-    """The real ``PaperIndex`` over the same records (``--retriever index``), its threshold and
-    its word rarity (the evidence policy's rule 4, as the doors pass it).
+def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, Rarity, Background]:
+    """The real ``PaperIndex`` over the same records (``--retriever index``), its word rarity and
+    its background figures (the evidence judgement's per-index inputs, as the doors pass them).
 
     A scratch index under ``bench/out/answers-*``, built once; vectors come from the embedding
     cache the retrieval benchmarks share, so only a cold cache encodes anything.
@@ -178,7 +179,7 @@ def index_retriever(papers: Sequence[Paper]) -> tuple[Retriever, float, Rarity]:
     def search(query: str, k: int, filters: SearchFilters | None) -> list[SearchHit]:
         return index.search(query, k=k, filters=filters)
 
-    return search, index.relevance_threshold, index.term_rarity
+    return search, index.term_rarity, index.evidence_background()
 
 
 @dataclass
@@ -271,10 +272,11 @@ def final_claims(answer: str) -> tuple[int, int]:
 
 
 def run_one(case: Case, retriever: TimedRetriever, settings: Settings, model: BaseChatModel | None,
-            threshold: float | None, k: int, tally: Tally, rarity: Rarity | None = None) -> None:
+            threshold: float | None, k: int, tally: Tally, rarity: Rarity | None = None,
+            background: Background | None = None) -> None:
     retriever.seconds, retriever.hits = 0.0, []
     start = time.perf_counter()
-    options = AnswerOptions(k=k, evidence=EvidenceContext(resolve_policy(settings, threshold), rarity))
+    options = AnswerOptions(k=k, evidence=EvidenceContext(resolve_policy(settings, threshold), rarity, background))
     events = list(stream_answer(case.question, retriever=retriever, settings=settings, chat_model=model,
                                 options=options))
     total = time.perf_counter() - start
@@ -374,13 +376,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases += [Case(q, frozenset()) for q in UNANSWERABLE[:n_unanswerable]]
     threshold: float | None = None
     rarity: Rarity | None = None
+    background: Background | None = None
     if args.retriever == "index":
-        inner, threshold, rarity = index_retriever(papers)
+        inner, rarity, background = index_retriever(papers)
     else:
         inner = Bm25StandIn(papers)
     if args.min_relevance is not None:
         threshold = args.min_relevance
-    shown = threshold if threshold is not None else resolve_min_relevance(settings)
+    shown: object = threshold if threshold is not None else (
+        "the evidence judgement" if args.retriever == "index" else resolve_min_relevance(settings))
     print(f"{len(cases)} questions ({n_answerable} answerable), {len(papers)} records, retriever={args.retriever}, "
           f"k={args.k}, min_relevance={shown}, setup {time.perf_counter() - start:.1f}s")
     rows = []
@@ -389,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         retriever = TimedRetriever(inner)
         run_settings = settings if name.startswith("llm-endpoint") else base_settings
         for case in cases:
-            run_one(case, retriever, run_settings, make_model(), threshold, args.k, tally, rarity)
+            run_one(case, retriever, run_settings, make_model(), threshold, args.k, tally, rarity, background)
         rows.append((name, tally))
     print()
     print_table(rows)
