@@ -114,12 +114,22 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=800, ge=16, le=32_768, validation_alias=_env("PAPERBOT_LLM_MAX_TOKENS"))
     # The whole reply, however the server trickles it (SSE pings keep per-read timeouts quiet).
     llm_deadline: float = Field(default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"))
+    # Two short calls before the answer (retrieval.answers.model_checks), inside the same deadline.
+    llm_field_terms: bool = Field(
+        default=True, validation_alias=_env("PAPERBOT_LLM_FIELD_TERMS"),
+        description="Ask the model for the question in the field's terms and retrieve for both.",
+    )
+    llm_judge_relevance: bool = Field(
+        default=True, validation_alias=_env("PAPERBOT_LLM_JUDGE_RELEVANCE"),
+        description="Ask the model which retrieved records are about the question; only those are cited.",
+    )
 
     # --- retrieval -------------------------------------------------------------------------
     min_relevance: float | None = Field(
         default=None, validation_alias=_env("PAPERBOT_MIN_RELEVANCE"),
         description="Fused relevance score a record with an abstract needs to count as evidence (title-only "
-                    "records: the same times 0.54/0.51). Unset: the calibrated 0.51 (retrieval.answers.evidence).",
+                    "records: the same times 0.54/0.51). Unset: the evidence judgement decides by meaning "
+                    "(retrieval.answers.judgement).",
     )
 
     # --- external sources ------------------------------------------------------------------

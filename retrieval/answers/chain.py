@@ -8,11 +8,18 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
 
 1. With ``options.history``, the question is rewritten into a standalone query
    (``retrieval.answers.condense``).
-2. ``retriever(query, k, filters)`` runs once; ``evidence.assess`` keeps the hits that may serve
-   as evidence (field-aware cut, relative to the best hit, query-concept coverage; the
-   ``EvidenceContext`` carries the threshold in force, by default
-   ``retrieval.answers.evidence.resolve_policy`` of the settings, and the index's term rarity).
-   None left -> abstention ("No indexed paper addresses this."), without calling any model.
+2. ``retriever(query, k, filters)`` runs; with a model, ``model_checks.field_query`` rewrites
+   the question into the field's terms and the records retrieved for that query join
+   (``settings.llm_field_terms``). ``evidence.assess`` then keeps the hits that may serve as
+   evidence: the evidence judgement by meaning (``retrieval.answers.judgement``) over the
+   ``EvidenceContext`` (the policy in force, the index's term rarity and background), or a
+   threshold the caller set. With a model, ``model_checks.judge_relevance`` then says which
+   records are about the question (``settings.llm_judge_relevance``): only those are cited; its
+   "NONE" empties the evidence unless the judgement found it strong (``STRONG_EVIDENCE``); an
+   unreadable, late or failing check leaves the judgement's evidence. Both checks and the
+   answer share one deadline (``settings.llm_deadline``) and add their notes to the notice.
+   No evidence -> abstention ("No indexed paper addresses this.") whose notice says why
+   (``judgement.why_not``), without the answer call.
 3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the
    extractive answer (``retrieval.answers.extractive``), with ``NO_LLM_NOTICE``.
 4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
@@ -41,8 +48,9 @@ any OpenAI-compatible server (llama.cpp, vLLM, Ollama) without json_schema suppo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -52,6 +60,7 @@ from retrieval.answers.chat_model import FROM_SETTINGS, ChatModelChoice, resolve
 from retrieval.answers.citations import validate_answer
 from retrieval.answers.condense import heuristic_query, standalone_question
 from retrieval.answers.evidence import (
+    Assessment,
     EvidenceSet,
     Rarity,
     RelevancePolicy,
@@ -62,6 +71,7 @@ from retrieval.answers.evidence import (
 )
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.answers.judgement import Verdict, why_not
+from retrieval.answers.model_checks import ReplyTimedOut, field_query, judge_relevance, merge_hits
 from retrieval.answers.model_output import (
     ReplyRejected,
     ValidatedStream,
@@ -83,6 +93,7 @@ from retrieval.results import (
     TextDelta,
     ValidationReport,
 )
+from retrieval.text import fold
 
 if TYPE_CHECKING:  # the LLM stack (langchain, openai) is imported only when a model is configured
     from langchain_core.language_models import BaseChatModel
@@ -99,6 +110,9 @@ Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
 
 LLM_ABSTAIN_ANSWER = "The indexed papers do not answer this."
 MAX_QUESTION_CHARS = 2000
+# The evidence judgement's probability above which one "NONE" from the model does not empty the
+# evidence (issue #29: a model's refusal is one signal, not the verdict).
+STRONG_EVIDENCE = 0.9
 MAX_K = 50
 
 
@@ -239,7 +253,7 @@ def _events(
 ) -> Iterator[AnswerEvent]:
     llm_failures: tuple[type[Exception], ...] = ()  # without a model, no model call can fail
     if model is not None:  # the LLM stack is imported only when there is a model
-        from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
+        from retrieval.answers.llm import LLM_FAILURES
 
         llm_failures = LLM_FAILURES
     failure: Exception | None = None
@@ -248,14 +262,94 @@ def _events(
     except llm_failures as exc:
         failure, query = exc, heuristic_query(question, options.history)
     hits = retriever(query, options.k, options.filters)
+    deadline = time.monotonic() + settings.llm_deadline  # the model calls of this answer share it
+    notes: list[str] = []
+    checking = model is not None and failure is None
+    if checking and model is not None and settings.llm_field_terms:
+        try:
+            hits = _with_field_terms(query, hits, retriever, options, model, _left(deadline, settings), notes)
+        except llm_failures as exc:
+            failure = exc  # the answer call would fail the same way: extractive at once
     # the evidence policy (retrieval.answers.evidence.assess): its one call on the ask path
     assessment = assess(query, hits, evidence_context.policy, evidence_context.rarity, evidence_context.background)
     relevant = assessment.kept
+    if checking and model is not None and failure is None and settings.llm_judge_relevance and hits:
+        try:
+            relevant = _model_judged(query, hits, assessment, model, _left(deadline, settings), notes)
+        except llm_failures as exc:
+            failure = exc
 
     if model is None:
         answer = extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=options.scorer)
         yield Final(_with_why(answer, assessment.verdict), query=query)
         return
+    for event in _written(question, query, relevant, assessment, settings, model, failure, deadline, llm_failures):
+        yield _noted(event, notes)
+
+
+def _left(deadline: float, settings: Settings) -> float:
+    """Seconds a model step may take: what is left of the answer's deadline, at most one request's timeout."""
+    return max(1.0, min(settings.llm_timeout, deadline - time.monotonic()))
+
+
+def _noted(event: AnswerEvent, notes: Sequence[str]) -> AnswerEvent:
+    """``event``, a ``Final`` with the model steps' notes added to its notice."""
+    if not notes or not isinstance(event, Final):
+        return event
+    notice = " ".join([*notes, *([event.result.notice] if event.result.notice else [])])
+    return replace(event, result=event.result.model_copy(update={"notice": notice}))
+
+
+def _with_field_terms(query: str, hits: list[SearchHit], retriever: Retriever, options: AnswerOptions,
+                      model: BaseChatModel, seconds: float, notes: list[str]) -> list[SearchHit]:
+    """``hits`` merged with the records retrieved for the question in the field's terms
+    (``model_checks.field_query``); the same hits when the model gives no usable query in time."""
+    try:
+        rewritten = field_query(query, model, seconds)
+    except ReplyTimedOut as slow:
+        notes.append(f"The model's field terms were skipped ({slow}).")
+        return hits
+    if rewritten is None or fold(rewritten) == fold(query):
+        return hits
+    notes.append(f'Also searched for "{rewritten}" (the question in the field\'s terms).')
+    return merge_hits(hits, retriever(rewritten, options.k, options.filters), options.k)
+
+
+def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, model: BaseChatModel,
+                  seconds: float, notes: list[str]) -> list[SearchHit]:
+    """The evidence after the model's relevance check (``model_checks.judge_relevance``).
+
+    The records it names, in retriever order; none when it says NONE, unless the evidence
+    judgement found the kept records a strong match (``STRONG_EVIDENCE``): one refusal is a
+    signal, not the verdict. An unreadable or late reply leaves the judgement's evidence.
+    """
+    candidates = list({hit.paper.id: hit for hit in reversed(hits)}.values())[::-1]
+    try:
+        judged = judge_relevance(query, candidates, model, seconds)
+    except ReplyTimedOut as slow:
+        notes.append(f"The model's relevance check was skipped ({slow}); the evidence judgement decided.")
+        return assessment.kept
+    if judged is None:
+        notes.append("The model's relevance check was unreadable; the evidence judgement decided.")
+        return assessment.kept
+    if judged.relevant:
+        return [candidates[n - 1] for n in sorted(judged.relevant)]
+    verdict = assessment.verdict
+    if assessment.kept and verdict is not None and verdict.probability >= STRONG_EVIDENCE:
+        notes.append("The model judged none of these records relevant; the evidence judgement found them "
+                     "a strong match, so they are kept.")
+        return assessment.kept
+    closest = "; ".join(f"'{hit.paper.title}'" for hit in candidates[:2])
+    notes.append(f"The model judged none of the closest records relevant: {closest}.")
+    return []
+
+
+def _written(question: str, query: str, relevant: list[SearchHit], assessment: Assessment, settings: Settings,
+             model: BaseChatModel, failure: Exception | None, deadline: float,
+             llm_failures: tuple[type[Exception], ...]) -> Iterator[AnswerEvent]:
+    """The model writes the answer over ``relevant`` (module docstring, steps 4-5)."""
+    from retrieval.answers.llm import describe_failure, model_attempts
+
     attempts = model_attempts(model, settings)
     if failure is not None:
         yield Final(_fallback(question, relevant, describe_failure(failure, attempts)), query=query)
@@ -269,7 +363,8 @@ def _events(
     attribution = EvidenceAttribution.from_papers([hit.paper for hit in evidence.hits])
     live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected, attribution=attribution)
     try:
-        for piece in bounded_pieces(build_answer_chain(model).stream(chain_inputs(query, evidence)), settings):
+        for piece in bounded_pieces(build_answer_chain(model).stream(chain_inputs(query, evidence)), settings,
+                                    until=deadline):
             if shown := live.feed(piece):
                 yield TextDelta(shown)  # only text that passed validation: never a [99] or the prompt
     except llm_failures as exc:

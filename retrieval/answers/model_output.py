@@ -243,16 +243,19 @@ class ValidatedStream:
         return added
 
 
-def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int | None = None) -> Iterator[str]:
+def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int | None = None,
+                   until: float | None = None) -> Iterator[str]:
     """The text pieces of a streamed reply (langchain message chunks), within its bounds.
 
     Raises ``ReplyRejected`` past ``settings.llm_deadline`` seconds for the whole reply (a server
-    that sends SSE pings never trips the per-read timeout), past ``max_chars``, and when the
-    stream ended incomplete: cut at the token limit (``finish_reason`` "length"), or, from an
-    OpenAI-compatible server, without any ``finish_reason`` (the connection closed mid-reply).
+    that sends SSE pings never trips the per-read timeout), or past ``until`` (a
+    ``time.monotonic()`` instant: the deadline of a whole answer whose earlier model calls took
+    part of it), past ``max_chars``, and when the stream ended incomplete: cut at the token
+    limit (``finish_reason`` "length"), or, from an OpenAI-compatible server, without any
+    ``finish_reason`` (the connection closed mid-reply).
     """
     max_chars = MAX_REPLY_CHARS if max_chars is None else max_chars
-    deadline = time.monotonic() + settings.llm_deadline
+    deadline = time.monotonic() + settings.llm_deadline if until is None else until
     finish: str | None = None
     openai_style = False
     total = 0

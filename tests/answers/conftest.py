@@ -28,8 +28,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def make_settings(**overrides: Any) -> Settings:
-    """Settings isolated from the environment and any .env file (no LLM unless given)."""
-    values: dict[str, Any] = {"openai_api_key": None, "openai_base_url": None, "min_relevance": None}
+    """Settings isolated from the environment and any .env file (no LLM unless given).
+
+    The model's two checks before an answer (field terms, relevance) are off unless given: these
+    settings serve tests of the writing path, whose scripted models answer every call alike;
+    ``tests/answers/test_model_checks.py`` turns them on.
+    """
+    values: dict[str, Any] = {"openai_api_key": None, "openai_base_url": None, "min_relevance": None,
+                              "llm_field_terms": False, "llm_judge_relevance": False}
     values.update(overrides)
     return Settings(_env_file=None, **values)
 
