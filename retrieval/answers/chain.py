@@ -16,7 +16,8 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    threshold the caller set. With a model, ``model_checks.judge_relevance`` then says which
    records are about the question (``settings.llm_judge_relevance``): only those are cited; its
    "NONE" empties the evidence unless the judgement found it strong (``STRONG_EVIDENCE``); an
-   unreadable, late or failing check leaves the judgement's evidence. Both checks and the
+   unreadable, late or failing check leaves the judgement's evidence. A question the judgement
+   finds clearly off the index (``MODEL_CHECK_FLOOR``) gets no check. Both checks and the
    answer share one deadline (``settings.llm_deadline``) and add their notes to the notice.
    No evidence -> abstention ("No indexed paper addresses this.") whose notice says why
    (``judgement.why_not``), without the answer call.
@@ -113,6 +114,11 @@ MAX_QUESTION_CHARS = 2000
 # The evidence judgement's probability above which one "NONE" from the model does not empty the
 # evidence (issue #29: a model's refusal is one signal, not the verdict).
 STRONG_EVIDENCE = 0.9
+# Below this probability of the judgement (or a best cosine under the index's background median)
+# the model's checks are not asked for. On the tuning halves the two skip about half the near
+# misses and off-topic questions, and no paraphrase whose gold record was retrieved
+# (docs/evidence.md, "With a model").
+MODEL_CHECK_FLOOR = 0.02
 MAX_K = 50
 
 
@@ -264,7 +270,7 @@ def _events(
     hits = retriever(query, options.k, options.filters)
     deadline = time.monotonic() + settings.llm_deadline  # the model calls of this answer share it
     notes: list[str] = []
-    checking = model is not None and failure is None
+    checking = model is not None and failure is None and _worth_checking(query, hits, evidence_context)
     if checking and model is not None and settings.llm_field_terms:
         try:
             hits = _with_field_terms(query, hits, retriever, options, model, _left(deadline, settings), notes)
@@ -285,6 +291,17 @@ def _events(
         return
     for event in _written(question, query, relevant, assessment, settings, model, failure, deadline, llm_failures):
         yield _noted(event, notes)
+
+
+def _worth_checking(query: str, hits: list[SearchHit], context: EvidenceContext) -> bool:
+    """False when the question is clearly off the index: the judgement's probability is under
+    ``MODEL_CHECK_FLOOR``, or the best record resembles it less than the index's records resemble
+    unrelated questions (the background median). No model call is spent on "the best sourdough
+    recipe" over a computer-science index; the judgement alone decides such a question."""
+    verdict = assess(query, hits, context.policy, context.rarity, context.background).verdict
+    if verdict is None or verdict.signals is None:
+        return True
+    return verdict.probability >= MODEL_CHECK_FLOOR and verdict.signals.lift >= 0
 
 
 def _left(deadline: float, settings: Settings) -> float:

@@ -43,8 +43,13 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
-    """Settings isolated from the environment and any .env file (no LLM)."""
-    values: dict[str, Any] = {"data_dir": data_dir, "openai_api_key": None, "openai_base_url": None}
+    """Settings isolated from the environment and any .env file (no LLM).
+
+    The model's checks before an answer are off: the Slack tests script the model's reply to
+    the answer call (the checks are the chain's, tested in ``tests/answers/test_model_checks.py``).
+    """
+    values: dict[str, Any] = {"data_dir": data_dir, "openai_api_key": None, "openai_base_url": None,
+                              "llm_field_terms": False, "llm_judge_relevance": False}
     values.update(overrides)
     return Settings(_env_file=None, **values)
 
