@@ -61,6 +61,7 @@ from retrieval.config import Settings, load_settings  # noqa: E402
 from retrieval.index.background import Background  # noqa: E402
 from retrieval.records.paper import Paper, title_key  # noqa: E402
 from retrieval.results import AnswerResult, Final, SearchFilters, SearchHit  # noqa: E402
+from retrieval.text import content_terms  # noqa: E402
 
 UNANSWERABLE = [
     "Which papers propose a compiler for quantum circuits?",
@@ -203,7 +204,12 @@ _QUESTION = re.compile(r"QUESTION\n(.*?)\n@@PB-", re.S)
 
 
 class ScriptedEvidenceModel(BaseChatModel):
-    """Cites up to three of the records it is shown; injects defects at fixed, seeded rates."""
+    """Cites up to three of the records it is shown; injects defects at fixed, seeded rates.
+
+    Asked for the field's terms it repeats the question (it knows no field); asked which records
+    are relevant it names those whose title shares a content word with the question, else NONE:
+    a lexical stand-in that exercises the chain's checks, not a judgement of meaning.
+    """
 
     uncited_rate: float = 0.3
     invented_rate: float = 0.2
@@ -220,6 +226,12 @@ class ScriptedEvidenceModel(BaseChatModel):
         seed = hashlib.sha1((question.group(1) if question else prompt).encode()).hexdigest()
         rng = random.Random(seed)
         records = [(int(m.group(2)), m.group(3)) for m in _RECORD.finditer(prompt)]
+        if "in the technical terms" in prompt:  # the field-terms prompt: no vocabulary to bridge with
+            return _reply(question.group(1) if question else "")
+        if "which research paper records are about a question" in prompt:  # the relevance check
+            asked = content_terms(question.group(1) if question else "")
+            named = [str(n) for n, title in records if asked & content_terms(title)]
+            return _reply(", ".join(named) or "NONE")
         if not records:  # the follow-up rewrite prompt: echo the follow-up as the query
             follow = re.search(r"FOLLOW-UP\n(.*?)\n@@PB-", prompt, re.S)
             return _reply(follow.group(1) if follow else "")

@@ -76,9 +76,11 @@ from bench.common import (
     start_scratch_run,
 )
 from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index
+from retrieval.answers.question_shape import applied_filters
+from retrieval.config import Settings, load_settings
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
-from retrieval.results import AnswerResult
+from retrieval.results import AnswerResult, Citation
 from retrieval.sources.files.detect import parse_file
 from retrieval.text import fold
 
@@ -352,6 +354,58 @@ def by_set_and_half(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+class ModelChecks:
+    """``--model-checks``: the evidence the chain would answer from, with the configured model's
+    checks, and the gold records retrieved with and without the field-terms query."""
+
+    def __init__(self, index: PaperIndex, settings: Settings, endpoint: Settings, k: int) -> None:
+        from retrieval.answers.llm import build_chat_model
+
+        if not endpoint.llm_configured:
+            raise SystemExit("--model-checks needs OPENAI_BASE_URL or OPENAI_API_KEY")
+        self.index, self.settings, self.k = index, endpoint.model_copy(update={"data_dir": settings.data_dir}), k
+        self.model = build_chat_model(self.settings)
+        self.endpoint = f"{endpoint.llm_model} at {endpoint.openai_base_url or 'the OpenAI API'}"
+
+    def evidence(self, q: Question) -> tuple[AnswerResult, dict[str, set[str]]]:
+        from retrieval.answers.chain import AnswerOptions, EvidenceContext, choose_evidence
+        from retrieval.answers.evidence import RARITY_MIN_RECORDS, resolve_policy
+
+        cleaned, parsed = self.index.parse_question(q.question)
+        filters = None if parsed.is_empty() else parsed
+        text = cleaned or q.question
+        rarity = self.index.term_rarity if self.index.count() >= RARITY_MIN_RECORDS else None
+        context = EvidenceContext(resolve_policy(None), rarity, self.index.evidence_background())
+        plain = {hit.paper.id for hit in self.index.search(text, k=self.k, filters=filters)}
+        chosen = choose_evidence(text, lambda query, k, f: self.index.search(query, k=k, filters=f), self.settings,
+                                 self.model, AnswerOptions(k=self.k, filters=filters), context)
+        citations = [Citation.from_paper(n, hit.paper, hit.score) for n, hit in enumerate(chosen.relevant, start=1)]
+        result = AnswerResult(question=q.question, answer="", mode="llm", abstained=not citations, citations=citations,
+                              kind="mixed" if q.kind == "mixed" else "topic", filters=applied_filters(filters),
+                              notice=" ".join(chosen.notes) or None)
+        return result, {"gold_retrieved_plain": plain, "gold_retrieved_checked": {h.paper.id for h in chosen.hits}}
+
+    def describe(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"endpoint": self.endpoint, "halves": []}
+        for name in dict.fromkeys(r["set"] for r in rows):
+            for half in (TUNE, HELD_OUT):
+                mine = [r for r in rows if r["set"] == name and r["half"] == half and r["kind"] in ("topic", "mixed")]
+                if mine:
+                    out["halves"].append({
+                        "set": name, "half": half, "answerable": len(mine),
+                        "retrieved_plain": sum(r["gold_retrieved_plain"] for r in mine) / len(mine),
+                        "retrieved_with_field_terms": sum(r["gold_retrieved_checked"] for r in mine) / len(mine),
+                    })
+        return out
+
+    def table(self, described: dict[str, Any]) -> str:
+        rows = [(h["set"], h["half"], h["answerable"], _f(h["retrieved_plain"]), _f(h["retrieved_with_field_terms"]))
+                for h in described["halves"]]
+        return (f"model checks with {described['endpoint']}; {load_note()}\n"
+                + markdown_table(["set", "half", "answerable", f"gold in the {self.k} retrieved",
+                                  "with the field-terms query"], rows))
+
+
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -413,6 +467,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="index the SciFact corpus too (5,183 biomedical abstracts as distractors; needed by "
                              "sets whose gold papers are SciFact documents)")
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
+    parser.add_argument("--half", choices=(TUNE, HELD_OUT), default=None, help="only the questions of this half")
+    parser.add_argument("--model-checks", action="store_true",
+                        help="with the endpoint of OPENAI_BASE_URL/OPENAI_API_KEY: the evidence after the model's "
+                             "field-terms and relevance checks (retrieval.answers.chain.choose_evidence), no answer "
+                             "written; also the share of gold records retrieved with and without the field terms")
     parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
     parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
     parser.add_argument("--k", type=int, default=8, help="evidence records per answer (Assistant.ask's default)")
@@ -424,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from retrieval.assistant import Assistant
 
     sets = args.set or [DEFAULT_SET]
-    questions = [q for path in sets for q in load_set(path)]
+    questions = [q for path in sets for q in load_set(path) if args.half is None or q.half == args.half]
     owners = load_owners(args.data)
     scifact_ids: dict[str, str] = {}
     extra: list[Paper] = []
@@ -432,7 +491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra, back = scifact_papers(load_scifact(args.datasets))
         scifact_ids = {doc: record for record, doc in back.items()}
     index, settings, ingest = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    endpoint = load_settings()
     settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None})
+    checks = ModelChecks(index, settings, endpoint, args.k) if args.model_checks else None
     records = list(index.iter_papers())
     corpus, mapped = load_corpus(index, records, owners)
     corpus.scifact = scifact_ids
@@ -443,8 +504,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     for q in questions:
         t0 = time.perf_counter()
-        result = assistant.ask(q.question, k=args.k)
-        rows.append(score(q, expected[q.id], result, time.perf_counter() - t0))
+        if checks is not None and q.kind != "listing":
+            result, retrieved = checks.evidence(q)
+            row = score(q, expected[q.id], result, time.perf_counter() - t0)
+            row.update({key: bool(expected[q.id].gold & ids) for key, ids in retrieved.items()})
+            progress(f"{q.set}/{q.id}: {'abstained' if result.abstained else f'{len(result.citations)} records'}, "
+                     f"{row['seconds']:.0f} s {(result.notice or '')[:120]}")
+        else:
+            result = assistant.ask(q.question, k=args.k)
+            row = score(q, expected[q.id], result, time.perf_counter() - t0)
+        rows.append(row)
     progress(f"{len(questions)} questions answered in {time.perf_counter() - started:.1f} s")
     index.close()
     refs = [r for q in questions for r in q.gold]
@@ -461,9 +530,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "goals": GOALS,
         "summary": summarise(rows),
         "halves": by_set_and_half(rows),
+        "model_checks": checks.describe(rows) if checks is not None else None,
         "per_question": rows,
     }
     print(report(figures, args.verbose))
+    if checks is not None:
+        print("\n" + checks.table(figures["model_checks"]))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=1, ensure_ascii=False), encoding="utf-8")

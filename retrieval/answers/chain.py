@@ -249,14 +249,33 @@ def stream_answer(
     return _events(question, retriever, settings, model, options, evidence)
 
 
-def _events(
-    question: str,
-    retriever: Retriever,
-    settings: Settings,
-    model: BaseChatModel | None,
-    options: AnswerOptions,
-    evidence_context: EvidenceContext,
-) -> Iterator[AnswerEvent]:
+@dataclass
+class EvidenceChoice:
+    """What an answer will rest on, before anything is written.
+
+    ``query``: the text retrieved for (the question, or its standalone rewrite in a thread);
+    ``hits``: the records judged (with the field-terms query's merged in); ``relevant``: the
+    evidence records; ``assessment``: the judgement's view of the hits;
+    ``notes``: what the model checks said or why they were skipped; ``failure``: a model call
+    that failed (the answer is then extractive at once); ``deadline``: the ``time.monotonic()``
+    instant by which the whole answer must be done.
+    """
+
+    query: str
+    hits: list[SearchHit]
+    relevant: list[SearchHit]
+    assessment: Assessment
+    notes: list[str]
+    failure: Exception | None
+    deadline: float
+
+
+def choose_evidence(question: str, retriever: Retriever, settings: Settings, model: BaseChatModel | None,
+                    options: AnswerOptions, context: EvidenceContext) -> EvidenceChoice:
+    """Steps 1-2 of the module docstring: retrieve, judge, and (with a model) check.
+
+    Model failures are caught (``EvidenceChoice.failure``); retriever errors pass through.
+    """
     llm_failures: tuple[type[Exception], ...] = ()  # without a model, no model call can fail
     if model is not None:  # the LLM stack is imported only when there is a model
         from retrieval.answers.llm import LLM_FAILURES
@@ -270,27 +289,38 @@ def _events(
     hits = retriever(query, options.k, options.filters)
     deadline = time.monotonic() + settings.llm_deadline  # the model calls of this answer share it
     notes: list[str] = []
-    checking = model is not None and failure is None and _worth_checking(query, hits, evidence_context)
+    checking = model is not None and failure is None and _worth_checking(query, hits, context)
     if checking and model is not None and settings.llm_field_terms:
         try:
             hits = _with_field_terms(query, hits, retriever, options, model, _left(deadline, settings), notes)
         except llm_failures as exc:
             failure = exc  # the answer call would fail the same way: extractive at once
     # the evidence policy (retrieval.answers.evidence.assess): its one call on the ask path
-    assessment = assess(query, hits, evidence_context.policy, evidence_context.rarity, evidence_context.background)
+    assessment = assess(query, hits, context.policy, context.rarity, context.background)
     relevant = assessment.kept
     if checking and model is not None and failure is None and settings.llm_judge_relevance and hits:
         try:
             relevant = _model_judged(query, hits, assessment, model, _left(deadline, settings), notes)
         except llm_failures as exc:
             failure = exc
+    return EvidenceChoice(query, hits, relevant, assessment, notes, failure, deadline)
 
+
+def _events(
+    question: str,
+    retriever: Retriever,
+    settings: Settings,
+    model: BaseChatModel | None,
+    options: AnswerOptions,
+    evidence_context: EvidenceContext,
+) -> Iterator[AnswerEvent]:
+    chosen = choose_evidence(question, retriever, settings, model, options, evidence_context)
     if model is None:
-        answer = extractive_answer(question, relevant, notice=NO_LLM_NOTICE, scorer=options.scorer)
-        yield Final(_with_why(answer, assessment.verdict), query=query)
+        answer = extractive_answer(question, chosen.relevant, notice=NO_LLM_NOTICE, scorer=options.scorer)
+        yield Final(_with_why(answer, chosen.assessment.verdict), query=chosen.query)
         return
-    for event in _written(question, query, relevant, assessment, settings, model, failure, deadline, llm_failures):
-        yield _noted(event, notes)
+    for event in _written(question, chosen, settings, model):
+        yield _noted(event, chosen.notes)
 
 
 def _worth_checking(query: str, hits: list[SearchHit], context: EvidenceContext) -> bool:
@@ -336,9 +366,11 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
                   seconds: float, notes: list[str]) -> list[SearchHit]:
     """The evidence after the model's relevance check (``model_checks.judge_relevance``).
 
-    The records it names, in retriever order; none when it says NONE, unless the evidence
-    judgement found the kept records a strong match (``STRONG_EVIDENCE``): one refusal is a
-    signal, not the verdict. An unreadable or late reply leaves the judgement's evidence.
+    The records it names, in retriever order (only among the kept ones when no judgement was
+    made: a threshold set by the user, a lexical-only retriever); none when it says NONE, unless
+    the evidence judgement found the kept records a strong match (``STRONG_EVIDENCE``): one
+    refusal is a signal, not the verdict. An unreadable or late reply leaves the judgement's
+    evidence.
     """
     candidates = list({hit.paper.id: hit for hit in reversed(hits)}.values())[::-1]
     try:
@@ -350,7 +382,11 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
         notes.append("The model's relevance check was unreadable; the evidence judgement decided.")
         return assessment.kept
     if judged.relevant:
-        return [candidates[n - 1] for n in sorted(judged.relevant)]
+        named = [candidates[n - 1] for n in sorted(judged.relevant)]
+        if assessment.verdict is None:  # a set threshold or a lexical-only retriever: the model only narrows
+            kept = {hit.paper.id for hit in assessment.kept}
+            return [hit for hit in named if hit.paper.id in kept]
+        return named
     verdict = assessment.verdict
     if assessment.kept and verdict is not None and verdict.probability >= STRONG_EVIDENCE:
         notes.append("The model judged none of these records relevant; the evidence judgement found them "
@@ -361,18 +397,19 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
     return []
 
 
-def _written(question: str, query: str, relevant: list[SearchHit], assessment: Assessment, settings: Settings,
-             model: BaseChatModel, failure: Exception | None, deadline: float,
-             llm_failures: tuple[type[Exception], ...]) -> Iterator[AnswerEvent]:
-    """The model writes the answer over ``relevant`` (module docstring, steps 4-5)."""
-    from retrieval.answers.llm import describe_failure, model_attempts
+def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: BaseChatModel) -> Iterator[AnswerEvent]:
+    """The model writes the answer over the chosen evidence (module docstring, steps 4-5)."""
+    from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
 
+    llm_failures = LLM_FAILURES
+    query, relevant, deadline = chosen.query, chosen.relevant, chosen.deadline
     attempts = model_attempts(model, settings)
-    if failure is not None:
-        yield Final(_fallback(question, relevant, describe_failure(failure, attempts)), query=query)
+    if chosen.failure is not None:
+        yield Final(_fallback(question, relevant, describe_failure(chosen.failure, attempts)), query=query)
         return
     if not relevant:
-        yield Final(_with_why(abstention(question, "llm", answer=NO_EVIDENCE_ANSWER), assessment.verdict), query=query)
+        yield Final(_with_why(abstention(question, "llm", answer=NO_EVIDENCE_ANSWER), chosen.assessment.verdict),
+                    query=query)
         return
 
     evidence = build_evidence(relevant)

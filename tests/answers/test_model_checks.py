@@ -203,3 +203,12 @@ def test_a_question_clearly_off_the_index_costs_no_model_call() -> None:
     off = hits_of((CODES, 0.2, 0.1), (GPUS, 0.18, 0.08))
     result, model = ask(off, "1", "Codes detect errors [1].")
     assert result.abstained and model.seen == []
+
+
+def test_without_a_judgement_the_model_only_narrows_the_evidence() -> None:
+    """A threshold set by the user (or a lexical-only retriever): the model cannot add records."""
+    hits = hits_of((PHOTONIC, 0.6, 0.5), (GPUS, 0.55, 0.45), (CODES, 0.2, 0.2))
+    model = scripted("1, 3", "Optical interference performs the matrix multiplications [1].")
+    result = answer_question(QUESTION, retriever=Replay({QUESTION: hits}), chat_model=model,
+                             settings=checked_settings(min_relevance=0.5))
+    assert [c.title for c in result.citations] == [PHOTONIC.title]  # CODES (0.2) is under the threshold
