@@ -42,10 +42,14 @@ counted as topic) equals ``AnswerResult.kind``; filters = for listing and mixed 
 applied ``AnswerResult.filters`` equal the declared ones (authors folded, as sets).
 
 Answers are extractive: ``Assistant(settings, index=index, chat_model=None).ask(question, k=k)``
-with settings that carry no OpenAI key or base URL. "lately" questions declare the window the
-product documents (``query_filters.RECENT_MONTHS`` before today, as whole years): since 2024 for
-a run in 2026. SciFact answer figures are not computed here (a different corpus and retriever):
-run ``python bench/answers.py --no-endpoint`` beside it. ``--json OUT`` writes the figures.
+with settings that carry no OpenAI key or base URL. ``--scripted`` answers with the scripted
+model of ``bench/answers.py`` instead (its checks and answers measure the chain, not a model);
+``--model-checks`` asks the configured endpoint for the checks only (no answer written, see
+``ModelChecks``). "lately" questions declare the window the product documents
+(``query_filters.RECENT_MONTHS`` before today, as whole years): since 2024 for a run in 2026.
+Sets are reported per set and per half (``bench.common.split_half``). SciFact claims are not
+asked here: run ``python bench/answers.py --no-endpoint`` beside it. ``--json OUT`` writes the
+figures.
 """
 
 from __future__ import annotations
@@ -468,6 +472,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "sets whose gold papers are SciFact documents)")
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
     parser.add_argument("--half", choices=(TUNE, HELD_OUT), default=None, help="only the questions of this half")
+    parser.add_argument("--scripted", action="store_true",
+                        help="answer with the scripted model of bench/answers.py (checks on) instead of extractively")
     parser.add_argument("--model-checks", action="store_true",
                         help="with the endpoint of OPENAI_BASE_URL/OPENAI_API_KEY: the evidence after the model's "
                              "field-terms and relevance checks (retrieval.answers.chain.choose_evidence), no answer "
@@ -499,7 +505,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus.scifact = scifact_ids
     expected = {q.id: expected_for(corpus, q) for q in questions}
     set_errors = [f"{qid}: {e}" for qid, exp in expected.items() for e in exp.errors]
-    assistant = Assistant(settings, index=index, chat_model=None)
+    if args.scripted:
+        from bench.answers import ScriptedEvidenceModel
+
+        assistant = Assistant(settings, index=index, chat_model=ScriptedEvidenceModel())
+    else:
+        assistant = Assistant(settings, index=index, chat_model=None)
     rows = []
     started = time.perf_counter()
     for q in questions:
