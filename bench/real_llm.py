@@ -640,6 +640,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="PAPERBOT_LLM_MAX_RETRIES (default: the product's)")
     parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
     parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and code")
+    parser.add_argument("--no-checks", action="store_true",
+                        help="no field-terms query and no relevance check before the answer (PAPERBOT_LLM_FIELD_TERMS "
+                             "and PAPERBOT_LLM_JUDGE_RELEVANCE false): only the answer call is measured")
     parser.add_argument("--verbose", action="store_true", help="print every raw reply and the answer shown")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the report as JSON")
     args = parser.parse_args(argv)
@@ -659,7 +662,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     folder = out_dir() / "real-llm-index" / content_key(paths, "auto")
     chosen = {"llm_timeout": args.timeout, "llm_deadline": args.deadline, "llm_max_tokens": args.max_tokens,
               "llm_max_retries": args.max_retries}
-    overrides = {name: value for name, value in chosen.items() if value is not None}
+    overrides: dict[str, object] = {name: value for name, value in chosen.items() if value is not None}
+    if args.no_checks:
+        overrides.update(llm_field_terms=False, llm_judge_relevance=False)
     settings = bench_settings(folder, encoder="auto", _env_file=None, openai_base_url=args.base_url,
                               openai_api_key=args.api_key, llm_model=model, **overrides)
     index, info = build_index(bench_settings(folder, encoder="auto", _env_file=None), paths, args.reuse_index, progress)

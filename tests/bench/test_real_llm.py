@@ -7,7 +7,9 @@ as [1]. The report must call them llm / supported, an "unusable" fallback (not "
 and llm with the second sentence either dropped by validation ("wrong citation") or flagged
 miscited by the bench, never counted as supported. An
 unreachable base URL must fail fast with a message. Only the bundled sample is indexed
-(``--no-scholars``), so no shared dataset is needed.
+(``--no-scholars``), so no shared dataset is needed. The model's checks before the answer are
+off (``--no-checks``): the stub writes answers; the checks have their own tests
+(``tests/answers/test_model_checks.py``).
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, PromptA
     out = tmp_path_factory.mktemp("bench-out")
     with PromptAwareStub([good, bare, miscited]) as server:
         done = bench("--base-url", server.base_url, "--no-scholars", "--only", ",".join(QUESTIONS),
-                     "--out", str(out), "--json", str(out / "real-llm.json"), "--max-retries", "0")
+                     "--out", str(out), "--json", str(out / "real-llm.json"), "--max-retries", "0", "--no-checks")
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((out / "real-llm.json").read_text(encoding="utf-8")), done.stdout, server
 
