@@ -376,12 +376,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-relevance", type=float, default=None,
                         help="relevance threshold (default: the index's, else PAPERBOT_MIN_RELEVANCE, else "
                              "retrieval.answers.evidence.DEFAULT_MIN_RELEVANCE)")
+    parser.add_argument("--checks", action="store_true",
+                        help="the model's field-terms query and relevance check before each answer (off by default)")
     parser.add_argument("--sweep", action="store_true",
                         help="also print answered/abstained rates of extractive answers for a range of thresholds")
     args = parser.parse_args(argv)
 
     n_answerable, n_unanswerable = (20, 8) if args.quick else (100, len(UNANSWERABLE))
     settings = load_settings()
+    checks = {"llm_field_terms": True, "llm_judge_relevance": True} if args.checks else {}
+    settings = settings.model_copy(update=checks)
     base_settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None})
     start = time.perf_counter()
     papers, cases = load_scifact(args.data, n_answerable)

@@ -367,7 +367,9 @@ class ModelChecks:
 
         if not endpoint.llm_configured:
             raise SystemExit("--model-checks needs OPENAI_BASE_URL or OPENAI_API_KEY")
-        self.index, self.settings, self.k = index, endpoint.model_copy(update={"data_dir": settings.data_dir}), k
+        self.settings = endpoint.model_copy(update={"data_dir": settings.data_dir, "llm_field_terms": True,
+                                                    "llm_judge_relevance": True})
+        self.index, self.k = index, k
         self.model = build_chat_model(self.settings)
         self.endpoint = f"{endpoint.llm_model} at {endpoint.openai_base_url or 'the OpenAI API'}"
 
@@ -473,7 +475,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
     parser.add_argument("--half", choices=(TUNE, HELD_OUT), default=None, help="only the questions of this half")
     parser.add_argument("--scripted", action="store_true",
-                        help="answer with the scripted model of bench/answers.py (checks on) instead of extractively")
+                        help="answer with the scripted model of bench/answers.py instead of extractively")
+    parser.add_argument("--checks", action="store_true",
+                        help="with --scripted: the model's field-terms query and relevance check before each answer")
     parser.add_argument("--model-checks", action="store_true",
                         help="with the endpoint of OPENAI_BASE_URL/OPENAI_API_KEY: the evidence after the model's "
                              "field-terms and relevance checks (retrieval.answers.chain.choose_evidence), no answer "
@@ -498,7 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         scifact_ids = {doc: record for record, doc in back.items()}
     index, settings, ingest = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
     endpoint = load_settings()
-    settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None})
+    settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None,
+                                           "llm_field_terms": args.checks, "llm_judge_relevance": args.checks})
     checks = ModelChecks(index, settings, endpoint, args.k) if args.model_checks else None
     records = list(index.iter_papers())
     corpus, mapped = load_corpus(index, records, owners)

@@ -115,12 +115,13 @@ class Settings(BaseSettings):
     # The whole reply, however the server trickles it (SSE pings keep per-read timeouts quiet).
     llm_deadline: float = Field(default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"))
     # Two short calls before the answer (retrieval.answers.model_checks), inside the same deadline.
+    # Off by default: with the 1.5B local model measured so far they cost answers (docs/performance.md).
     llm_field_terms: bool = Field(
-        default=True, validation_alias=_env("PAPERBOT_LLM_FIELD_TERMS"),
+        default=False, validation_alias=_env("PAPERBOT_LLM_FIELD_TERMS"),
         description="Ask the model for the question in the field's terms and retrieve for both.",
     )
     llm_judge_relevance: bool = Field(
-        default=True, validation_alias=_env("PAPERBOT_LLM_JUDGE_RELEVANCE"),
+        default=False, validation_alias=_env("PAPERBOT_LLM_JUDGE_RELEVANCE"),
         description="Ask the model which retrieved records are about the question; only those are cited.",
     )
 

@@ -1,6 +1,7 @@
 """Two short model calls before an answer is written: the field's terms, then relevance.
 
-With a chat model configured (and each step enabled in the settings):
+With a chat model configured and each step enabled in the settings (both off by default:
+with a 1.5B local model they cost more answers than they saved, docs/performance.md):
 
 * ``field_query`` asks the model to rewrite the question into the field's terms ("teaching a
   robot by showing it" -> "imitation learning from demonstrations"); the records are then
