@@ -48,11 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cited answers, scholar summaries and collaborator finding over your indexed papers.",
         epilog="Settings come from the environment and .env (see .env.example); PAPERBOT_DATA_DIR picks the installation.",
     )
+    parser.add_argument("--version", action="version", version=f"paperbot {_installed_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
+
+
+def _installed_version() -> str:
+    """The installed distribution's version (``pyproject.toml``), or "unknown" when run from a bare tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paperbot")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _report_unexpected(exc: BaseException, data_dir: Path | None) -> str:
