@@ -71,7 +71,7 @@ from retrieval.answers.evidence import (
     strip_markup,
 )
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
-from retrieval.answers.judgement import Verdict, why_not
+from retrieval.answers.judgement import Verdict, matched_by_meaning, why_not
 from retrieval.answers.model_checks import ReplyTimedOut, field_query, judge_relevance, merge_hits
 from retrieval.answers.model_output import (
     ReplyRejected,
@@ -194,11 +194,19 @@ def _llm_result(question: str, report: ValidationReport, evidence: EvidenceSet) 
 
 
 def _with_why(result: AnswerResult, verdict: Verdict | None) -> AnswerResult:
-    """An abstention's notice says what the index lacks and what it holds instead (``why_not``)."""
-    if not result.abstained or verdict is None or verdict.answer:
+    """The judgement's reason in the notice: for an abstention what the index lacks and what it
+    holds instead (``why_not``); for an answer matched by meaning alone, that the cited records
+    use none of the question's words (``matched_by_meaning``)."""
+    if verdict is None:
         return result
-    notice = " ".join(part for part in (why_not(verdict), result.notice) if part)
-    return result.model_copy(update={"notice": notice})
+    if result.abstained and not verdict.answer:
+        reason: str | None = why_not(verdict)
+    elif not result.abstained and verdict.answer:
+        reason = matched_by_meaning(verdict)
+    else:
+        return result
+    notice = " ".join(part for part in (reason, result.notice) if part)
+    return result.model_copy(update={"notice": notice or None})
 
 
 @dataclass(frozen=True)

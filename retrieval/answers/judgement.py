@@ -176,3 +176,13 @@ def why_not(verdict: Verdict) -> str:
     else:
         lead = "The closest records do not stand out from what this index returns for unrelated questions"
     return f"{lead}; the closest: {closest}." if closest else f"{lead}."
+
+
+def matched_by_meaning(verdict: Verdict) -> str | None:
+    """For an answer none of whose top records holds any of the question's phrases: say that the
+    match is by meaning ("Matched by meaning: no cited record uses the words 'light instead of
+    electronics'; ..."), so the reader checks it. None when some phrase is there in words."""
+    if verdict.signals is None or verdict.signals.concept_share > 0 or not verdict.missing:
+        return None
+    named = ", ".join(f"'{phrase}'" for phrase in verdict.missing[:3])
+    return f"Matched by meaning: the top records do not use the question's words {named}."

@@ -133,6 +133,12 @@ def test_a_question_whose_concept_is_missing_abstains() -> None:
 def test_paraphrase_still_answers() -> None:
     result = ask(PARAPHRASE)
     assert not result.abstained and result.citations[0].title == TITLE_ONLY_RIGHT[0]
+    # no phrase of the question is in the record's words: the notice says the match is by meaning
+    assert "Matched by meaning" in (result.notice or "") and "'llm inference survive hardware faults'" in result.notice
+
+
+def test_an_answer_in_the_question_words_carries_no_meaning_notice() -> None:
+    assert "Matched by meaning" not in (ask(FAULT).notice or "")
 
 
 def test_a_record_far_below_the_best_hit_is_not_evidence() -> None:
