@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
+WARNINGS_SHOWN = 3  # examples of records kept without an unreadable value; --json lists all
 PROBLEMS_SHOWN = 3  # files named in the "nothing could be read" error
 
 
@@ -105,8 +106,10 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
         ctx.out(f"  ... and {len(report.skipped) - SKIPS_SHOWN:,} more skips (use --json to see all).")
     if report.warnings:
         ctx.out(f"{len(report.warnings):,} records were kept without a value that could not be read, e.g.:")
-        for item in report.warnings[:3]:
+        for item in report.warnings[:WARNINGS_SHOWN]:
             ctx.out(f"  {item.item}: {item.reason}")
+        if len(report.warnings) > WARNINGS_SHOWN:
+            ctx.out(f"  ... and {len(report.warnings) - WARNINGS_SHOWN:,} more warnings (use --json to see all).")
 
 
 def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:

@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.set_defaults(handler=run_export)
 
     stats = subparsers.add_parser("stats", help="counts by source, year and scholar")
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     stats.set_defaults(handler=run_stats)
 
     doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma and the lexical index")
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     doctor.add_argument("--force", action="store_true",
                         help="with --repair: drop the vectors even when the record store looks lost "
                              "(empty, or missing most of the indexed papers)")
-    doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--json", action="store_true", help="print the check (and any repair) as one JSON object")
     doctor.set_defaults(handler=run_doctor)
 
 
