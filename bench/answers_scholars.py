@@ -374,14 +374,15 @@ class ModelChecks:
         self.endpoint = f"{endpoint.llm_model} at {endpoint.openai_base_url or 'the OpenAI API'}"
 
     def evidence(self, q: Question) -> tuple[AnswerResult, dict[str, set[str]]]:
-        from retrieval.answers.chain import AnswerOptions, EvidenceContext, choose_evidence
-        from retrieval.answers.evidence import RARITY_MIN_RECORDS, resolve_policy
+        """The question parsed and its evidence context made as ``Assistant.ask`` makes them
+        (``AnsweringService``), then the chain's evidence step with the model's checks."""
+        from retrieval.answers.chain import AnswerOptions, choose_evidence
+        from retrieval.answers.service import AnsweringService
 
-        cleaned, parsed = self.index.parse_question(q.question)
-        filters = None if parsed.is_empty() else parsed
-        text = cleaned or q.question
-        rarity = self.index.term_rarity if self.index.count() >= RARITY_MIN_RECORDS else None
-        context = EvidenceContext(resolve_policy(None), rarity, self.index.evidence_background())
+        service = AnsweringService(self.index, self.settings, None)
+        parsed = service.parse(q.question)
+        filters, text = parsed.search_filters, parsed.search_text
+        context = service.evidence_context(parsed.filters)
         plain = {hit.paper.id for hit in self.index.search(text, k=self.k, filters=filters)}
         chosen = choose_evidence(text, lambda query, k, f: self.index.search(query, k=k, filters=f), self.settings,
                                  self.model, AnswerOptions(k=self.k, filters=filters), context)

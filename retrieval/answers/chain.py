@@ -69,6 +69,7 @@ from retrieval.answers.evidence import (
     build_evidence,
     resolve_policy,
     strip_markup,
+    unique_hits,
 )
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.answers.judgement import Verdict, matched_by_meaning, why_not
@@ -300,14 +301,19 @@ def choose_evidence(question: str, retriever: Retriever, settings: Settings, mod
     hits = retriever(query, options.k, options.filters)
     deadline = time.monotonic() + settings.llm_deadline  # the model calls of this answer share it
     notes: list[str] = []
-    checking = model is not None and failure is None and _worth_checking(query, hits, context)
+    # the evidence policy (retrieval.answers.evidence.assess), again only over records the
+    # field-terms query brought in
+    assessment = assess(query, hits, context.policy, context.rarity, context.background)
+    checking = model is not None and failure is None and _worth_checking(assessment.verdict)
     if checking and model is not None and settings.llm_field_terms:
         try:
-            hits = _with_field_terms(query, hits, retriever, options, model, _left(deadline, settings), notes)
+            merged = _with_field_terms(query, hits, retriever, options, model, _left(deadline, settings), notes)
         except llm_failures as exc:
             failure = exc  # the answer call would fail the same way: extractive at once
-    # the evidence policy (retrieval.answers.evidence.assess): its one call on the ask path
-    assessment = assess(query, hits, context.policy, context.rarity, context.background)
+        else:
+            if merged is not hits:
+                hits = merged
+                assessment = assess(query, hits, context.policy, context.rarity, context.background)
     relevant = assessment.kept
     if checking and model is not None and failure is None and settings.llm_judge_relevance and hits:
         try:
@@ -334,12 +340,11 @@ def _events(
         yield _noted(event, chosen.notes)
 
 
-def _worth_checking(query: str, hits: list[SearchHit], context: EvidenceContext) -> bool:
+def _worth_checking(verdict: Verdict | None) -> bool:
     """False when the question is clearly off the index: the judgement's probability is under
     ``MODEL_CHECK_FLOOR``, or the best record resembles it less than the index's records resemble
     unrelated questions (the background median). No model call is spent on "the best sourdough
     recipe" over a computer-science index; the judgement alone decides such a question."""
-    verdict = assess(query, hits, context.policy, context.rarity, context.background).verdict
     if verdict is None or verdict.signals is None:
         return True
     return verdict.probability >= MODEL_CHECK_FLOOR and verdict.signals.lift >= 0
@@ -383,7 +388,7 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
     refusal is a signal, not the verdict. An unreadable or late reply leaves the judgement's
     evidence.
     """
-    candidates = list({hit.paper.id: hit for hit in reversed(hits)}.values())[::-1]
+    candidates = unique_hits(hits)
     try:
         judged = judge_relevance(query, candidates, model, seconds)
     except ReplyTimedOut as slow:
@@ -412,7 +417,6 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
     """The model writes the answer over the chosen evidence (module docstring, steps 4-5)."""
     from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
 
-    llm_failures = LLM_FAILURES
     query, relevant, deadline = chosen.query, chosen.relevant, chosen.deadline
     attempts = model_attempts(model, settings)
     if chosen.failure is not None:
@@ -432,7 +436,7 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
                                     until=deadline):
             if shown := live.feed(piece):
                 yield TextDelta(shown)  # only text that passed validation: never a [99] or the prompt
-    except llm_failures as exc:
+    except LLM_FAILURES as exc:
         yield Final(_fallback(question, relevant, describe_failure(exc, attempts)), query=query)
         return
     except ReplyRejected as rejected:

@@ -89,7 +89,8 @@ def question_concepts(question: str) -> list[tuple[str, ...]]:
     return content_phrases(neutralise(question))
 
 
-def _unique(hits: Sequence[SearchHit]) -> list[SearchHit]:
+def unique_hits(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """``hits`` in order, each paper id once (its first hit)."""
     unique: list[SearchHit] = []
     seen: set[str] = set()
     for hit in hits:
@@ -131,7 +132,7 @@ def assess(
     typical ones). Hits repeating an already kept paper id are skipped.
     """
     policy = min_relevance if isinstance(min_relevance, RelevancePolicy) else resolve_policy(None, min_relevance)
-    unique = _unique(hits)
+    unique = unique_hits(hits)
     if not unique:
         return Assessment([])
     verdict = None
@@ -227,7 +228,8 @@ def neutralise(text: str | None, boundary: str | None = None) -> str:
     return _SPACES.sub(" ", out).strip()
 
 
-def _cut(text: str, limit: int) -> str:
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, cut at a word with " …" when longer."""
     if len(text) <= limit:
         return text
     cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
@@ -273,7 +275,7 @@ class EvidenceSet:
             f"authors: {neutralise(paper.short_authors(limit=6), b)}",
             f"year: {paper.year if paper.year is not None else 'unknown'}",
             f"venue: {neutralise(paper.venue, b) or 'unknown'}",
-            f"abstract: {_cut(neutralise(paper.abstract, b), abstract_chars) or '(no abstract)'}",
+            f"abstract: {cut_at_word(neutralise(paper.abstract, b), abstract_chars) or '(no abstract)'}",
             f"{b} END RECORD [{n}]",
         ]
         return "\n".join(lines)

@@ -110,10 +110,20 @@ def _phrase_text(question: str) -> dict[tuple[str, ...], str]:
     return out
 
 
+def _top_terms(hits: Sequence[SearchHit]) -> list[set[str]]:
+    """The content terms of the top records, whose words the concept signals read."""
+    return [content_terms(hit.paper.embedding_text) for hit in hits[:TOP_RECORDS]]
+
+
 def measure_signals(question: str, hits: Sequence[SearchHit], background: Background,
                     rarity: Rarity | None = None) -> Signals | None:
     """The signals of ``hits`` (retriever order) for ``question``; None without any dense score
     (a lexical-only retriever: the judgement has nothing to read meaning from)."""
+    return _signals(question, hits, background, rarity, _top_terms(hits))
+
+
+def _signals(question: str, hits: Sequence[SearchHit], background: Background, rarity: Rarity | None,
+             top_terms: list[set[str]]) -> Signals | None:
     dense = [hit for hit in hits if hit.dense_score is not None]
     if not dense:
         return None
@@ -121,7 +131,6 @@ def measure_signals(question: str, hits: Sequence[SearchHit], background: Backgr
     best = float(best_hit.dense_score or 0.0)
     pack = sorted((float(hit.dense_score or 0.0) for hit in dense), reverse=True)[:PACK]
     phrases = [phrase for phrase in content_phrases(question) if len(set(phrase)) > 1] or content_phrases(question)
-    top_terms = [content_terms(hit.paper.embedding_text) for hit in hits[:TOP_RECORDS]]
     covered = [phrase for phrase in phrases if any(covers(terms, phrase) for terms in top_terms)]
     terms = sorted(content_terms(question))
     idf = {term: rarity(term) for term in terms} if rarity is not None else {}
@@ -153,13 +162,13 @@ def probability(signals: Signals, weights: dict[str, float] | None = None, bias:
 
 def judge(question: str, hits: Sequence[SearchHit], background: Background, rarity: Rarity | None = None) -> Verdict:
     """Answer or abstain for ``question`` over ``hits`` (module docstring)."""
-    signals = measure_signals(question, hits, background, rarity)
+    top_terms = _top_terms(hits)
+    signals = _signals(question, hits, background, rarity, top_terms)
     closest = tuple(hit.paper.title for hit in hits[:2])
     if signals is None:
         return Verdict(answer=False, probability=0.0, signals=None, closest=closest)
     p = probability(signals)
     words = _phrase_text(question)
-    top_terms = [content_terms(hit.paper.embedding_text) for hit in hits[:TOP_RECORDS]]
     missing = tuple(words.get(phrase, " ".join(phrase)) for phrase in content_phrases(question)
                     if not any(covers(terms, phrase) for terms in top_terms))
     return Verdict(answer=p >= ANSWER_PROBABILITY, probability=round(p, 4), signals=signals,
@@ -171,8 +180,7 @@ def why_not(verdict: Verdict) -> str:
     closest records are about ("No indexed record mentions 'surface codes'; the closest: ...")."""
     closest = "; ".join(f"'{title}'" for title in verdict.closest)
     if verdict.missing:
-        named = ", ".join(f"'{phrase}'" for phrase in verdict.missing[:3])
-        lead = f"No indexed record mentions {named}"
+        lead = f"No indexed record mentions {_named(verdict.missing)}"
     else:
         lead = "The closest records do not stand out from what this index returns for unrelated questions"
     return f"{lead}; the closest: {closest}." if closest else f"{lead}."
@@ -184,5 +192,9 @@ def matched_by_meaning(verdict: Verdict) -> str | None:
     electronics'; ..."), so the reader checks it. None when some phrase is there in words."""
     if verdict.signals is None or verdict.signals.concept_share > 0 or not verdict.missing:
         return None
-    named = ", ".join(f"'{phrase}'" for phrase in verdict.missing[:3])
-    return f"Matched by meaning: the top records do not use the question's words {named}."
+    return f"Matched by meaning: the top records do not use the question's words {_named(verdict.missing)}."
+
+
+def _named(phrases: Sequence[str]) -> str:
+    """The first three phrases, quoted, for a notice."""
+    return ", ".join(f"'{phrase}'" for phrase in phrases[:3])

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prompts import load_prompt
-from retrieval.answers.evidence import neutralise, new_boundary
+from retrieval.answers.evidence import cut_at_word, neutralise, new_boundary
 from retrieval.results import SearchHit
 
 if TYPE_CHECKING:
@@ -93,9 +93,7 @@ def field_query(question: str, model: BaseChatModel, seconds: float) -> str | No
 
 
 def _record_block(n: int, hit: SearchHit, boundary: str) -> str:
-    abstract = neutralise(hit.paper.abstract, boundary)
-    if len(abstract) > JUDGED_ABSTRACT_CHARS:
-        abstract = abstract[:JUDGED_ABSTRACT_CHARS].rsplit(" ", 1)[0] + " …"
+    abstract = cut_at_word(neutralise(hit.paper.abstract, boundary), JUDGED_ABSTRACT_CHARS)
     return "\n".join([f"{boundary} RECORD [{n}]", f"title: {neutralise(hit.paper.title, boundary)}",
                       f"abstract: {abstract or '(no abstract)'}", f"{boundary} END RECORD [{n}]"])
 
