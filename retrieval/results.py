@@ -184,6 +184,11 @@ class AnswerResult(BaseModel):
     filters: dict[str, int | str | list[str]] = Field(default_factory=dict)  # SearchFilters fields applied
     notice: str | None = Field(default=None, exclude=True)  # e.g. "LLM unreachable: extractive answer"
 
+    def with_notice(self, *parts: str | None) -> AnswerResult:
+        """A copy whose notice is ``parts`` joined in order (empty ones left out; None when all
+        are): pass ``self.notice`` where the existing notice goes."""
+        return self.model_copy(update={"notice": " ".join(part for part in parts if part) or None})
+
 
 @dataclass(frozen=True)
 class TextDelta:

@@ -206,8 +206,7 @@ def _with_why(result: AnswerResult, verdict: Verdict | None) -> AnswerResult:
         reason = matched_by_meaning(verdict)
     else:
         return result
-    notice = " ".join(part for part in (reason, result.notice) if part)
-    return result.model_copy(update={"notice": notice or None})
+    return result.with_notice(reason, result.notice)
 
 
 @dataclass(frozen=True)
@@ -359,8 +358,7 @@ def _noted(event: AnswerEvent, notes: Sequence[str]) -> AnswerEvent:
     """``event``, a ``Final`` with the model steps' notes added to its notice."""
     if not notes or not isinstance(event, Final):
         return event
-    notice = " ".join([*notes, *([event.result.notice] if event.result.notice else [])])
-    return replace(event, result=event.result.model_copy(update={"notice": notice}))
+    return replace(event, result=event.result.with_notice(*notes, event.result.notice))
 
 
 def _with_field_terms(query: str, hits: list[SearchHit], retriever: Retriever, options: AnswerOptions,

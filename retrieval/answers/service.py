@@ -149,10 +149,4 @@ class AnsweringService:
         """Add the question's kind, filters and notice and, for an abstention, why nothing matched."""
         empty_reason = self._index.explain_empty(question.search_filters) if result.abstained else None
         result = result.model_copy(update={"kind": question.shape.kind, "filters": applied_filters(question.filters)})
-        return _with_notice(result, question.notice, empty_reason)
-
-
-def _with_notice(result: AnswerResult, *notices: str | None) -> AnswerResult:
-    """Append notices (a capped question, the filter that emptied the result) to the answer's."""
-    combined = " ".join(part for part in (result.notice, *notices) if part)
-    return result.model_copy(update={"notice": combined or None})
+        return result.with_notice(result.notice, question.notice, empty_reason)
