@@ -5,7 +5,8 @@ only builds the parser, the settings and the context, and turns errors into one 
 Building the parser imports no heavy module (``tests/cli/test_import_cost.py``): each command
 imports what it uses when it runs, so ``paperbot --help`` answers at once.
 Exit status: 0 success (abstaining is success), 1 unexpected error, 2 a PaperbotError
-(bad input, configuration, a source or the index unavailable), 130 interrupted.
+(bad input, configuration, a source or the index unavailable), 130 interrupted, 141 the reader
+of stdout went away (``| head``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import gc
 import importlib
 import logging
+import os
 import sys
 import traceback
 import uuid
@@ -27,6 +29,7 @@ COMMAND_MODULES = (
     "bot.commands.ingest",
     "bot.commands.demo",
     "bot.commands.records",
+    "bot.commands.remove",
     "bot.commands.scholars",
     "bot.commands.sync",
     "bot.commands.fetch",
@@ -37,7 +40,7 @@ COMMAND_MODULES = (
 
 QUIET_LIBRARIES = ("bm25s", "chromadb", "httpx", "sentence_transformers", "onnxruntime")
 # Commands that may run for long or write much keep the cyclic garbage collector (see main).
-COLLECTING_COMMANDS = frozenset({"serve", "ingest", "fetch", "sync", "demo", "doctor"})
+COLLECTING_COMMANDS = frozenset({"serve", "ingest", "fetch", "sync", "demo", "doctor", "remove"})
 
 log = logging.getLogger("paperbot")
 
@@ -85,6 +88,15 @@ def _report_unexpected(exc: BaseException, data_dir: Path | None) -> str:
     return f"paperbot: unexpected error (ref {ref}); details in {where}. Please report it with that reference."
 
 
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (a caller's StringIO)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from bot.commands.ingest import rewrite_fetch_argv
 
@@ -113,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PaperbotError as exc:
         sys.stderr.write(f"paperbot: {exc}\n")
         return 2
+    except BrokenPipeError:  # the reader went away (`paperbot export | head`): nothing more to say
+        _silence_stdout()
+        return 141  # as a shell reports a pipe's writer stopped by SIGPIPE
     except KeyboardInterrupt:
         sys.stderr.write("paperbot: interrupted; finished batches are kept, re-run to complete.\n")
         return 130

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from retrieval.config import Settings, open_data_dir
+from retrieval.config import Settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,16 +22,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class CliContext:
-    """Built once in ``main``; the assistant (and so the index and model) opens lazily."""
+    """Built once in ``main``; the assistant (and so the index and model) opens lazily, and with
+    it the data dir (``config.open_data_dir``: made private, created when missing): a command
+    that never needs the assistant (`paperbot demo` for the user's own dir) leaves it alone."""
 
     settings: Settings
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     console: Console | None = None  # for stderr; None: a plain one, made on first use
     _assistant: Assistant | None = None
-
-    def __post_init__(self) -> None:
-        # before any command writes there (a roster change, a log): 0700, files 0600
-        open_data_dir(self.settings, notice=self.note)
 
     @property
     def assistant(self) -> Assistant:

@@ -39,6 +39,8 @@ from retrieval.results import (
     FetchResult,
     IndexStats,
     IngestReport,
+    KeptAfterRemoval,
+    RemovalReport,
     Scholar,
     ScholarSummaryResult,
     SearchFilters,
@@ -332,6 +334,25 @@ class Assistant:
         """Record that ``path`` as it is now was indexed (`paperbot demo` indexes its sample once)."""
         self.index.store.set_meta(marker, _digest(path))
 
+    def holds_marked_file(self, marker: str) -> bool:
+        """Whether some version of a file was recorded under ``marker`` here; opens nothing but
+        the record store, and creates none when the data dir has no index yet."""
+        if self._index is not None:
+            return self._index.store.get_meta(marker) is not None
+        if not self.settings.records_path.exists():
+            return False
+        from retrieval.storage.records import RecordStore
+
+        store = RecordStore(self.settings.records_path)  # the record store alone: no vector index opened
+        try:
+            return store.get_meta(marker) is not None
+        finally:
+            store.close()
+
+    def forget_marked_file(self, marker: str) -> None:
+        """Drop the ``mark_ingested`` record of ``marker`` (its records were taken out)."""
+        self.index.store.delete_meta(marker)
+
     @staticmethod
     def file_formats() -> tuple[str, ...]:
         """The file formats ``ingest_files`` reads (``fmt``), in the order detection tries them."""
@@ -357,6 +378,39 @@ class Assistant:
 
         with self._writing("ingest"):
             return ingest_papers(self.index, papers, progress=progress)
+
+    def remove_sources(
+        self, paths: Sequence[Path], *, label: str | None = None, fmt: str | None = None, dry_run: bool = False
+    ) -> RemovalReport:
+        """Take the records the files were ingested into back out of the index.
+
+        Each file is read again and matched with what it became (``retrieval.ingest.removal``):
+        records only its entries describe are deleted; records other sources describe too are
+        kept without the files' provenance and the fields only they supplied, and listed. ``dry_run``: report the same without changing anything.
+        ``label`` names the source in the report (default: the paths).
+        """
+        from retrieval.ingest.pipeline import read_files
+        from retrieval.ingest.removal import plan_removal
+
+        entries, read = read_files(paths, fmt=fmt)
+        report = RemovalReport(source=label or ", ".join(str(path) for path in paths), dry_run=dry_run,
+                               files=read.files, skipped=read.skipped)
+        if not entries:
+            return report
+        if dry_run:
+            plan = plan_removal(self.index, entries)
+        else:
+            with self._writing("remove"):  # planned under the lock: no writer changes it in between
+                plan = plan_removal(self.index, entries)
+                if plan.remove:
+                    self.index.delete(plan.remove)
+                if plan.kept:
+                    self.index.upsert([kept.record for kept in plan.kept],
+                                      replaces={kept.record.id: kept.id for kept in plan.kept})
+        report.removed = plan.remove
+        report.kept = [KeptAfterRemoval(k.record.id, k.title, k.other_sources, k.fields_removed) for k in plan.kept]
+        report.not_indexed = plan.not_indexed
+        return report
 
     def stats(self) -> IndexStats:
         from retrieval.index.stats import index_stats

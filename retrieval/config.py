@@ -53,6 +53,12 @@ class Settings(BaseSettings):
         validation_alias=_env("PAPERBOT_DATA_DIR"),
         description="Where the index, the record store and caches live; one dir = one installation.",
     )
+    demo_data_dir: Path | None = Field(
+        default=None,
+        validation_alias=_env("PAPERBOT_DEMO_DATA_DIR"),
+        description="Where `paperbot demo` keeps the sample corpus's own index; unset = beside the data dir, "
+                    "named like it with -demo (never in the data dir itself).",
+    )
     chroma_url: str | None = Field(
         default=None,
         validation_alias=_env("PAPERBOT_CHROMA_URL"),
@@ -194,6 +200,17 @@ class Settings(BaseSettings):
     def llm_configured(self) -> bool:
         """True when an LLM endpoint is set: a key, or a base URL (local servers need no key)."""
         return self.openai_api_key is not None or self.openai_base_url is not None
+
+    @property
+    def demo_dir(self) -> Path:
+        """The sample corpus's own installation (``paperbot demo``): ``demo_data_dir``, else
+        ``<data_dir>-demo`` beside the data dir."""
+        return self.demo_data_dir or self.data_dir.with_name(self.data_dir.name + "-demo")
+
+    def for_demo(self) -> Settings:
+        """These settings pointed at ``demo_dir`` with an embedded vector store: the demo never
+        writes into the group's data dir or a shared Chroma server."""
+        return self.model_copy(update={"data_dir": self.demo_dir, "chroma_url": None})
 
     @property
     def chroma_dir(self) -> Path:

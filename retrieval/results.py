@@ -364,6 +364,47 @@ class IngestReport:
         }
 
 
+@dataclass(frozen=True)
+class KeptAfterRemoval:
+    """A record a removed file described that other sources describe too: kept without the
+    file's provenance and ``fields_removed``, the fields only the file had supplied."""
+
+    id: str
+    title: str
+    other_sources: list[str]  # "arxiv 2401.01234", "bibtex smith2020", ...
+    fields_removed: list[str]
+
+
+@dataclass
+class RemovalReport:
+    """What `paperbot remove --source` did (or, with ``dry_run``, would do), id by id.
+
+    ``removed``: records every source of which was one of the files' entries. ``kept``: records
+    an entry describes that other sources describe too (``retrieval.ingest.removal``).
+    ``not_indexed``: entries that match no indexed record. ``files`` and ``skipped``: reading
+    the files again, as an ingest reports it.
+    """
+
+    source: str  # what the user named: a file path, several, or "demo"
+    dry_run: bool = False
+    removed: list[str] = field(default_factory=list)
+    kept: list[KeptAfterRemoval] = field(default_factory=list)
+    not_indexed: int = 0
+    files: list[FileResult] = field(default_factory=list)
+    skipped: list[SkippedItem] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "removed": list(self.removed),
+            "kept": [asdict(kept) for kept in self.kept],
+            "not_indexed": self.not_indexed,
+            "files": [asdict(result) for result in self.files],
+            "skipped": [{"item": s.item, "reason": s.reason} for s in self.skipped],
+        }
+
+
 @dataclass
 class FetchResult:
     """What one `paperbot ingest arxiv|openalex|crossref` fetch did (``retrieval.ingest.fetchers``).

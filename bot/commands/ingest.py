@@ -11,7 +11,7 @@ given files could be read (each unreadable, empty or fully skipped): the report 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from retrieval.errors import InputError
 if TYPE_CHECKING:
     from bot.context import CliContext
     from retrieval.config import Settings
-    from retrieval.results import IngestReport
+    from retrieval.results import FileResult, IngestReport
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
@@ -112,25 +112,26 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
             ctx.out(f"  ... and {len(report.warnings) - WARNINGS_SHOWN:,} more warnings (use --json to see all).")
 
 
-def nothing_read_error(report: IngestReport, fmt: str | None) -> InputError:
-    """The one-line error of an ingest that read nothing: what each file held, and what to do."""
+def nothing_read_error(files: Sequence[FileResult], fmt: str | None, *, outcome: str = "nothing was ingested") -> InputError:
+    """The one-line error of an ingest (or a removal) that read nothing from its ``files``: what
+    each file held, and what to do."""
     from retrieval.assistant import Assistant
     from retrieval.results import EMPTY_FILE
 
-    problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in report.files if result.problem]
+    problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in files if result.problem]
     listed = "; ".join(f"{path}: {problem}" for path, problem in problems[:PROBLEMS_SHOWN])
     if len(problems) > PROBLEMS_SHOWN:
         listed += f"; and {len(problems) - PROBLEMS_SHOWN} more"
-    if len(report.files) == 1:
+    if len(files) == 1:
         message = f"Nothing could be read from {listed}."
     else:
-        message = f"Nothing could be read from the {len(report.files)} given files ({listed})."
+        message = f"Nothing could be read from the {len(files)} given files ({listed})."
     formats = ", ".join(Assistant.file_formats())
     if fmt is not None:
-        which = "the file is" if len(report.files) == 1 else "the files are"
+        which = "the file is" if len(files) == 1 else "the files are"
         hint = f"Check that {which} {fmt}, or pass another --format ({formats})."
     elif all(problem == EMPTY_FILE for _, problem in problems):
-        hint = "Check the files; nothing was ingested."
+        hint = f"Check the files; {outcome}."
     else:
         hint = f"Check the files, or pass --format FMT ({formats})."
     return InputError(message, hint=hint)
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         raise InputError(f"{', '.join(directories)} is a directory.", hint="Pass the files inside it, e.g. dir/*.bib.")
     with ctx.progress("Indexing", total=None) as update:
         report = ctx.assistant.ingest_files(list(args.paths), progress=update, fmt=args.format)
-    failure = nothing_read_error(report, args.format) if report.nothing_read else None
+    failure = nothing_read_error(report.files, args.format) if report.nothing_read else None
     if args.json:
         error = None if failure is None else {"message": failure.user_message, "hint": failure.hint}
         ctx.out_json({**report.as_dict(), "ok": failure is None, "error": error})

@@ -44,7 +44,7 @@ from retrieval.storage.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
-Activity = Literal["ingest", "sync", "repair"]
+Activity = Literal["ingest", "sync", "repair", "remove"]
 NOTHING_CHANGED = "Wait for it to finish, or stop it; nothing was changed."
 
 

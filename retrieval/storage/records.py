@@ -755,6 +755,11 @@ class RecordStore:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else default
 
+    def delete_meta(self, key: str) -> None:
+        """Forget ``key`` (nothing happens when it is not set)."""
+        with self._transaction("write to") as conn:
+            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     def set_meta(self, key: str, value: str) -> None:
         with self._transaction("write to") as conn:
             conn.execute(

@@ -1,0 +1,84 @@
+"""`paperbot remove --source FILE... | demo`: take the records a file was ingested into back out.
+
+The file is read again and matched with what it became (``Assistant.remove_sources``): records
+only its entries describe are removed; records another source also describes (a fetch, another
+file) are kept, without what only this file supplied, and listed with those sources. ``demo`` names the bundled sample corpus,
+which earlier versions of `paperbot demo` indexed into the user's own data dir.
+
+Exit status: 0 when the file could be read (whether or not anything was indexed from it);
+2 when a file is missing or nothing in it could be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from retrieval.errors import InputError
+
+if TYPE_CHECKING:
+    from bot.context import CliContext
+    from retrieval.results import RemovalReport
+
+DEMO = "demo"
+KEPT_SHOWN = 10
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "remove",
+        help="take a file's records (or the demo's sample) back out of the index",
+        description="Remove the records that the given files were ingested into. Each file is read again; "
+        "records that other sources describe too are kept and listed.",
+    )
+    parser.add_argument("--source", required=True, nargs="+", metavar="FILE|demo",
+                        help="the files as they were ingested, or `demo` for the bundled sample corpus")
+    parser.add_argument("--dry-run", action="store_true", help="say what would be removed; change nothing")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    from bot.commands.demo import META_KEY, sample_path
+    from bot.commands.ingest import nothing_read_error
+
+    sources = [str(source) for source in args.source]
+    paths = [sample_path() if source == DEMO else Path(source) for source in sources]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise InputError(f"No such file: {', '.join(missing)}.",
+                         hint="Name the files as they were ingested (they are read again); nothing was removed.")
+    if not ctx.settings.records_path.exists():
+        raise InputError(f"Nothing is indexed in {ctx.settings.data_dir}; nothing to remove.",
+                         hint="Check PAPERBOT_DATA_DIR.")
+    report = ctx.assistant.remove_sources(paths, label=", ".join(sources), dry_run=args.dry_run)
+    if DEMO in sources and not args.dry_run:  # the sample's records are out, or kept without it
+        ctx.assistant.forget_marked_file(META_KEY)
+    if args.json:
+        ctx.out_json(report.as_dict())
+    else:
+        _print_report(report, ctx)
+    if report.files and all(result.problem for result in report.files):
+        raise nothing_read_error(report.files, None, outcome="nothing was removed")
+    return 0
+
+
+def _print_report(report: RemovalReport, ctx: CliContext) -> None:
+    verb = "Would remove" if report.dry_run else "Removed"
+    line = f"{verb} {len(report.removed):,} records of {report.source}"
+    if report.kept:
+        line += f"; kept {len(report.kept):,} that other sources describe too"
+    if report.not_indexed:
+        line += f"; {report.not_indexed:,} entries of it are not in the index"
+    ctx.out(line + ".")
+    for kept in report.kept[:KEPT_SHOWN]:
+        without = f" (without its {', '.join(kept.fields_removed)})" if kept.fields_removed else ""
+        ctx.out(f"  kept {kept.id} {kept.title[:70]!r}: also from {', '.join(kept.other_sources)}{without}")
+    if len(report.kept) > KEPT_SHOWN:
+        ctx.out(f"  ... and {len(report.kept) - KEPT_SHOWN:,} more kept (use --json to see all).")
+    for item in report.skipped[:KEPT_SHOWN]:
+        ctx.out(f"  unreadable {item.item}: {item.reason}")
+    if report.dry_run and report.removed:
+        ctx.out("Nothing was changed (--dry-run).")
+

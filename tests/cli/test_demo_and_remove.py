@@ -1,0 +1,175 @@
+"""`paperbot demo` keeps the sample out of the user's data dir; `paperbot remove --source` takes
+a file's records (or an earlier demo's sample) back out, keeping what other sources describe."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.commands.demo import META_KEY
+from retrieval.config import Settings
+from retrieval.ingest.removal import without_sources
+from retrieval.records.paper import Author, Paper, Provenance
+from tests.cli.conftest import PAPERBOT, paperbot, paperbot_here
+from tests.support.model_cache import link_model_cache
+
+DUPLICATE_OF_A_SAMPLE_PAPER = """@article{pebble2007,
+  title = {Sparsity-certifying Graph Decompositions},
+  author = {Streinu, Ileana and Theran, Louis},
+  year = {2007},
+  eprint = {0704.0002},
+  archivePrefix = {arXiv},
+}
+"""
+
+
+def _contents(data_dir: Path) -> tuple[list[str], str]:
+    """What a data dir holds: its files (SQLite's write-ahead log and shared memory aside: a
+    reader may fold the log into the database) and every record as exported."""
+    names = sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob("*")
+                   if p.is_file() and not p.name.endswith(("-shm", "-wal")))
+    return names, paperbot_here("export", data_dir=data_dir).stdout
+
+
+def test_demo_settings_point_beside_the_data_dir_and_never_at_a_server(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "paperbot", chroma_url="http://127.0.0.1:9")
+    demo = settings.for_demo()
+    assert demo.data_dir == tmp_path / "paperbot-demo"
+    assert demo.chroma_url is None
+    assert Settings(data_dir=tmp_path / "a", demo_data_dir=tmp_path / "b").for_demo().data_dir == tmp_path / "b"
+
+
+@pytest.mark.slow
+def test_demo_leaves_the_users_data_dir_alone(tmp_path: Path, small_corpus: Path) -> None:
+    mine = link_model_cache(tmp_path / "mine")
+    assert paperbot("ingest", str(small_corpus), data_dir=mine).code == 0
+    before = _contents(mine)
+
+    first = paperbot("demo", "--json", data_dir=mine)
+    assert first.code == 0, first.stderr
+    demo_dir = tmp_path / "mine-demo"
+    assert f"into {demo_dir} (the demo's own data dir, not yours" in first.stderr
+    assert first.json()["citations"], "the demo answers from the sample"
+    assert _contents(mine) == before
+    assert "earlier demo" not in first.stderr
+
+    again = paperbot("demo", data_dir=mine)
+    assert again.code == 0
+    assert f"already indexed in {demo_dir}" in again.stderr
+    assert f"PAPERBOT_DATA_DIR={demo_dir} paperbot ask" in again.stdout
+    assert _contents(mine) == before
+
+    fresh = tmp_path / "never-used"
+    assert paperbot("demo", data_dir=fresh, PAPERBOT_DEMO_DATA_DIR=str(demo_dir)).code == 0
+    assert not fresh.exists(), "the demo does not even create the user's data dir"
+
+
+@pytest.fixture
+def polluted(tmp_path: Path, small_corpus: Path) -> Path:
+    """A data dir where an earlier demo put the sample beside the group's own file."""
+    data_dir = link_model_cache(tmp_path / "data")
+    own = tmp_path / "own.bib"
+    own.write_text(DUPLICATE_OF_A_SAMPLE_PAPER, encoding="utf-8")
+    assert paperbot_here("ingest", str(small_corpus), str(own), data_dir=data_dir).code == 0
+    from retrieval.assistant import Assistant
+
+    assistant = Assistant(Settings(data_dir=data_dir), chat_model=None)
+    assistant.mark_ingested(small_corpus, META_KEY)  # what the old demo recorded
+    assistant.close()
+    return data_dir
+
+
+def test_remove_takes_a_files_records_out_and_keeps_what_others_describe(
+        polluted: Path, small_corpus: Path, tmp_path: Path) -> None:
+    own = tmp_path / "own.bib"
+    dry = paperbot_here("remove", "--source", str(small_corpus), "--dry-run", "--json", data_dir=polluted)
+    assert dry.code == 0, dry.stderr
+    planned = dry.json()
+    assert planned["dry_run"] is True and len(planned["removed"]) == 39
+    assert paperbot_here("stats", "--json", data_dir=polluted).json()["papers"] == 40
+
+    done = paperbot_here("remove", "--source", str(small_corpus), "--json", data_dir=polluted).json()
+    assert sorted(done["removed"]) == sorted(planned["removed"])
+    [kept] = done["kept"]
+    assert kept["id"] == "arxiv:0704.0002"
+    assert kept["other_sources"] == ["bibtex pebble2007"]
+    assert "abstract" in kept["fields_removed"] and "title" not in kept["fields_removed"]
+    assert paperbot_here("stats", "--json", data_dir=polluted).json()["papers"] == 1
+    [record] = [line for line in paperbot_here("export", data_dir=polluted).stdout.splitlines() if line]
+    assert '"source":"jsonl"' not in record and '"abstract"' not in record
+
+    text = paperbot_here("remove", "--source", str(own), data_dir=polluted)
+    assert text.code == 0
+    assert text.stdout.startswith(f"Removed 1 records of {own}.")
+    assert paperbot_here("stats", "--json", data_dir=polluted).json()["papers"] == 0
+
+
+def test_remove_demo_names_the_bundled_sample_and_forgets_the_old_demo(polluted: Path, tmp_path: Path) -> None:
+    # the fixture's sample is a subset of the bundled one: `demo` reads the bundled file
+    run = paperbot_here("remove", "--source", "demo", "--json", data_dir=polluted)
+    assert run.code == 0, run.stderr
+    report = run.json()
+    assert report["source"] == "demo"
+    assert len(report["removed"]) == 39 and len(report["kept"]) == 1
+    assert report["not_indexed"] == 596 - 40
+    from retrieval.assistant import Assistant
+
+    assistant = Assistant(Settings(data_dir=polluted), chat_model=None)
+    try:
+        assert not assistant.holds_marked_file(META_KEY)
+    finally:
+        assistant.close()
+
+
+def test_remove_refuses_what_it_cannot_read(tmp_path: Path, polluted: Path) -> None:
+    missing = paperbot_here("remove", "--source", str(tmp_path / "nope.bib"), data_dir=polluted)
+    assert missing.code == 2
+    assert "No such file" in missing.stderr and "nothing was removed" in missing.stderr
+
+    empty = tmp_path / "empty.bib"
+    empty.write_text("", encoding="utf-8")
+    unreadable = paperbot_here("remove", "--source", str(empty), data_dir=polluted)
+    assert unreadable.code == 2
+    assert "Nothing could be read from" in unreadable.stderr and "nothing was removed" in unreadable.stderr
+    assert paperbot_here("stats", "--json", data_dir=polluted).json()["papers"] == 40
+
+    nowhere = tmp_path / "no-index"
+    shutil.rmtree(nowhere, ignore_errors=True)
+    run = paperbot_here("remove", "--source", "demo", data_dir=nowhere)
+    assert run.code == 2 and "Nothing is indexed" in run.stderr
+    assert not nowhere.exists()
+
+
+def _paper(*sources: tuple[str, str, list[str]], **fields: object) -> Paper:
+    return Paper(title="A paper", authors=[Author(name="Ada Lovelace")], year=2020,
+                 provenance=[Provenance(source=s, source_id=i, fields=f) for s, i, f in sources], **fields)
+
+
+def test_without_sources_clears_only_the_fields_no_remaining_source_supplied() -> None:
+    paper = _paper(("jsonl", "x1", ["title", "authors", "abstract", "url"]), ("bibtex", "k", ["title", "authors", "url"]),
+                   abstract="Text.", url="https://example.org/a")
+    stays, cleared = without_sources(paper, {("jsonl", "x1")})
+    assert cleared == ["abstract"]
+    assert stays.abstract is None and stays.url == "https://example.org/a"
+    assert [item.source for item in stays.provenance] == ["bibtex"]
+
+
+def test_without_sources_clears_nothing_when_a_remaining_source_does_not_list_its_fields() -> None:
+    paper = _paper(("jsonl", "x1", ["title", "abstract"]), ("bibtex", "k", []), abstract="Text.")
+    stays, cleared = without_sources(paper, {("jsonl", "x1")})
+    assert cleared == [] and stays.abstract == "Text."
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(polluted: Path) -> None:
+    from bench.common import clean_env
+
+    proc = subprocess.Popen([str(PAPERBOT), "export"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=clean_env(polluted), cwd=polluted.parent)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first record is written
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert stderr == ""
