@@ -56,7 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for command_parser in subparsers.choices.values():  # for usage errors in the command's own words
+        command_parser.set_defaults(command_parser=command_parser)
     return parser
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args``, except that an option the command does not know is reported with
+    that command's usage (`paperbot ask --bogus`: the usage of `ask`, not of `paperbot`)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        owner: argparse.ArgumentParser = getattr(args, "command_parser", None) or parser
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def _installed_version() -> str:
@@ -102,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args_list = rewrite_fetch_argv(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args = parse_arguments(parser, args_list)
     from bot.context import CliContext  # after parsing: --help and usage errors need neither
     from retrieval.config import load_settings
 

@@ -58,7 +58,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         FollowKind,
         IndexStats,
         IngestReport,
+        KeptAfterRemoval,
         PendingAlerts,
+        RemovalReport,
         Scholar,
         ScholarCandidate,
         ScholarIdentity,
@@ -76,12 +78,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         ThemeYears,
         ValidationReport,
     )
+    from retrieval.sources.files.formats import FILE_FORMATS
 
 _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.assistant": ("Assistant",),
     # light (the standard library only): a door calls it before importing the rest
     "retrieval.index.encoders.worker_process": ("start_encoding_process",),
     "retrieval.config": ("Settings", "load_settings"),
+    # light (the standard library only): the file formats, listed without importing the parsers
+    "retrieval.sources.files.formats": ("FILE_FORMATS",),
     "retrieval.errors": (
         "BusyError", "ConfigError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError", "IndexUnavailableError",
         "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError", "SourceError",
@@ -90,7 +95,8 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.results": (
         "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
         "CoauthorLink", "CollaboratorsResult", "DroppedSentence", "ExpertCandidate", "FetchResult", "FileResult", "Final", "Follow",
-        "FollowAdded", "FollowAlert", "FollowKind", "IndexStats", "IngestReport", "PendingAlerts", "Scholar",
+        "FollowAdded", "FollowAlert", "FollowKind", "IndexStats", "IngestReport", "KeptAfterRemoval", "PendingAlerts",
+        "RemovalReport", "Scholar",
         "ScholarCandidate", "ScholarIdentity", "ScholarSummaryResult", "ScholarSync", "SearchFilters", "SearchHit",
         "SearchResult", "SkippedItem", "SourceFailure", "SyncEvent", "SyncReport", "TextDelta", "Theme", "ThemeYears", "ValidationReport",
     ),
@@ -98,6 +104,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
 _HOME = {name: module for module, names in _SURFACE.items() for name in names}
 
 __all__ = [
+    "FILE_FORMATS",
     "AmbiguousScholarResult",
     "AnswerEvent",
     "AnswerKind",
@@ -126,10 +133,12 @@ __all__ = [
     "IndexUnavailableError",
     "IngestReport",
     "InputError",
+    "KeptAfterRemoval",
     "LLMUnavailableError",
     "PaperbotError",
     "ParseError",
     "PendingAlerts",
+    "RemovalReport",
     "RepairRefusedError",
     "Scholar",
     "ScholarCandidate",

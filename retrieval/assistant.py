@@ -227,6 +227,8 @@ class Assistant:
 
         if not topic.strip():
             raise InputError("The topic is empty.", hint='Try: paperbot collaborators "optical interconnects"')
+        if self.index.count() == 0:  # say so, and how to fill it, rather than "nothing matches"
+            return CollaboratorsResult(topic=topic.strip(), scholars=[], notice=self.index.explain_empty(None))
         return find_collaborators(self.index, self.settings, topic.strip(), for_name=for_name, new_only=new_only, limit=limit)
 
     def is_known_scholar(self, name: str) -> bool:
@@ -352,13 +354,6 @@ class Assistant:
     def forget_marked_file(self, marker: str) -> None:
         """Drop the ``mark_ingested`` record of ``marker`` (its records were taken out)."""
         self.index.store.delete_meta(marker)
-
-    @staticmethod
-    def file_formats() -> tuple[str, ...]:
-        """The file formats ``ingest_files`` reads (``fmt``), in the order detection tries them."""
-        from retrieval.sources.files.detect import FORMATS
-
-        return FORMATS
 
     def ingest_files(
         self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None

@@ -30,7 +30,7 @@ def _defined_in(module: ModuleType) -> set[str]:
 
 
 def test_every_error_and_result_type_is_exported() -> None:
-    expected = {"Assistant", "Settings", "load_settings", "start_encoding_process", *_defined_in(errors),
+    expected = {"Assistant", "Settings", "load_settings", "start_encoding_process", "FILE_FORMATS", *_defined_in(errors),
                 *_defined_in(results)}
     aliases = {"AnswerEvent", "AnswerKind", "AnswerMode", "FollowKind"}  # type aliases of results.py
     assert set(retrieval.__all__) == expected | aliases
@@ -41,7 +41,7 @@ def test_the_declared_homes_agree_with_all() -> None:
     homes = retrieval._SURFACE
     assert sorted(name for names in homes.values() for name in names) == sorted(retrieval.__all__)
     assert set(homes) == {"retrieval.assistant", "retrieval.config", "retrieval.errors", "retrieval.results",
-                          "retrieval.index.encoders.worker_process"}
+                          "retrieval.index.encoders.worker_process", "retrieval.sources.files.formats"}
 
 
 def test_each_name_is_the_object_of_its_module() -> None:

@@ -11,10 +11,11 @@ given files could be read (each unreadable, empty or fully skipped): the report 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from retrieval import FILE_FORMATS
 from retrieval.errors import InputError
 
 if TYPE_CHECKING:
@@ -35,23 +36,6 @@ def rewrite_fetch_argv(argv: list[str]) -> list[str]:
     return argv
 
 
-class _Formats:
-    """``Assistant.file_formats()`` (formats may be added to the readers) as argparse choices, read
-    when argparse first looks at them: building the parser imports none of the file readers."""
-
-    @staticmethod
-    def _names() -> tuple[str, ...]:
-        from retrieval.assistant import Assistant
-
-        return Assistant.file_formats()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._names()
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ingest",
@@ -60,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first word, fetch from that API (see `paperbot fetch --help`).",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files to index")
-    parser.add_argument("--format", choices=_Formats(), metavar="FMT",
+    parser.add_argument("--format", choices=FILE_FORMATS, metavar="FMT",
                         help="read every file as FMT (%(choices)s); default: detected per file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(handler=run, prepare=prepare)
@@ -115,7 +99,6 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
 def nothing_read_error(files: Sequence[FileResult], fmt: str | None, *, outcome: str = "nothing was ingested") -> InputError:
     """The one-line error of an ingest (or a removal) that read nothing from its ``files``: what
     each file held, and what to do."""
-    from retrieval.assistant import Assistant
     from retrieval.results import EMPTY_FILE
 
     problems = [(result.path, " ".join(str(result.problem).splitlines())) for result in files if result.problem]
@@ -126,7 +109,7 @@ def nothing_read_error(files: Sequence[FileResult], fmt: str | None, *, outcome:
         message = f"Nothing could be read from {listed}."
     else:
         message = f"Nothing could be read from the {len(files)} given files ({listed})."
-    formats = ", ".join(Assistant.file_formats())
+    formats = ", ".join(FILE_FORMATS)
     if fmt is not None:
         which = "the file is" if len(files) == 1 else "the files are"
         hint = f"Check that {which} {fmt}, or pass another --format ({formats})."

@@ -92,17 +92,25 @@ def cited_numbers(text: str) -> list[int]:
     return [n for match in _GROUP.finditer(text) for n in parse_group(match.group(1))]
 
 
+def period_ends_sentence(word: str) -> bool:
+    """Whether a period right after ``word`` ends a sentence: not after an abbreviation ("vs",
+    "e.g", "et al"), an initial ("J" in "J. Smith") or letters with periods ("U.S")."""
+    word = word.lower().rstrip(".")
+    if word in _ABBREVIATIONS:
+        return False
+    last = word.rsplit(".", 1)[-1]
+    return not (len(last) == 1 and last.isalpha())
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of one line of prose; citation groups stay with the sentence before them."""
     pieces: list[str] = []
     start = 0
     for match in _SENTENCE_END.finditer(text):
         before = text[start : match.start()].rstrip()
-        last_word = before.rsplit(None, 1)[-1].lower() if before.split() else ""
-        if match.group(0).startswith(".") and last_word.rstrip(".") in _ABBREVIATIONS:
+        last_word = before.rsplit(None, 1)[-1] if before.split() else ""
+        if match.group(0).startswith(".") and not period_ends_sentence(last_word):
             continue
-        if len(last_word) == 1 and last_word.isalpha() and match.group(0).startswith("."):
-            continue  # an initial: "J. Smith"
         pieces.append(text[start : match.end()].strip())
         start = match.end()
     tail = text[start:].strip()

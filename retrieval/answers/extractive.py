@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from retrieval.answers.citations import split_sentences
+from retrieval.answers.citations import period_ends_sentence, split_sentences
 from retrieval.answers.evidence import looks_like_instruction, neutralise
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerMode, AnswerResult, Citation, SearchHit
@@ -85,9 +85,13 @@ def abstention(question: str, mode: AnswerMode, *, answer: str = NO_EVIDENCE_ANS
     return AnswerResult(question=question, answer=answer, mode=mode, abstained=True, citations=[], notice=notice)
 
 
+_SENTENCE_BREAK = re.compile(r"(\S*)\.\s+(?=[A-Z0-9])")  # a word, its period, then what starts a sentence
+
+
 def _label_title(title: str) -> str:
     """The title as a label: no sentence break inside (so the item stays one cited sentence)."""
-    text = re.sub(r"\.\s+(?=[A-Z0-9])", ": ", neutralise(title))
+    text = _SENTENCE_BREAK.sub(lambda m: m.group(0) if not period_ends_sentence(m.group(1)) else m.group(1) + ": ",
+                               neutralise(title))
     text = re.sub(r"([?!])\s+(?=[A-Z0-9])", r"\1 – ", text)
     return text.rstrip(" .")
 

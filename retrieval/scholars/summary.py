@@ -2,7 +2,8 @@
 
 Recent work: papers of the last ``RECENT_MONTHS`` months before ``today`` (or from January 1st
 of ``since``). A paper dated only by year or month counts when any day of that period is in the
-window. Fewer than ``MIN_RECENT`` papers there: the latest ``FALLBACK_RECENT`` papers are used
+window. A paper with no date counts when ``since`` reaches back to the scholar's earliest dated
+paper (the window is their whole record); otherwise it is left out, and the note says how many. Fewer than ``MIN_RECENT`` papers there: the latest ``FALLBACK_RECENT`` papers are used
 instead and ``window_note`` says so. The papers are grouped into themes
 (``retrieval.scholars.themes``), each told in a sentence or two citing its papers
 (``retrieval.scholars.theme_texts``).
@@ -88,9 +89,19 @@ def recent_work(papers: Sequence[Paper], today: date, since: int | None = None) 
         start = _months_before(today, RECENT_MONTHS)
         window = f"in the {RECENT_MONTHS} months since {start:%B %Y}"
     inside = [p for p in papers if (end := period_end(p.published)) is not None and end >= start]
+    undated = [p for p in papers if period_end(p.published) is None]
+    earliest = min((end for p in papers if (end := period_end(p.published)) is not None), default=None)
+    if undated and since is not None and (earliest is None or start <= earliest.replace(month=1, day=1)):
+        inside += undated  # the window holds every dated paper: the undated ones belong too (listed last)
+        undated = []
     if len(inside) >= MIN_RECENT or len(inside) == len(papers):
         noun = "paper" if len(inside) == 1 else "papers"
-        return RecentWork(inside, None, f"{len(inside)} {noun} {window}")
+        left_out = None
+        if undated:
+            what = "1 paper has" if len(undated) == 1 else f"{len(undated)} papers have"
+            shown = "it is" if len(undated) == 1 else "they are"
+            left_out = f"{what} no date on record and cannot be placed {window}; {shown} not shown."
+        return RecentWork(inside, left_out, f"{len(inside)} {noun} {window}")
     latest = list(papers[:FALLBACK_RECENT])
     if len(latest) == len(papers):
         shown = "the only indexed paper" if len(latest) == 1 else f"all {len(latest)} indexed papers"

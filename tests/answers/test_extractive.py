@@ -122,3 +122,16 @@ def test_ordinary_sentences_are_not_taken_for_instructions():
         "Attackers may try to override safety rules, which we measure.",
     ]:
         assert not looks_like_instruction(sentence), sentence
+
+
+def test_a_title_label_keeps_abbreviations_and_initials_and_breaks_only_sentences() -> None:
+    from retrieval.answers.extractive import item_label
+    from retrieval.records.paper import Author, Paper
+
+    def label(title: str) -> str:
+        return item_label(Paper(title=title, authors=[Author(name="Ada Lovelace")]))
+
+    assert label("GenAI Content Detection Task 2: AI vs. Human -- Academic Essay") == (
+        "GenAI Content Detection Task 2: AI vs. Human -- Academic Essay")
+    assert label("Deep Learning. A Survey") == "Deep Learning: A Survey"
+    assert label("Tests by J. Smith for U.S. Agencies. Part 2") == "Tests by J. Smith for U.S. Agencies: Part 2"

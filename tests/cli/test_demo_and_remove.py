@@ -173,3 +173,4 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(polluted: Path) -> Non
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert stderr == ""
+

@@ -363,3 +363,18 @@ def test_llm_reply_without_valid_citation_falls_back(index, settings, directory)
     model = ScriptedModel(messages=iter([AIMessage(content="THEME 1: Great work on physics.\nTHEME 2: More [77].")]))
     result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
     assert result.mode == "extractive" and "none of its claims cited a record validly" in (result.notice or "")
+
+
+def _dated(title: str, published: str | None) -> Paper:
+    return Paper(title=title, authors=[Author(name="Boxiang Wang")], published=published)
+
+
+def test_a_window_reaching_back_past_every_dated_paper_lists_the_undated_ones_too() -> None:
+    papers = [_dated(f"Paper {year}", str(year)) for year in range(2024, 2012, -1)] + [_dated("Undated", None)]
+    everything = recent_work(papers, date(2026, 12, 3), since=1900)
+    assert len(everything.papers) == len(papers)
+    assert everything.papers[-1].title == "Undated" and everything.note is None
+
+    later = recent_work(papers, date(2026, 12, 3), since=2016)
+    assert [p.title for p in later.papers] == [f"Paper {year}" for year in range(2024, 2015, -1)]
+    assert later.note == "1 paper has no date on record and cannot be placed since 2016; it is not shown."

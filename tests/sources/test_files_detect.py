@@ -132,3 +132,16 @@ def test_file_over_the_size_limit_is_refused(
 
 def test_default_limit_is_200_mb() -> None:
     assert files.MAX_FILE_BYTES == 200 * 1024 * 1024
+
+
+def test_every_listed_format_has_its_parser() -> None:
+    """The light list the doors show (``FILE_FORMATS``) names exactly the formats detection parses."""
+    from retrieval import FILE_FORMATS
+    from retrieval.errors import ParseError
+
+    assert FILE_FORMATS == FORMATS
+    for fmt in FILE_FORMATS:
+        try:
+            parse_text("", fmt)
+        except ParseError as exc:
+            assert "Unknown format" not in str(exc), fmt

@@ -39,6 +39,7 @@ from retrieval.records.paper import Provenance, split_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import MAX_FIELD_CHARS, ItemRejected, ParseOutcome, build_item
 from retrieval.sources.files.jsonl import load_json
+from retrieval.sources.markup.inline_html import inline_html_to_text
 from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
 from retrieval.text import short_text_cache
 
@@ -660,7 +661,7 @@ def _extra_fields(fields: dict[str, str], used: set[str]) -> dict[str, str]:
 def entry_to_fields(entry: BibEntry) -> dict[str, object]:
     """The Paper fields of one entry (decoded); raises ItemRejected for an unusable entry."""
     fields = entry.fields
-    title = latex_to_text(fields.get("title", ""))
+    title = inline_html_to_text(latex_to_text(fields.get("title", "")))
     if not title:
         raise ItemRejected("no title")
     used: set[str] = set()
@@ -668,7 +669,7 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
     for name in VENUE_FIELDS:
         raw = fields.get(name, "")
         if raw.strip() and not (name == "howpublished" and url_only(raw)):
-            venue = latex_to_text(raw)
+            venue = inline_html_to_text(latex_to_text(raw))
             if venue:
                 used.add(name)
                 break
@@ -695,7 +696,7 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
         "title": title,
         "authors": [{"name": name} for name in names],
         "authors_truncated": truncated,
-        "abstract": latex_to_text(fields.get("abstract", "")),
+        "abstract": inline_html_to_text(latex_to_text(fields.get("abstract", ""))),
         "published": published,
         "venue": venue,
         "publisher": publisher,

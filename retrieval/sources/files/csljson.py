@@ -23,6 +23,7 @@ from retrieval.records.paper import normalize_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import ParseOutcome, build_item, check_field_sizes, person_name
 from retrieval.sources.files.jsonl import json_array_items, load_json
+from retrieval.sources.markup.inline_html import inline_html_to_text
 from retrieval.sources.markup.jats import jats_to_text
 from retrieval.sources.markup.latex import latex_to_text
 
@@ -139,11 +140,11 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
         if published:
             break
     return {
-        "title": _text(item.get("title")),
+        "title": inline_html_to_text(_text(item.get("title"))),
         "authors": _authors(item.get("author")),
         "abstract": _text(item.get("abstract")),
         "published": published,
-        "venue": _text(item.get("container-title") or item.get("event-title")),
+        "venue": inline_html_to_text(_text(item.get("container-title") or item.get("event-title"))),
         "publisher": _text(item.get("publisher")),
         "doi": doi,
         "arxiv_id": _arxiv(doi, url),

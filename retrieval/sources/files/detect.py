@@ -33,16 +33,12 @@ from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.files.base import MAX_FILE_BYTES, ParseOutcome
 from retrieval.sources.files.bibtex import parse_bibtex
 from retrieval.sources.files.csljson import parse_csl_json
+from retrieval.sources.files.formats import FILE_FORMATS as FORMATS
 from retrieval.sources.files.jsonl import load_json, parse_jsonl
 from retrieval.sources.files.oai import OAI_DC_NAMESPACE, parse_oai_dc
 from retrieval.sources.files.ris import parse_ris
 from retrieval.sources.files.saved_responses import PARSERS as SAVED_RESPONSE_PARSERS
 from retrieval.sources.files.saved_responses import detect_saved_json, is_arxiv_atom
-
-FORMATS: tuple[str, ...] = (
-    "bibtex", "jsonl", "csl-json", "ris", "oai-dc", "arxiv-snapshot",
-    "arxiv-atom", "openalex", "crossref", "semantic-scholar", "dblp",
-)  # fmt: skip
 
 _PARSERS: dict[str, Callable[[str, str], ParseOutcome]] = {
     "bibtex": lambda text, name: parse_bibtex(text),

@@ -24,6 +24,7 @@ from retrieval.records.author_cleaning import strip_annotations
 from retrieval.records.paper import normalize_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
+from retrieval.sources.markup.inline_html import inline_html_to_text
 
 FORMAT = "ris"
 
@@ -167,7 +168,7 @@ def record_fields(record: _Record) -> dict[str, object]:
     """The Paper fields of one RIS record."""
     kind = record.first("TY").upper()
     check_field_sizes({tag: " ".join(record.values(tag)) for tag in record.tags})
-    title = record.first("TI", "T1", "CT", "ST") or (record.first("BT") if "BOOK" in kind else "")
+    title = inline_html_to_text(record.first("TI", "T1", "CT", "ST") or (record.first("BT") if "BOOK" in kind else ""))
     if not title:
         raise ItemRejected("no title (no TI, T1, CT or ST line)")
     venue_tags = ["JF", "JO", "T2", "JA", "J2"] + ([] if "BOOK" in kind else ["BT"])
