@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from retrieval.errors import (
         BusyError,
         ConfigError,
+        DataDirReadOnlyError,
         DiskFullError,
         IndexDamagedError,
         IndexDiskFullError,
@@ -83,9 +84,9 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.index.encoders.worker_process": ("start_encoding_process",),
     "retrieval.config": ("Settings", "load_settings"),
     "retrieval.errors": (
-        "BusyError", "ConfigError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError", "IndexUnavailableError",
-        "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError", "SourceError",
-        "StorageError", "UnknownScholarError",
+        "BusyError", "ConfigError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
+        "IndexUnavailableError", "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError",
+        "SourceError", "StorageError", "UnknownScholarError",
     ),
     "retrieval.results": (
         "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
@@ -110,6 +111,7 @@ __all__ = [
     "CoauthorLink",
     "CollaboratorsResult",
     "ConfigError",
+    "DataDirReadOnlyError",
     "DiskFullError",
     "DroppedSentence",
     "ExpertCandidate",
