@@ -204,7 +204,7 @@ def test_a_record_store_that_needs_a_migration_or_does_not_exist_names_what_a_wr
     db.close()
     with pytest.raises(DataDirReadOnlyError, match=r"written by an older paperbot, schema 1\) up to schema \d+"):
         RecordStore(path)
-    with pytest.raises(DataDirReadOnlyError, match="Cannot create the record store .*other.sqlite3"):
+    with pytest.raises(DataDirReadOnlyError, match=r"Cannot create the record store .*other\.sqlite3"):
         RecordStore(path.with_name("other.sqlite3"))
     assert not path.with_name("other.sqlite3").exists()
 
