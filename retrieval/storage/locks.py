@@ -187,6 +187,15 @@ def _write_holder(settings: Settings, activity: Activity) -> None:
         log.warning("Could not write %s: %s", settings.writer_holder_path, exc)
 
 
+def refuse_read_only(settings: Settings, activity: Activity) -> None:
+    """Raise ``DataDirReadOnlyError`` when ``activity`` could not write to the data dir at all
+    (``config.unwritable_reason``): before a fetch spends minutes on the network, say; the
+    writer lock checks it too."""
+    reason = unwritable_reason(settings.data_dir)
+    if reason is not None:
+        raise DataDirReadOnlyError(_DOING[activity], data_dir=str(settings.data_dir), reason=reason)
+
+
 @contextmanager
 def hold_writer_lock(
     settings: Settings,
@@ -212,9 +221,7 @@ def hold_writer_lock(
         finally:
             guard.depth -= 1
         return
-    reason = unwritable_reason(settings.data_dir)
-    if reason is not None:
-        raise DataDirReadOnlyError(_DOING[activity], data_dir=str(settings.data_dir), reason=reason)
+    refuse_read_only(settings, activity)
     try:
         settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
