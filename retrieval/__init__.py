@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from retrieval.errors import (
         BusyError,
         ConfigError,
+        DataDirReadOnlyError,
         DiskFullError,
         IndexDamagedError,
         IndexDiskFullError,
@@ -88,9 +89,9 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     # light (the standard library only): the file formats, listed without importing the parsers
     "retrieval.sources.files.formats": ("FILE_FORMATS",),
     "retrieval.errors": (
-        "BusyError", "ConfigError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError", "IndexUnavailableError",
-        "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError", "SourceError",
-        "StorageError", "UnknownScholarError",
+        "BusyError", "ConfigError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
+        "IndexUnavailableError", "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError",
+        "SourceError", "StorageError", "UnknownScholarError",
     ),
     "retrieval.results": (
         "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
@@ -117,6 +118,7 @@ __all__ = [
     "CoauthorLink",
     "CollaboratorsResult",
     "ConfigError",
+    "DataDirReadOnlyError",
     "DiskFullError",
     "DroppedSentence",
     "ExpertCandidate",

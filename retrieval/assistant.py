@@ -274,7 +274,9 @@ class Assistant:
         """Fetch works from arXiv, OpenAlex or Crossref, selected one way, and index what arrived
         (``retrieval.ingest.fetchers``; a source failing part-way keeps what it delivered)."""
         from retrieval.ingest.fetchers import DEFAULT_MAX_RESULTS, FetchRequest, fetch_and_index
+        from retrieval.storage.locks import refuse_read_only
 
+        refuse_read_only(self.settings, "ingest")  # before any time is spent on the network
         request = FetchRequest(source, author=author, query=query, ids=tuple(ids), orcid=orcid, dois=tuple(dois),
                                since=since, max_results=max_results or DEFAULT_MAX_RESULTS)
         return fetch_and_index(self.settings, request, self.ingest_papers, bars)

@@ -265,6 +265,37 @@ PRIVATE_UMASK = 0o077  # what paperbot creates in the data dir: files 0600, dire
 _user_umask: int | None = None  # the process's umask before ``open_data_dir`` changed it
 
 
+def unwritable_reason(path: Path) -> str | None:
+    """Why this process cannot write to ``path``, or None when it can.
+
+    ``path`` is a file or a directory; when it does not exist, the nearest existing parent is
+    asked (what would have to be created there). The reason is "a read-only file system" (a
+    read-only mount: a snapshot on a shared volume, a backup) or "no write permission for
+    <user>". Root writes through permissions, so for root only a read-only mount counts. Asks
+    the OS (``access``, ``statvfs``) and never writes; where that cannot be told (Windows
+    directories), None.
+    """
+    target = next((candidate for candidate in (path, *path.parents) if os.path.lexists(candidate)), None)
+    if target is None or os.access(target, os.W_OK):
+        return None
+    try:
+        read_only_mount = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):  # no statvfs (Windows), or it cannot be asked
+        read_only_mount = False
+    if read_only_mount:
+        return "a read-only file system"
+    return f"no write permission for {_user_name()}"
+
+
+def _user_name() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, AttributeError):  # no pwd (Windows), or a uid without a name
+        return f"user {getattr(os, 'getuid', lambda: '?')()}"
+
+
 def open_data_dir(settings: Settings, notice: Callable[[str], None] | None = None) -> Path:
     """Make the data dir private to its owner before anything is written in it (idempotent).
 
@@ -275,6 +306,8 @@ def open_data_dir(settings: Settings, notice: Callable[[str], None] | None = Non
     ours) and tightens an existing data dir that others can enter, saying so through
     ``notice``; a mode is never loosened. Files written outside the data dir on request (the
     ``--plot DIR`` pictures) get the user's permissions back through ``with_user_permissions``.
+    A data dir this process cannot write (``unwritable_reason``: a read-only snapshot) is left
+    exactly as it is, silently: reads work there, and what must write names the cause.
     Never raises: a data dir that cannot be created is reported by the first write that needs it.
     """
     global _user_umask
@@ -283,6 +316,8 @@ def open_data_dir(settings: Settings, notice: Callable[[str], None] | None = Non
     previous = os.umask(PRIVATE_UMASK)
     if _user_umask is None:
         _user_umask = previous
+    if data_dir.is_dir() and unwritable_reason(data_dir) is not None:
+        return data_dir
     try:
         if not data_dir.parent.exists():
             os.umask(_user_umask)

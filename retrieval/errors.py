@@ -14,7 +14,8 @@ logged with a reference id and shown only as a short apology.
     ├── IndexUnavailableError  the vector store (embedded or server) cannot be reached or written
     ├── LLMUnavailableError    the chat model endpoint failed after retries
     └── StorageError           the data directory cannot be written (disk full, permissions)
-        └── BusyError              another process is writing to the data dir (names its pid)
+        ├── BusyError              another process is writing to the data dir (names its pid)
+        └── DataDirReadOnlyError   a write was asked of a read-only data dir (names the cause)
 """
 
 from __future__ import annotations
@@ -126,6 +127,23 @@ class IndexDamagedError(IndexUnavailableError):
 
 class RepairRefusedError(PaperbotError):
     """``doctor --repair`` would destroy derived data that the record store cannot give back."""
+
+
+class DataDirReadOnlyError(StorageError):
+    """Something must be written to a data dir this process cannot write: a read-only mount (a
+    snapshot on a shared volume, a backup) or a directory without write permission.
+
+    Reads work on such a dir; this is raised by what must write (ingest, sync, a repair, a roster
+    change) before anything was changed. ``doing`` says what could not be done ("ingest"),
+    ``data_dir`` which dir and ``reason`` why it cannot be written ("a read-only file system").
+    """
+
+    def __init__(self, doing: str, *, data_dir: str, reason: str) -> None:
+        super().__init__(f"Cannot {doing}: the data dir {data_dir} is read-only ({reason}); nothing was changed.",
+                         hint="Copy it to a writable place, or point PAPERBOT_DATA_DIR at a writable copy.")
+        self.doing = doing
+        self.data_dir = data_dir
+        self.reason = reason
 
 
 class BusyError(StorageError):

@@ -85,9 +85,11 @@ class FeedbackRecord(BaseModel):
 class SlackStore:
     """SQLite-backed, thread-safe; every failure is a ``StorageError`` naming the file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, data_dir: Path | None = None) -> None:
+        """``data_dir``: the installation's data dir, named when it is read-only (default: the file's dir)."""
         self.path = path
-        self._file = SqliteFile(path, _SCHEMA, label=f"the Slack state file {path}", write_verb="update")
+        self._file = SqliteFile(path, _SCHEMA, label=f"the Slack state file {path}", write_verb="update",
+                                data_dir=data_dir)
 
     def close(self) -> None:
         self._file.close()

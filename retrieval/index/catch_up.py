@@ -12,7 +12,9 @@ Two things change the store behind an open index's back, and each has a small cl
   reusing the stored vector whenever the text is unchanged; only records whose text a merge
   changed are embedded; vectors of ids that no longer exist are removed and BM25 is rebuilt.
   Every step is idempotent and moves are forgotten batch by batch after their vectors are
-  written, so an interrupted catch-up simply runs again.
+  written, so an interrupted catch-up simply runs again. A read-only data dir cannot be caught
+  up: it is read as it is (records whose vector has not moved yet are found by words only),
+  with one warning.
 
 Details and the reasoning: ``docs/index.md`` ("Migrations", "Other processes").
 """
@@ -99,7 +101,11 @@ class MigrationCatchUp:
         with self._lock:
             if self._done:
                 return
-            if self.store.derived_refresh_pending():
+            if self.store.derived_refresh_pending() and self.store.read_only is not None:
+                log.warning("The vector index has not caught up with the record store's last migration, and the "
+                            "data dir is read-only (%s): some records are found by their words only until it is "
+                            "opened writable.", self.store.read_only)
+            elif self.store.derived_refresh_pending():
                 log.info("Updating the vector and BM25 indexes to the migrated record store.")
                 self._apply_vector_moves()
                 self.lexical.rebuild()

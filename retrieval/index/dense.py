@@ -9,6 +9,13 @@ reopens an embedded index that another process wrote to; on a full disk the embe
 read from a temporary copy (writes raise ``DiskFullError``); damaged files raise
 ``IndexDamagedError`` and ``move_aside`` keeps them for ``PaperIndex.repair``.
 
+A read-only data dir (``config.unwritable_reason``: a snapshot on a read-only mount, a backup).
+chromadb 1.5.9 has no read-only mode: ``PersistentClient`` writes to its directory when it
+starts, whatever its settings (``migrations="validate"`` too: "attempt to write a readonly
+database"; chroma-core/chroma#1438 asks for one). The embedded index is then read from a copy
+in the temporary directory (up to ``MAX_SNAPSHOT_BYTES``, where there is room: else
+``DataDirReadOnlyError`` says why), and its writes raise ``DataDirReadOnlyError``.
+
 Why each of these, and what chromadb 1.5.9 does that forces them: ``docs/index.md`` ("The
 dense index"). This is the only module that imports chromadb.
 """
@@ -20,6 +27,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -32,9 +40,10 @@ from urllib.parse import urlparse
 import httpx
 import numpy as np
 
-from retrieval.config import Settings
+from retrieval.config import Settings, unwritable_reason
 from retrieval.errors import (
     ConfigError,
+    DataDirReadOnlyError,
     IndexDamagedError,
     IndexDiskFullError,
     IndexUnavailableError,
@@ -73,7 +82,7 @@ def _chroma_settings() -> Any:
 BATCH = 5000  # below Chroma's max batch size (5461 here)
 _PAGE = 5000
 EXACT_WITHIN = 1000  # a restricted query of at most this many ids is scored exactly (see ``query``)
-MAX_SNAPSHOT_BYTES = 1 << 30  # a full disk's index is copied elsewhere for reading only up to this size
+MAX_SNAPSHOT_BYTES = 1 << 30  # a full disk's or read-only dir's index is copied elsewhere for reading up to this size
 
 
 def parse_chroma_url(url: str) -> tuple[str, int, bool]:
@@ -185,6 +194,48 @@ def _tree_size(path: Path) -> int:
     return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
 
 
+def _owner_writes(tree: Path) -> None:
+    """Let the owner write every directory and file under ``tree`` (``tree`` included)."""
+    for path in (tree, *tree.rglob("*")):
+        if not path.is_symlink():
+            mode = stat.S_IMODE(path.stat().st_mode)
+            os.chmod(path, mode | stat.S_IRUSR | stat.S_IWUSR | (stat.S_IXUSR if path.is_dir() else 0))
+
+
+class _NoCopy(Exception):
+    """The embedded index cannot be copied for reading; the message says why."""
+
+
+def _copy_to_temporary(source: Path, *, same_disk: bool) -> Path:
+    """A copy of the directory ``source`` in a new temporary directory, removed when the process exits.
+
+    Refused (``_NoCopy``, saying why) past ``MAX_SNAPSHOT_BYTES``, without room for it plus
+    some slack, or on the disk of ``source`` unless ``same_disk`` (a full disk has no room).
+    """
+    try:
+        size = _tree_size(source)
+        temporary = Path(tempfile.gettempdir())
+        room = free_bytes(temporary)
+        if size > MAX_SNAPSHOT_BYTES:
+            raise _NoCopy(f"it holds {size >> 20} MB, more than the {MAX_SNAPSHOT_BYTES >> 20} MB paperbot copies")
+        if not same_disk and os.stat(temporary).st_dev == os.stat(source).st_dev:
+            raise _NoCopy(f"the temporary directory {temporary} is on the same disk")
+        if room is None or room < size + 8 * LOW_SPACE:
+            raise _NoCopy(f"the temporary directory {temporary} has no room for its {max(size >> 20, 1)} MB "
+                          "(set TMPDIR to a directory with room)")
+        copy = Path(tempfile.mkdtemp(prefix="paperbot-chroma-copy-"))
+    except OSError as exc:
+        raise _NoCopy(f"it could not be copied: {exc.strerror or exc}") from exc
+    try:
+        shutil.copytree(source, copy, dirs_exist_ok=True)
+        _owner_writes(copy)  # a copy of read-only files is read-only too, and Chroma writes to it
+    except OSError as exc:
+        shutil.rmtree(copy, ignore_errors=True)
+        raise _NoCopy(f"it could not be copied to {copy}: {exc.strerror or exc}") from exc
+    atexit.register(shutil.rmtree, copy, True)  # a process that never closes the index leaves nothing behind
+    return copy
+
+
 class _Gate:
     """Any number of calls at once, or one refresh alone: a refresh waits for the running calls
     and holds new ones back until it is done."""
@@ -229,7 +280,8 @@ class DenseStore:
         self._gate = _Gate()
         self._client: Any = None
         self._collection: Any = None
-        self._snapshot: Path | None = None  # a full disk's index, copied elsewhere for reading only
+        self._snapshot: Path | None = None  # a full disk's or read-only dir's index, copied elsewhere for reading only
+        self._read_only: str | None = None  # why the data dir cannot be written, while reading a copy for that
 
     @property
     def location(self) -> str:
@@ -255,10 +307,11 @@ class DenseStore:
                 hint="Free some disk space, then run `paperbot doctor --repair` and the command again.",
             )
         if not self._settings.chroma_url and is_damaged(detail):
+            where = (f"Copy the data dir to a writable place (it is read-only: {self._read_only}) and run "
+                     "`paperbot doctor --repair` there" if self._read_only else "Run `paperbot doctor --repair`")
             return IndexDamagedError(
                 f"The vector index in {self._settings.chroma_dir} is damaged ({detail}).",
-                hint="Run `paperbot doctor --repair` to rebuild it from the record store "
-                     "(the damaged copy is kept aside).",
+                hint=f"{where} to rebuild it from the record store (the damaged copy is kept aside).",
                 detail=detail,
             )
         if self._settings.chroma_url:
@@ -287,6 +340,9 @@ class DenseStore:
             bound_requests(client, self._settings.chroma_timeout)
             return client
         self._drop_snapshot()
+        reason = unwritable_reason(self._settings.chroma_dir)
+        if reason is not None:
+            return self._persistent(self._copy_read_only(reason))
         self._settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         try:
             return self._persistent(self._settings.chroma_dir)
@@ -308,41 +364,52 @@ class DenseStore:
                              where=str(self._settings.data_dir))
 
     def _copy_for_reading(self, failure: Exception) -> Path:
-        """Copy the index to the temporary directory to read it there (module docstring)."""
+        """Copy a full disk's index to the temporary directory to read it there (module docstring)."""
         source = self._settings.chroma_dir
-        error = IndexDiskFullError(f"open the vector index in {source} (Chroma writes to it even to search, and "
-                              "there is no room to read a copy elsewhere)", where=str(self._settings.data_dir))
         try:
-            size = _tree_size(source)
-            temporary = Path(tempfile.gettempdir())
-            room = free_bytes(temporary)
-            if (os.stat(temporary).st_dev == os.stat(source).st_dev or size > MAX_SNAPSHOT_BYTES
-                    or room is None or room < size + 8 * LOW_SPACE):
-                raise error from failure
-            copy = Path(tempfile.mkdtemp(prefix="paperbot-chroma-copy-"))
-        except OSError as exc:
-            raise error from exc
-        try:
-            shutil.copytree(source, copy, dirs_exist_ok=True)
-        except OSError as exc:
-            shutil.rmtree(copy, ignore_errors=True)
-            raise error from exc
+            copy = _copy_to_temporary(source, same_disk=False)
+        except _NoCopy:
+            raise IndexDiskFullError(f"open the vector index in {source} (Chroma writes to it even to search, and "
+                                     "there is no room to read a copy elsewhere)",
+                                     where=str(self._settings.data_dir)) from failure
         self._snapshot = copy
-        atexit.register(shutil.rmtree, copy, True)  # a process that never closes the index leaves nothing behind
         report_read_only(str(self._settings.data_dir),
                          f"the vector index is read from a temporary copy in {copy}")
         return copy
 
+    def _copy_read_only(self, reason: str) -> Path:
+        """Copy the index of a read-only data dir to the temporary directory to read it there
+        (module docstring); ``reason``: why the data dir cannot be written."""
+        source = self._settings.chroma_dir
+        if not source.is_dir():
+            raise self._read_only_error(f"create the vector index in {source}", reason)
+        try:
+            copy = _copy_to_temporary(source, same_disk=True)
+        except _NoCopy as refused:
+            raise self._read_only_error(
+                f"open the vector index in {source}: chromadb writes to its directory even to search, so paperbot "
+                f"reads a temporary copy, but {refused}", reason) from refused
+        self._snapshot, self._read_only = copy, reason
+        log.info("The data dir %s is read-only (%s): the vector index is read from a temporary copy in %s.",
+                 self._settings.data_dir, reason, copy)
+        return copy
+
+    def _read_only_error(self, doing: str, reason: str) -> DataDirReadOnlyError:
+        return DataDirReadOnlyError(doing, data_dir=str(self._settings.data_dir), reason=reason)
+
     def _drop_snapshot(self) -> None:
-        copy, self._snapshot = self._snapshot, None
+        copy, self._snapshot, self._read_only = self._snapshot, None, None
         if copy is not None:
             _forget_system(copy)
             shutil.rmtree(copy, ignore_errors=True)
 
     def _writable(self) -> None:
-        """Raise ``DiskFullError`` while reading a full disk's copy: a write there would be lost."""
-        if self._snapshot is not None:
-            raise self._disk_full()
+        """Raise while reading a copy (a full disk's, a read-only dir's): a write there would be lost."""
+        if self._snapshot is None:
+            return
+        if self._read_only is not None:
+            raise self._read_only_error(f"write the vector index in {self._settings.chroma_dir}", self._read_only)
+        raise self._disk_full()
 
     def _within_timeout(self, build: Callable[[], Any]) -> Any:
         """``build()`` given at most ``chroma_timeout`` seconds, for ``HttpClient()``'s unbounded requests.

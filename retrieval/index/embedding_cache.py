@@ -6,7 +6,9 @@ embedded text (``Paper.embedding_hash``) and the float32 vector as little-endian
 lets several processes read while one writes. The file is only a cache: when it is unreadable
 it is moved aside (kept for inspection) and a new one is started. On a full disk, where a WAL
 file cannot even be opened, it is read from a snapshot (``sqlite_files.open_snapshot``) and
-every write raises ``DiskFullError`` until a normal open works again.
+every write raises ``DiskFullError`` until a normal open works again. In a read-only data dir
+(``sqlite_files.unwritable``: a snapshot, a backup) the file is not touched at all: the cache
+starts empty in memory, for this process only, and its writes never fail.
 
     cache = EmbeddingCache(settings.cache_dir / "embeddings.sqlite3")
     vectors = encode_with_cache(encoder, [(p.embedding_text, p.embedding_hash) for p in papers], cache)
@@ -27,7 +29,7 @@ import numpy as np
 from retrieval.errors import DiskFullError, StorageError
 from retrieval.index.encoders.base import Encoder
 from retrieval.records.paper import Paper
-from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
+from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback, unwritable
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,11 @@ class EmbeddingCache:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._read_only = False  # a snapshot of a full disk (see the module docstring)
+        reason = unwritable(self.path)
+        if reason is not None:  # a read-only data dir: an empty cache in memory
+            log.debug("The embedding cache %s cannot be written (%s): using one in memory.", self.path, reason)
+            self._db = self._open(":memory:")
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = self._open()
@@ -80,8 +87,9 @@ class EmbeddingCache:
         except OSError as exc:
             raise self._storage_error(exc) from exc
 
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+    def _open(self, target: str | None = None) -> sqlite3.Connection:
+        """A connection to the cache file (or to ``target``, e.g. ":memory:") with its pragmas and table."""
+        db = sqlite3.connect(target or self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

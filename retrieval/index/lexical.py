@@ -23,7 +23,7 @@ digest differs, the files are missing or unreadable, or the tokenizer or the BM2
 changed (BM25 scores are computed at build time). Rebuilding is
 lazy (first search after a change), so a long ingest in many upsert batches pays for one
 rebuild; 10k records rebuild in about a second. A read-only data dir still works: the fresh
-index then just lives in memory.
+index then just lives in memory (saving it is not even tried, ``config.unwritable_reason``).
 
 Filters are applied as a ``weight_mask`` inside bm25s scoring (0 for excluded documents),
 never by cutting a ranked list afterwards.
@@ -47,6 +47,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from retrieval.config import unwritable_reason
 from retrieval.gc_pause import older_objects_frozen
 from retrieval.index.filters import ResolvedFilters
 from retrieval.index.term_counts import TermCounts, TermPairs, document_key, pairs_of_tokens, reused_pairs, score_matrix
@@ -460,7 +461,14 @@ class LexicalIndex:
         return TermCounts.load(path, _TOKEN_RECIPE) if path is not None else None
 
     def _save(self, snapshot: LexicalSnapshot, counts: TermCounts | None = None) -> None:
-        """Write the build (and its term counts) to a fresh directory, then switch the manifest to it atomically."""
+        """Write the build (and its term counts) to a fresh directory, then switch the manifest to it atomically.
+
+        Nothing is written where the data dir cannot be written (a read-only snapshot): the build stays in memory.
+        """
+        reason = unwritable_reason(self.directory)
+        if reason is not None:
+            log.debug("The lexical index stays in memory: %s cannot be written (%s).", self.directory, reason)
+            return
         build = f"build-{snapshot.digest[:12]}-{uuid.uuid4().hex[:8]}"
         staging = self.directory / f"tmp-{build}"
         try:

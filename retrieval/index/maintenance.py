@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from retrieval.config import Settings
+from retrieval.config import Settings, unwritable_reason
 from retrieval.errors import ConfigError, IndexDamagedError, RepairRefusedError
 from retrieval.index.catch_up import MigrationCatchUp, OtherWriters
 from retrieval.index.dense import DenseStore, record_metadata
@@ -200,6 +200,7 @@ class ConsistencyReport:
     damaged: str | None = None  # why the embedded vector index cannot be read (its files are damaged)
     damaged_copy: str | None = None  # where repair moved the damaged vector index (kept for inspection)
     encoder_choice: str | None = None  # which encoder is used and why (auto: the choice measured on this CPU)
+    read_only: str | None = None  # why the data dir cannot be written ("a read-only file system"); None: writable
 
     @property
     def encoder_changed(self) -> bool:
@@ -235,7 +236,8 @@ class ConsistencyReport:
                     f"{self.records} records of the record store{kept}; BM25 index rebuilt.")
         if self.damaged:
             return (f"The vector index is damaged ({self.damaged}): run `paperbot doctor --repair` to rebuild it "
-                    f"from the {self.records} records of the record store (the damaged copy is kept aside).")
+                    f"from the {self.records} records of the record store (the damaged copy is kept aside)"
+                    f"{self._read_only_note()}.")
         if self.store_looks_lost and not self.repaired:
             lines.append(f"the record store holds {self.records} records but the vector index has "
                          f"{self.vectors} vectors: it may have been lost (restore records.sqlite3 from a backup or "
@@ -256,10 +258,19 @@ class ConsistencyReport:
         if self.orphan_vectors:
             lines.append(f"{len(self.orphan_vectors)} vectors without a record ({verb})")
         if not self.lexical_current:
-            lines.append("BM25 index rebuilt" if self.repaired else "BM25 index to be rebuilt at the next search")
+            lines.append("BM25 index rebuilt" if self.repaired else
+                         "BM25 index built in memory by each search (it cannot be saved)" if self.read_only else
+                         "BM25 index to be rebuilt at the next search")
         if self.ok:
             lines.insert(0, f"Index consistent: {self.records} records, {self.vectors} vectors")
-        return "; ".join(lines) + "."
+        return "; ".join(lines) + self._read_only_note() + "."
+
+    def _read_only_note(self) -> str:
+        """"; the data dir is read-only (...)", and where a repair can be run; "" for a writable one."""
+        if not self.read_only:
+            return ""
+        repair = "" if self.ok else ": `--repair` needs a writable copy of it (point PAPERBOT_DATA_DIR at the copy)"
+        return f"; the data dir is read-only ({self.read_only}), checked as it is{repair}"
 
 
 class Maintenance:
@@ -292,6 +303,7 @@ class Maintenance:
                 records=self.store.count(), vectors=0, lexical_current=self.lexical.is_current(),
                 damaged=exc.detail or exc.user_message, current_encoder=current,
                 encoder_choice=describe_encoder_choice(self.settings, current),
+                read_only=unwritable_reason(self.settings.data_dir),
             )
         current = self.encoders.encoder.name
         return ConsistencyReport(
@@ -304,6 +316,7 @@ class Maintenance:
             indexed_encoder=self.encoders.indexed() if expected or present else None,
             current_encoder=current,
             encoder_choice=describe_encoder_choice(self.settings, current),
+            read_only=unwritable_reason(self.settings.data_dir),
         )
 
     def repair(self, progress: Progress | None = None, *, force: bool = False) -> ConsistencyReport:

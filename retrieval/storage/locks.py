@@ -19,7 +19,9 @@ Policy. One attempt at once; when another process holds the lock, ``notice`` is 
 to ``settings.writer_wait_seconds`` (PAPERBOT_WRITER_WAIT_SECONDS, default 600) and raises
 ``BusyError`` naming the holder. The lock is taken before anything is written, so that error
 always means nothing was changed. Within a process the lock is re-entrant for the thread that
-holds it and keeps other threads out.
+holds it and keeps other threads out. A data dir this process cannot write (a read-only snapshot,
+``config.unwritable_reason``) is refused before anything is tried: ``DataDirReadOnlyError``
+names the cause ("Cannot ingest: the data dir /snap is read-only (a read-only file system)").
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ from typing import Literal
 
 from filelock import FileLock, Timeout
 
-from retrieval.config import Settings
-from retrieval.errors import BusyError, StorageError
+from retrieval.config import Settings, unwritable_reason
+from retrieval.errors import BusyError, DataDirReadOnlyError, StorageError
 from retrieval.storage.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
 Activity = Literal["ingest", "sync", "repair", "remove"]
+_DOING: dict[str, str] = {"ingest": "ingest", "sync": "sync", "repair": "repair the index",
+                          "remove": "remove records"}  # "Cannot <doing>: ..."
 NOTHING_CHANGED = "Wait for it to finish, or stop it; nothing was changed."
 
 
@@ -184,6 +188,15 @@ def _write_holder(settings: Settings, activity: Activity) -> None:
         log.warning("Could not write %s: %s", settings.writer_holder_path, exc)
 
 
+def refuse_read_only(settings: Settings, activity: Activity) -> None:
+    """Raise ``DataDirReadOnlyError`` when ``activity`` could not write to the data dir at all
+    (``config.unwritable_reason``): before a fetch spends minutes on the network, say; the
+    writer lock checks it too."""
+    reason = unwritable_reason(settings.data_dir)
+    if reason is not None:
+        raise DataDirReadOnlyError(_DOING[activity], data_dir=str(settings.data_dir), reason=reason)
+
+
 @contextmanager
 def hold_writer_lock(
     settings: Settings,
@@ -195,8 +208,9 @@ def hold_writer_lock(
     """Hold the data dir's writer lock for the block (see the module docstring for the policy).
 
     ``wait`` overrides ``settings.writer_wait_seconds``; ``notice`` receives the one "waiting"
-    line (default: the log). Raises ``BusyError`` when the lock stays taken, ``StorageError``
-    when the lock file cannot be created.
+    line (default: the log). Raises ``BusyError`` when the lock stays taken,
+    ``DataDirReadOnlyError`` when the data dir cannot be written at all, ``StorageError`` when
+    the lock file cannot be created.
     """
     seconds = settings.writer_wait_seconds if wait is None else wait
     say = notice or log.info
@@ -208,6 +222,7 @@ def hold_writer_lock(
         finally:
             guard.depth -= 1
         return
+    refuse_read_only(settings, activity)
     try:
         settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:

@@ -33,6 +33,12 @@ index) when not a byte is free. The store then opens a read-only snapshot instea
 (``sqlite_files.open_snapshot``): searches and answers work, every write raises
 ``DiskFullError``, and each write (and, every few seconds, a read) first tries to reopen the
 file normally, so freeing space is enough to make it writable again.
+
+A read-only data dir (a snapshot on a read-only mount, a backup without write permission:
+``sqlite_files.unwritable``). The store is opened with SQLite's ``mode=ro`` (``open_read_only``):
+no pragma, no migration, not a byte written. Reads work; every write raises
+``DataDirReadOnlyError`` naming the cause, and so does opening a store that still needs a
+migration (written by an older paperbot) or that does not exist.
 """
 
 from __future__ import annotations
@@ -53,11 +59,11 @@ from typing import Any, NamedTuple, Self
 
 from pydantic import BaseModel
 
-from retrieval.errors import DiskFullError, StorageError
+from retrieval.errors import DataDirReadOnlyError, DiskFullError, StorageError
 from retrieval.records.merge import merge_papers, title_variants
 from retrieval.records.names import author_key, filing_families
 from retrieval.records.paper import Author, Paper, Provenance, title_key
-from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback
+from retrieval.storage.sqlite import disk_is_full, open_read_only, open_snapshot, report_read_only, rollback, unwritable
 from retrieval.text import folded
 
 log = logging.getLogger(__name__)
@@ -397,7 +403,11 @@ class RecordStore:
         self._lock = threading.RLock()
         self._unwritable: DiskFullError | None = None  # set while reading a snapshot (disk full)
         self._next_reopen = 0.0
+        self._read_only = unwritable(self.path)  # why the data dir cannot be written, or None
         with self._errors("open"):
+            if self._read_only is not None:
+                self._conn = self._open_read_only(self._read_only)
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._conn = self._connect()
@@ -418,6 +428,25 @@ class RecordStore:
             conn.close()  # a failed open holds no connection (the migration rolled back)
             raise
         return conn
+
+    def _open_read_only(self, reason: str) -> sqlite3.Connection:
+        """The store of a read-only data dir, opened without writing (module docstring)."""
+        conn = open_read_only(self.path, label=f"the record store {self.path}", data_dir=self.path.parent,
+                              reason=reason)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < len(_MIGRATIONS):
+            conn.close()
+            raise self._read_only_error(f"bring the record store {self.path} (written by an older paperbot, "
+                                        f"schema {version}) up to schema {len(_MIGRATIONS)}")
+        return conn
+
+    @property
+    def read_only(self) -> str | None:
+        """Why this store cannot be written (its data dir is read-only: "a read-only file system"), or None."""
+        return self._read_only
+
+    def _read_only_error(self, doing: str) -> DataDirReadOnlyError:
+        return DataDirReadOnlyError(doing, data_dir=str(self.path.parent), reason=self._read_only or "")
 
     def _snapshot(self, failure: sqlite3.Error) -> sqlite3.Connection:
         """The read-only snapshot of a full disk (module docstring), or the disk-full error."""
@@ -487,6 +516,8 @@ class RecordStore:
         """One ``BEGIN IMMEDIATE`` ... ``COMMIT``; on any failure rolled back, and the failure
         (not a failing ``ROLLBACK``) is what the caller sees."""
         with self._lock, self._errors(action):
+            if self._read_only is not None:
+                raise self._read_only_error(f"{action} the record store {self.path}")
             self._reopen(now=True)
             if self._unwritable is not None:
                 raise self._disk_full(action)

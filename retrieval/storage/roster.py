@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from retrieval.config import Settings
-from retrieval.errors import InputError, StorageError, UnknownScholarError
+from retrieval.config import Settings, unwritable_reason
+from retrieval.errors import DataDirReadOnlyError, InputError, StorageError, UnknownScholarError
 from retrieval.records.paper import clean_text, normalize_openalex_id, normalize_orcid
 from retrieval.results import Scholar
 from retrieval.storage.atomic import atomic_write_text
@@ -84,7 +84,12 @@ class Roster:
 
     @contextmanager
     def _locked(self) -> Iterator[list[Scholar]]:
-        """Re-read under an exclusive lock, let the caller change the list, then save it atomically."""
+        """Re-read under an exclusive lock, let the caller change the list, then save it atomically.
+
+        A data dir this process cannot write is a ``DataDirReadOnlyError`` before anything is tried."""
+        reason = unwritable_reason(self.path.parent)
+        if reason is not None:
+            raise DataDirReadOnlyError("change the roster", data_dir=str(self.path.parent), reason=reason)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = open(self.path.with_name(self.path.name + ".lock"), "a+")  # noqa: SIM115

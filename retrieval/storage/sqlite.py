@@ -24,6 +24,13 @@ opened for reading when no byte is free: the first connection must create its ``
 searches still answer; it does so only while the write-ahead log is empty (everything
 committed is in the main file), and its users reopen normally as soon as space is back.
 
+A read-only data dir (``config.unwritable_reason``: a read-only mount, no write permission).
+``unwritable`` tells whether a file there can be written; ``open_read_only`` then opens it with
+SQLite's ``mode=ro`` (a WAL file with its ``-shm`` in place), or ``immutable`` when its log is
+empty, and writes nothing, no pragma and no migration. ``SqliteFile``, whose users must write,
+raises ``DataDirReadOnlyError`` naming the cause instead of SQLite's "attempt to write a readonly
+database".
+
 Nothing here knows about Slack: ``bot/`` may use it, the core never imports ``bot/``.
 """
 
@@ -38,7 +45,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from retrieval.errors import DiskFullError, StorageError
+from retrieval.config import unwritable_reason
+from retrieval.errors import DataDirReadOnlyError, DiskFullError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +144,57 @@ def open_snapshot(path: Path) -> sqlite3.Connection | None:
     return db
 
 
-def _connect(path: Path, schema: str, *, label: str, pragmas: Sequence[str] = ()) -> sqlite3.Connection:
+def unwritable(path: Path) -> str | None:
+    """Why the SQLite file ``path`` cannot be written (``config.unwritable_reason``), or None.
+
+    Both the file (when it exists) and its directory count: SQLite creates its ``-wal``,
+    ``-shm`` or ``-journal`` next to the file for any write.
+    """
+    return unwritable_reason(path.parent) or (unwritable_reason(path) if path.exists() else None)
+
+
+def open_read_only(path: Path, *, label: str, data_dir: Path, reason: str) -> sqlite3.Connection:
+    """A connection to ``path`` in a read-only data dir that never writes a byte.
+
+    SQLite's ``mode=ro`` reads a WAL file whose ``-shm`` exists (its write-ahead log included);
+    a file whose log is empty or gone opens ``immutable`` (``open_snapshot``) when ``mode=ro``
+    cannot create the ``-shm`` it wants. Raises ``DataDirReadOnlyError`` (``label`` names the
+    file, ``reason`` why the dir cannot be written) when the file does not exist, or holds
+    changes in its log that SQLite can only read through a ``-shm`` it would have to create.
+    """
+    if not path.exists():
+        raise DataDirReadOnlyError(f"create {label}", data_dir=str(data_dir), reason=reason)
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                             isolation_level=None)
+    except sqlite3.Error:
+        db = None
+    if db is not None:
+        try:
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.Error:
+            db.close()
+    snapshot = open_snapshot(path)
+    if snapshot is None:
+        raise DataDirReadOnlyError(
+            f"read {label}: its write-ahead log {path.name}-wal holds changes SQLite can read only by "
+            f"creating {path.name}-shm next to it", data_dir=str(data_dir), reason=reason)
+    return snapshot
+
+
+def _connect(
+    path: Path, schema: str, *, label: str, pragmas: Sequence[str] = (), data_dir: Path | None = None
+) -> sqlite3.Connection:
     """Connect to ``path`` (creating it and its directory), set ``pragmas``, apply ``schema``.
 
     ``label`` names the file in the error, e.g. "the Slack state file /data/slack/state.sqlite3".
+    A file in a read-only data dir (``data_dir``, default the file's directory) is a
+    ``DataDirReadOnlyError``: its users must write.
     """
+    reason = unwritable(path)
+    if reason is not None:
+        raise DataDirReadOnlyError(f"open {label}", data_dir=str(data_dir or path.parent), reason=reason)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -160,17 +214,19 @@ def _connect(path: Path, schema: str, *, label: str, pragmas: Sequence[str] = ()
 class SqliteFile:
     """One open SQLite file and the lock that serialises its use across threads.
 
-    ``write_verb`` words the error of a failed change: "Cannot <write_verb> <label>: ...".
+    ``write_verb`` words the error of a failed change: "Cannot <write_verb> <label>: ...";
+    ``data_dir`` is the data dir an error names when the file's directory cannot be written.
     """
 
     def __init__(
-        self, path: Path, schema: str, *, label: str, pragmas: Sequence[str] = (), write_verb: str = "write"
+        self, path: Path, schema: str, *, label: str, pragmas: Sequence[str] = (), write_verb: str = "write",
+        data_dir: Path | None = None,
     ) -> None:
         self.path = path
         self.label = label
         self.write_verb = write_verb
         self._lock = threading.Lock()
-        self._db = _connect(path, schema, label=label, pragmas=pragmas)
+        self._db = _connect(path, schema, label=label, pragmas=pragmas, data_dir=data_dir)
 
     def close(self) -> None:
         with self._lock:

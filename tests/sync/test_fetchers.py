@@ -87,3 +87,17 @@ def test_the_filter_is_the_sync_rule() -> None:
     assert fetchers.written_by is written_by
     assert written_by(_paper("t", "Z. Zhang", "Ann Lee"), ["Zhao Zhang"])
     assert not written_by(_paper("t", "Tong Zhang"), ["Zhao Zhang"])
+
+
+def test_a_fetch_into_a_read_only_data_dir_fails_before_asking_the_source(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval.assistant import Assistant
+    from retrieval.errors import DataDirReadOnlyError
+
+    made: list[_Arxiv] = []
+    monkeypatch.setattr("retrieval.sources.apis.arxiv.ArxivSource", lambda settings: made.append(_Arxiv(settings)))
+    monkeypatch.setattr("retrieval.storage.locks.unwritable_reason", lambda path: "a read-only file system")
+    assistant = Assistant(make_settings(tmp_path / "data", "http://127.0.0.1:9"), chat_model=None)
+    with pytest.raises(DataDirReadOnlyError, match=r"^Cannot ingest: the data dir .* is read-only \(a read-only file"):
+        assistant.fetch("arxiv", author="Adrian Del Maestro")
+    assert made == []  # the network was never asked
