@@ -135,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ctx = CliContext(settings=settings)
         return int(args.handler(args, ctx) or 0)
     except PaperbotError as exc:
-        sys.stderr.write(f"paperbot: {exc}\n")
+        from bot.render import visible
+
+        sys.stderr.write(f"paperbot: {visible(str(exc))}\n")
         return 2
     except BrokenPipeError:  # the reader went away (`paperbot export | head`): nothing more to say
         _silence_stdout()

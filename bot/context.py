@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from bot.render import visible
 from retrieval.config import Settings
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class CliContext:
 
     def out(self, text: str = "") -> None:
         """Write a line of the command's result to stdout (messages and progress go to stderr)."""
-        self.stdout.write(text + "\n")
+        self.stdout.write(visible(text) + "\n")
 
     def out_json(self, payload: Any) -> None:
         self.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
@@ -60,7 +61,7 @@ class CliContext:
     def note(self, text: str) -> None:
         """A one-line message on stderr (never mixed into --json output)."""
         console = self._stderr()  # wrapped at a terminal's width; to a pipe or a file, one line
-        console.print(text, markup=False, highlight=False, soft_wrap=not console.is_terminal)
+        console.print(visible(text), markup=False, highlight=False, soft_wrap=not console.is_terminal)
 
     def _stderr(self) -> Console:
         if self.console is None:

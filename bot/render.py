@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +24,23 @@ MODE_LABELS = {
     "llm": "llm (written by the model; every claim checked against its cited record)",
 }
 LISTING_LABEL = "extractive (listing: every indexed record matching the filters, newest first)"
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cn", "Zl", "Zp"})  # controls, format (bidi, zero-width), unassigned
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print on a terminal: control, format (bidi overrides, zero-width) and
+    unassigned characters other than line breaks and tabs shown as escapes (``\\x1b``,
+    ``\\u202e``), so that a file name or a reason cannot move the cursor, recolour the terminal or
+    reverse the line, and the user can still see (and type) what is there."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch in "\n\t" or unicodedata.category(ch) not in _INVISIBLE
+        else (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+        for ch in text
+    )
 
 
 def _sentence(text: str) -> str:

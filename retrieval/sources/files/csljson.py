@@ -21,8 +21,8 @@ from retrieval.errors import ParseError
 from retrieval.records.author_cleaning import strip_annotations
 from retrieval.records.paper import normalize_arxiv_id
 from retrieval.results import SkippedItem
-from retrieval.sources.files.base import ParseOutcome, build_item, check_field_sizes, person_name
-from retrieval.sources.files.jsonl import json_array_items, load_json
+from retrieval.sources.files.base import NESTED_TOO_DEEPLY, ParseOutcome, build_item, check_field_sizes, person_name
+from retrieval.sources.files.jsonl import TOO_DEEP, json_array_items, load_json
 from retrieval.sources.markup.inline_html import inline_html_to_text
 from retrieval.sources.markup.jats import jats_to_text
 from retrieval.sources.markup.latex import latex_to_text
@@ -183,6 +183,9 @@ def parse_csl_json(text: str, name: str = "<text>") -> ParseOutcome:
         label = f"item {number}"
         if not outcome.budget.take(label):
             break
+        if item is TOO_DEEP:
+            outcome.skipped.append(SkippedItem(label, NESTED_TOO_DEEPLY))
+            continue
         if not isinstance(item, dict):
             outcome.skipped.append(SkippedItem(label, f"not a JSON object ({type(item).__name__})"))
             continue

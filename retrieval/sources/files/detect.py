@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import stat
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -146,6 +147,13 @@ def parse_text(text: str, fmt: str | None = None, name: str = "<text>") -> Parse
     return parser(text, name)
 
 
+def _kind_of(mode: int) -> str:
+    """What a file system entry that is not a regular file is, in words."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
+
+
 def _read_bytes(path: Path) -> bytes:
     limit = MAX_FILE_BYTES
     too_big = ParseError(
@@ -155,7 +163,11 @@ def _read_bytes(path: Path) -> bytes:
         item=str(path),
     )
     try:
-        if path.stat().st_size > limit:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # opening a named pipe with no writer would wait forever
+            raise ParseError(f"{path} is {_kind_of(info.st_mode)}, not a file; paperbot reads regular files only. "
+                             "Save the data to a file and ingest that.", source="files", item=str(path))
+        if info.st_size > limit:
             raise too_big
         with path.open("rb") as handle:
             magic = handle.read(2)
@@ -178,21 +190,49 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
+# Formats that are never bibliographies, by their first bytes (what `file` would say).
+_BINARY_SIGNATURES = {
+    b"%PDF-": "a PDF", b"PK\x03\x04": "a ZIP archive, such as a .docx or .xlsx", b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image", b"GIF8": "a GIF image", b"\x7fELF": "a program",
+    b"\xd0\xcf\x11\xe0": "an old Office document", b"SQLite format 3": "an SQLite database",
+}
+_SNIFF_BYTES = 8192
+_CONTROL_BYTES = bytes(set(range(32)) - {9, 10, 12, 13})  # tab, line feed, form feed, carriage return are text
+
+
+def _looks_binary(data: bytes) -> str | None:
+    """What the data is when it is not text ("a PDF", "binary data"), else None.
+
+    A known signature decides; otherwise the first ``_SNIFF_BYTES``: text has few control
+    characters, so a stray NUL in a BibTeX file is still text (its entries are read, the NUL
+    removed with other control characters), while data with one control byte in ten is not.
+    """
+    for signature, what in _BINARY_SIGNATURES.items():
+        if data.startswith(signature):
+            return what
+    head = data[:_SNIFF_BYTES]
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return "binary data" if head and controls * 10 > len(head) else None
+
+
 def decode_text(data: bytes, name: str) -> str:
-    """Bytes -> text: UTF-8 (BOM optional), UTF-16 with BOM, else cp1252/Latin-1; never binary."""
+    """Bytes -> text: UTF-8 (BOM optional), UTF-16 with BOM, else cp1252/Latin-1; never binary
+    (``_looks_binary``)."""
+    what = None
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError:
             pass
-    elif b"\x00" not in data[:8192]:
+    elif (what := _looks_binary(data)) is None:
         for encoding in ("utf-8-sig", "cp1252", "latin-1"):
             try:
                 return data.decode(encoding)
             except UnicodeDecodeError:
                 continue
     raise ParseError(
-        f"{name} is not a text file (it looks binary). Export the bibliography as text first.",
+        f"{name} is not a text file (it looks like {what or 'binary data'}). "
+        "Export the bibliography as text first (BibTeX, RIS, CSL-JSON or JSON Lines).",
         source="files",
         item=name,
     )

@@ -54,13 +54,52 @@ def _decode_at(text: str, pos: int) -> tuple[Any, int]:
         raise ValueError("JSON is nested too deeply") from exc
 
 
+class TooDeep:
+    """An array item nested too deeply to decode: skipped whole, its neighbours read (the
+    readers report it as one skipped item, ``NESTED_TOO_DEEPLY``)."""
+
+    __slots__ = ()
+
+
+TOO_DEEP = TooDeep()
+_STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _value_end(body: str, pos: int) -> int:
+    """The position after the array or object starting at ``pos``, found by counting brackets
+    (no recursion, so any depth); JSONDecodeError when it never closes."""
+    depth = 0
+    while pos < len(body):
+        char = body[pos]
+        if char == '"':
+            end = _STRING_END.match(body, pos + 1)
+            if end is None:
+                break
+            pos = end.end()
+            continue
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+        pos += 1
+    raise json.JSONDecodeError("Unterminated array or object", body, pos)
+
+
 def _array_elements(body: str) -> Iterator[Any]:
-    """The items of the JSON array ``body`` (it starts with ``[``) one at a time; ValueError where
-    it stops being one array (a syntax error, or anything but white space after its ``]``)."""
+    """The items of the JSON array ``body`` (it starts with ``[``) one at a time, ``TOO_DEEP`` for
+    an item nested too deeply to decode; ValueError where it stops being one array (a syntax
+    error, or anything but white space after its ``]``)."""
     pos = _JSON_SPACE.match(body, 1).end()  # type: ignore[union-attr]
     if not body.startswith("]", pos):
         while True:
-            value, pos = _decode_at(body, pos)
+            try:
+                value, pos = _decode_at(body, pos)
+            except ValueError as exc:
+                if isinstance(exc, json.JSONDecodeError) or not body.startswith(("[", "{"), pos):
+                    raise
+                value, pos = TOO_DEEP, _value_end(body, pos)
             yield value
             pos = _JSON_SPACE.match(body, pos).end()  # type: ignore[union-attr]
             if body.startswith(",", pos):
@@ -113,6 +152,9 @@ def describe_json_error(exc: ValueError) -> str:
 
 
 def _add_record(obj: Any, item: str, outcome: ParseOutcome) -> None:
+    if obj is TOO_DEEP:
+        outcome.skipped.append(SkippedItem(item, NESTED_TOO_DEEPLY))
+        return
     if not isinstance(obj, dict):
         outcome.skipped.append(SkippedItem(item, f"not a JSON object (found {type(obj).__name__})"))
         return
