@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from retrieval.records.author_cleaning import clean_author
+from retrieval.records.name_parts import NameParts, kept_family, split_name
 from retrieval.text import fold, short_text_cache
 
 # Identifier normalisation ------------------------------------------------------------------
@@ -160,6 +161,11 @@ class Author(BaseModel):
     orcid: Orcid = None
     openalex_id: OpenAlexId = None
     affiliations: CleanList = Field(default_factory=list)
+    # The family part as the source gave it, particles included ("de Vos", "Da San Martino"),
+    # and its leading "von" words ("de" of ``de Vos, Martijn``); see ``name_parts``. Left out of
+    # dumps while None, so records stored before they existed keep their content hash.
+    family: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    particle: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("name")
     @classmethod
@@ -169,6 +175,25 @@ class Author(BaseModel):
         if cleaned.name is None:
             raise ValueError("author name is empty" if not cleaned.truncated else f"{value!r} is not a person")
         return cleaned.name
+
+    @field_validator("family", "particle")
+    @classmethod
+    def _clean_part(cls, value: str | None) -> str | None:
+        """Cleaned as the name is ("Da San Martino*" -> "Da San Martino"); None when empty."""
+        return clean_author(clean_text(value)).name if value else None
+
+    @model_validator(mode="after")
+    def _fitting_family(self) -> Author:
+        """``name_parts.kept_family``: a family part that is not words of the name is dropped,
+        and so is one that only repeats the name's last word."""
+        self.family, self.particle = kept_family(self.name, self.family, self.particle)
+        return self
+
+    @property
+    def parts(self) -> NameParts | None:
+        """The name cut at its family part (``name_parts.split_name``), or None when the source
+        gave no family part beyond the name's last word."""
+        return split_name(self.name, self.family, self.particle) if self.family else None
 
     @property
     def family_name(self) -> str:
