@@ -54,30 +54,30 @@ def _name_part(value: Any) -> str:
 
 
 def _authors(value: Any) -> list[dict[str, str]]:
-    """CSL names; "et al." / "others" among them reach ``Paper``, which marks the list cut."""
+    """CSL names; "et al." / "others" among them reach ``Paper``, which marks the list cut.
+
+    A person's family part (``Author.family``) is the particles and ``family``; a
+    ``dropping-particle`` ("van" of Ludwig van Beethoven) is what BibTeX calls von
+    (``Author.particle``), a ``non-dropping-particle`` ("de" of de Vos) part of the last name.
+    """
     authors: list[dict[str, str]] = []
     for person in value if isinstance(value, list) else []:
         if not isinstance(person, dict):
             continue
         name = _name_part(person.get("literal"))
-        if not name:
-            family = " ".join(
-                part
-                for part in (
-                    _name_part(person.get("non-dropping-particle")),
-                    _name_part(person.get("family")),
-                )
-                if part
-            )
-            given = " ".join(
-                part
-                for part in (_name_part(person.get("given")), _name_part(person.get("dropping-particle")))
-                if part
-            )
-            name = person_name(family, given, _name_part(person.get("suffix")))
         if name:
             authors.append({"name": name})
+            continue
+        dropping = _name_part(person.get("dropping-particle"))
+        family = _joined(_name_part(person.get("non-dropping-particle")), _name_part(person.get("family")))
+        name = person_name(family, _joined(_name_part(person.get("given")), dropping), _name_part(person.get("suffix")))
+        if name:
+            authors.append({"name": name, "family": _joined(dropping, family), "particle": dropping})
     return authors
+
+
+def _joined(*parts: str) -> str:
+    return " ".join(part for part in parts if part)
 
 
 def _date(value: Any) -> str | None:

@@ -6,7 +6,7 @@ under ``KW``, and wraps long abstracts. Text before the first ``TY`` is ignored 
 often number their records); a record missing its ``ER`` ends at the next ``TY`` or at the end
 of the file, with a warning.
 
-Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix";
+Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix", Last kept as the family part;
 an "et al." author marks the list truncated); PY/Y1/DA -> published (the most precise one);
 JF > JO > T2 > JA > J2 > BT -> venue; PB -> publisher; DO -> doi; UR (first http link) -> url;
 AB/N2 -> abstract; KW -> categories; TY -> type; ID -> source id; SP-EP -> pages; VL -> volume;
@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 
 from retrieval.records.author_cleaning import strip_annotations
+from retrieval.records.name_parts import leading_particle
 from retrieval.records.paper import normalize_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
@@ -120,15 +121,23 @@ def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
 
 
 def _name(raw: str) -> str:
-    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix".
+    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix"."""
+    return _author(raw)["name"]
+
+
+def _author(raw: str) -> dict[str, str]:
+    """ "Last, First, Suffix" -> ``Author`` fields: the display name "First Last Suffix" and
+    the family part Last, whose leading lower-case words are its particle, as BibTeX reads the
+    part before the comma ("de Vos, Martijn"). "First Last" gives the display name alone.
 
     Remarks and markup go before the commas are read ("Song, Qun* (equal, first)"); the rest
     of the cleaning ("et al." is no one) is ``Paper``'s.
     """
     parts = [part.strip() for part in strip_annotations(raw).split(",")]
     if len(parts) == 1:
-        return parts[0]
-    return person_name(parts[0], parts[1], ", ".join(parts[2:]))
+        return {"name": parts[0]}
+    name = person_name(parts[0], parts[1], ", ".join(parts[2:]))
+    return {"name": name, "family": parts[0], "particle": leading_particle(parts[0]) or ""}
 
 
 def _published(record: _Record) -> str | None:
@@ -180,7 +189,7 @@ def record_fields(record: _Record) -> dict[str, object]:
     arxiv = next((m.group(1) for m in map(_ARXIV_URL.search, urls) if m), None)
     return {
         "title": title,
-        "authors": [{"name": _name(v)} for v in record.values("AU") + record.values("A1") if v],
+        "authors": [_author(v) for v in record.values("AU") + record.values("A1") if v],
         "abstract": record.first("AB", "N2"),
         "published": _published(record),
         "venue": record.first(*venue_tags),
