@@ -14,6 +14,7 @@ supplied; one entry per (source, source_id), at most ``MAX_PROVENANCE_ENTRIES``:
 - DOI, venue, publisher, type, title, url, pages, volume, issue, editors: the published version
   over a preprint, then by source crossref > openalex > bibtex > other files > arxiv;
 - extra_fields (what a file carried beyond the columns): united, key by key by the same rule;
+- editor_families: united; those of editors the kept list does not have are dropped;
 - abstract: the longest clean one; authors: the list with more authors (then more ids and
   affiliations), enriched with ORCID/OpenAlex ids, affiliations and fuller names from the other
   list, author by author (by position and name, never across disagreeing ids), each keeping
@@ -511,6 +512,8 @@ def _merge_fields(a: Paper, b: Paper) -> Paper:
         open_access=_open_access(a.open_access, b.open_access),
         citation_count=max(citations) if citations else None,
         extra_fields=_extra_fields(a, b),
+        # the editors kept keep their family parts, whichever record gave them
+        editor_families={**b.editor_families, **a.editor_families},
         provenance=merge_provenance(a.provenance, b.provenance),
     )
     return Paper.model_validate(data)

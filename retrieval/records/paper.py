@@ -204,6 +204,16 @@ class Author(BaseModel):
         return parts[-1] if parts else self.name
 
 
+class FamilyPart(BaseModel):
+    """An editor's family part as the source gave it (what ``Author.family`` and ``particle``
+    are for an author)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    family: str
+    particle: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
 class Provenance(BaseModel):
     """Which source contributed to a record, and which fields it supplied."""
 
@@ -305,6 +315,9 @@ class Paper(BaseModel):
     volume: str | None = None
     issue: str | None = None  # BibTeX's ``number``
     editors: CleanList = Field(default_factory=list)  # display names, as ``authors`` are written
+    # Editors' family parts by display name, for those whose source gave one (``FamilyPart``);
+    # left out of dumps while empty, so records stored before it existed keep their hash.
+    editor_families: dict[str, FamilyPart] = Field(default_factory=dict, exclude_if=lambda value: not value)
     # Fields the source carried that have no column here, for export: BibTeX field name ->
     # value in BibTeX form (a BibTeX file's as written; other sources' text escaped on parse).
     extra_fields: dict[str, str] = Field(default_factory=dict)
@@ -376,6 +389,29 @@ class Paper(BaseModel):
         """Editor names cleaned as author names are ("et al." and "others" are no one)."""
         names = (clean_author(name).name for name in value)
         return list(dict.fromkeys(name for name in names if name))
+
+    @field_validator("editor_families", mode="before")
+    @classmethod
+    def _editor_family_keys(cls, value: Any) -> Any:
+        """Keys cleaned as editor names are, so that they name an editor of ``editors``."""
+        if not isinstance(value, dict):
+            return {}
+        return {name: part for key, part in value.items()
+                if isinstance(key, str) and (name := clean_author(clean_text(key)).name)}
+
+    @model_validator(mode="after")
+    def _fitting_editor_families(self) -> Paper:
+        """Only editors of the list keep a family part, and only one that ``Author`` would keep
+        (``name_parts.kept_family``)."""
+        if not self.editor_families:
+            return self
+        kept: dict[str, FamilyPart] = {}
+        for name, part in self.editor_families.items():
+            family, particle = kept_family(name, clean_author(clean_text(part.family)).name, part.particle)
+            if family and name in self.editors:
+                kept[name] = FamilyPart(family=family, particle=particle)
+        self.editor_families = kept
+        return self
 
     @field_validator("pages", mode="before")
     @classmethod

@@ -88,3 +88,14 @@ def test_merging_keeps_the_family_part_a_source_gave() -> None:
         assert [(a.name, a.family) for a in merged.authors] == [
             ("Martijn de Vos", "de Vos"), ("Giovanni Da San Martino", "Da San Martino")]
         assert merged.authors[0].orcid == "0000-0002-1825-0097"
+
+
+def test_merging_keeps_the_family_parts_of_the_editors_kept() -> None:
+    bare = Paper(title="Proceedings", doi="10.1/p", editors=["Ibrahim Abu Farha", "Jane Doe"],
+                 provenance=[{"source": "crossref"}])
+    from_file = Paper(title="Proceedings", doi="10.1/p", editors=["Ibrahim Abu Farha"],
+                      editor_families={"Ibrahim Abu Farha": {"family": "Abu Farha"}},
+                      provenance=[{"source": "bibtex", "source_id": "k"}])
+    for merged in (merge_papers(bare, from_file), merge_papers(from_file, bare)):
+        assert merged.editors == ["Ibrahim Abu Farha", "Jane Doe"]  # Crossref's list, the better source
+        assert list(merged.editor_families) == ["Ibrahim Abu Farha"]

@@ -116,3 +116,25 @@ def test_records_without_family_parts_export_as_before() -> None:
     paper = Paper(title="T", authors=[{"name": "Martijn de Vos"}, {"name": "Barnes and Noble"}])
     assert [author.family for author in paper.authors] == [None, None]
     assert "author        = {Vos, Martijn de and {Barnes and Noble}}" in to_bibtex([paper])
+
+
+def test_editors_keep_their_family_parts_too() -> None:
+    text = ("@inproceedings{a, title = {T}, booktitle = {B}, "
+            "editor = {Abu Farha, Ibrahim and Maarten de Rijke and {de Vos}, Martijn and Jane Doe}}")
+    paper = parse_bibtex(text).papers[0]
+    assert paper.editors == ["Ibrahim Abu Farha", "Maarten de Rijke", "Martijn de Vos", "Jane Doe"]
+    assert {name: (part.family, part.particle) for name, part in paper.editor_families.items()} == {
+        "Ibrahim Abu Farha": ("Abu Farha", None), "Maarten de Rijke": ("de Rijke", "de"),
+        "Martijn de Vos": ("de Vos", None)}
+    exported = to_bibtex([paper])
+    assert "editor        = {Abu Farha, Ibrahim and de Rijke, Maarten and {de Vos}, Martijn and Doe, Jane}" in exported
+    again = parse_bibtex(exported).papers[0]
+    assert (again.editors, again.editor_families) == (paper.editors, paper.editor_families)
+
+
+def test_editor_family_parts_only_for_editors_of_the_list_and_fitting_their_names() -> None:
+    paper = Paper(title="T", editors=["<b>Ibrahim Abu Farha</b>", "Jane Doe"], editor_families={
+        "<b>Ibrahim Abu Farha</b>": {"family": "Abu Farha"}, "Jane Doe": {"family": "Doe"},
+        "Someone Else": {"family": "Someone Else"}, "Martijn Devos": {"family": "de Vos"}})
+    assert list(paper.editor_families) == ["Ibrahim Abu Farha"]
+    assert "editor_families" not in Paper(title="T", editors=["Jane Doe"]).model_dump_json()

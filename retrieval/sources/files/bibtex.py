@@ -18,7 +18,7 @@ publisher (else organization); ``date`` or year+month(+day) -> published; doi, o
 url -> doi; eprint (+archiveprefix arXiv), or "arXiv:<id>" in journal/note/howpublished, or an
 arxiv.org url -> arxiv_id; keywords -> categories; ``author`` -> authors (display name "First
 von Last Jr", and the family part BibTeX reads: ``Author.family``/``particle``), ``editor`` ->
-editors (display names), both read by BibTeX's name rules (``bibtex_names``); ``and others``
+editors (and ``editor_families``), both read by BibTeX's name rules (``bibtex_names``); ``and others``
 (or "et al.") is no author: it sets ``authors_truncated``.
 """
 
@@ -35,7 +35,7 @@ from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, merge_provenance
 from retrieval.records.paper import Provenance, split_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import MAX_FIELD_CHARS, ItemRejected, ParseOutcome, build_item
-from retrieval.sources.files.bibtex_names import ReadName, parse_author_list, read_names
+from retrieval.sources.files.bibtex_names import ReadName, read_names
 from retrieval.sources.files.jsonl import load_json
 from retrieval.sources.markup.inline_html import inline_html_to_text
 from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
@@ -561,9 +561,14 @@ def _extra_fields(fields: dict[str, str], used: set[str]) -> dict[str, str]:
             if name not in used and name not in _ALWAYS_USED and value.strip()}
 
 
+def _family_fields(name: ReadName) -> dict[str, str]:
+    """The family part BibTeX reads in a name, as ``Author``/``FamilyPart`` fields."""
+    return {"family": name.family, **({"particle": name.particle} if name.particle else {})}
+
+
 def _author_fields(name: ReadName) -> dict[str, str]:
     """An author as ``Author`` fields: the display name and the family part BibTeX reads."""
-    return {"name": name.name, "family": name.family, **({"particle": name.particle} if name.particle else {})}
+    return {"name": name.name, **_family_fields(name)}
 
 
 def entry_to_fields(entry: BibEntry) -> dict[str, object]:
@@ -597,7 +602,7 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
         used.update(name for name in ("archiveprefix", "eprinttype")
                     if latex_to_text(fields.get(name, "")).strip().lower() == "arxiv")
     names, truncated = read_names(fields.get("author", ""))
-    editors, _ = parse_author_list(fields.get("editor", ""))
+    editors, _ = read_names(fields.get("editor", ""))
     published = _published(fields, entry.warnings, used)
     categories = _keywords(fields, used)
     data: dict[str, object] = {
@@ -613,7 +618,8 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
         "pages": latex_to_text(fields.get("pages", "")),
         "volume": latex_to_text(fields.get("volume", "")),
         "issue": latex_to_text(fields.get("number", "")),
-        "editors": editors,
+        "editors": [editor.name for editor in editors],
+        "editor_families": {editor.name: _family_fields(editor) for editor in editors},
         "extra_fields": _extra_fields(fields, used),
         **identifiers,
     }

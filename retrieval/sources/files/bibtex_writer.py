@@ -34,8 +34,8 @@ Choices, and why:
   so ``export`` then ``ingest`` gives the same records and a second export the same text.
 * **Names** are written "von Last, Jr, First" when the source gave the family part
   (``Author.family``: "Da San Martino, Giovanni", "{de Vos}, Martijn"), so BibTeX and our reader
-  split them as the source did; a name known by its display form alone (editors, API records)
-  is written "Last, First" with its last word as family name (``bibtex_names.written_name``).
+  split them as the source did (editors too: ``Paper.editor_families``); a name known by its
+  display form alone (API records, records stored before) is written "Last, First" with its last word as family name (``bibtex_names.written_name``).
   Either way our reader turns it back into the same display string. A list the source cut
   (``Paper.authors_truncated``) ends in BibTeX's own `` and others``.
 """
@@ -252,7 +252,10 @@ def _fields(paper: Paper, entry_type: str, key: str) -> list[tuple[str, str]]:
     if names:
         fields.append(("author", _braced(" and ".join(names))))
     if paper.editors:
-        fields.append(("editor", _braced(" and ".join(written_name(n) for n in paper.editors))))
+        families = paper.editor_families
+        editors = (written_name(n, families[n].family, families[n].particle) if n in families else written_name(n)
+                   for n in paper.editors)
+        fields.append(("editor", _braced(" and ".join(editors))))
     if paper.published:
         parts = paper.published.split("-")
         if "year" not in extra:  # a year the reader did not take as a date ("2020 (in press)")

@@ -4,7 +4,8 @@ Read: ``title`` (a string, or a list as some exporters write), ``author`` (``fam
 with particles and suffix, or ``literal``), ``issued`` (``date-parts``, else ``raw``/``literal``),
 ``container-title``, ``publisher`` (a string, or ``{"name": ...}``), ``DOI``, ``URL``,
 ``abstract`` (which may be JATS or HTML), ``keyword``/``categories``, ``type``, ``id``,
-``page``, ``volume``, ``issue``, ``editor`` (names as ``author``); ``ISSN``, ``ISBN``, ``note``,
+``page``, ``volume``, ``issue``, ``editor`` (names as ``author``, their family parts in
+``editor_families``); ``ISSN``, ``ISBN``, ``note``,
 ``language``, ``publisher-place`` (-> ``address``), ``edition`` and ``collection-title``
 (-> ``series``) go to ``extra_fields`` under their BibTeX names.
 Text fields may carry CSL's HTML-like markup (``<i>``, ``<sup>``) or, from some exporters,
@@ -139,6 +140,7 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
         published = _date(item.get(key))
         if published:
             break
+    editors = _authors(item.get("editor"))
     return {
         "title": inline_html_to_text(_text(item.get("title"))),
         "authors": _authors(item.get("author")),
@@ -153,7 +155,8 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
         "pages": _text(item.get("page")),
         "volume": _text(item.get("volume")),
         "issue": _text(item.get("issue")),
-        "editors": [editor["name"] for editor in _authors(item.get("editor"))],
+        "editors": [editor["name"] for editor in editors],
+        "editor_families": {editor["name"]: editor for editor in editors if editor.get("family")},
         "extra_fields": _extra_fields(item),
         "categories": _keywords(item),
     }

@@ -10,7 +10,8 @@ Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, F
 an "et al." author marks the list truncated); PY/Y1/DA -> published (the most precise one);
 JF > JO > T2 > JA > J2 > BT -> venue; PB -> publisher; DO -> doi; UR (first http link) -> url;
 AB/N2 -> abstract; KW -> categories; TY -> type; ID -> source id; SP-EP -> pages; VL -> volume;
-IS -> issue; ED and A2 (both "secondary author" in the spec: the editors) -> editors. Into
+IS -> issue; ED and A2 (both "secondary author" in the spec: the editors) -> editors (their Last
+in ``editor_families``). Into
 ``extra_fields``: SN -> isbn (10 or 13 digits) or issn, N1 -> note (several joined by "; "),
 CY -> address, LA -> language, ET -> edition, T3 -> series.
 """
@@ -120,11 +121,6 @@ def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
     return records
 
 
-def _name(raw: str) -> str:
-    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix"."""
-    return _author(raw)["name"]
-
-
 def _author(raw: str) -> dict[str, str]:
     """ "Last, First, Suffix" -> ``Author`` fields: the display name "First Last Suffix" and
     the family part Last, whose leading lower-case words are its particle, as BibTeX reads the
@@ -186,6 +182,7 @@ def record_fields(record: _Record) -> dict[str, object]:
     for lines in record.tags.get("KW", []):  # one keyword per line, continuation lines too
         keywords.extend(line.strip() for line in lines if line.strip())
     doi = record.first("DO")
+    editors = [_author(v) for v in record.values("ED") + record.values("A2") if v]
     arxiv = next((m.group(1) for m in map(_ARXIV_URL.search, urls) if m), None)
     return {
         "title": title,
@@ -201,7 +198,8 @@ def record_fields(record: _Record) -> dict[str, object]:
         "pages": _pages(record),
         "volume": record.first("VL"),
         "issue": record.first("IS"),
-        "editors": [_name(v) for v in record.values("ED") + record.values("A2") if v],
+        "editors": [editor["name"] for editor in editors],
+        "editor_families": {editor["name"]: editor for editor in editors if editor.get("family")},
         "extra_fields": _extra_fields(record),
         "categories": keywords,
     }
