@@ -7,9 +7,10 @@ produces ``Paper`` objects; the record store, the index and the doors only ever 
 
 Author names are cleaned here, whichever parser or file a record comes from
 (``author_cleaning``: no ``<b>`` or "Song*" in a name, "et al." is no person); a list the
-source cut sets ``authors_truncated``. Title keys, and hence ``hash:`` ids, are
-``retrieval.text.fold`` of the title: it keeps every script (other scripts than Latin are
-transliterated).
+source cut sets ``authors_truncated``. A name may come with the family part its source gave
+("de Vos", "Da San Martino": ``Author.family``, ``Paper.editor_families``, ``name_parts``).
+Title keys, and hence ``hash:`` ids, are ``retrieval.text.fold`` of the title: it keeps every
+script (other scripts than Latin are transliterated).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from retrieval.records.author_cleaning import clean_author
-from retrieval.records.name_parts import NameParts, kept_family, split_name
+from retrieval.records.name_parts import kept_family
 from retrieval.text import fold, short_text_cache
 
 # Identifier normalisation ------------------------------------------------------------------
@@ -190,14 +191,10 @@ class Author(BaseModel):
         return self
 
     @property
-    def parts(self) -> NameParts | None:
-        """The name cut at its family part (``name_parts.split_name``), or None when the source
-        gave no family part beyond the name's last word."""
-        return split_name(self.name, self.family, self.particle) if self.family else None
-
-    @property
     def family_name(self) -> str:
-        """Best guess at the family name: text before a comma, else the last word."""
+        """Best guess at the family name from the display name alone: text before a comma, else
+        the last word. Hash ids and generated citation keys are built on it, so they do not change
+        when a source gives ``family``."""
         if "," in self.name:
             return self.name.split(",", 1)[0].strip()
         parts = self.name.split()
