@@ -108,7 +108,7 @@ from retrieval.records.merge import same_paper
 from retrieval.records.paper import Paper, title_key
 from retrieval.results import ScholarSummaryResult, SearchFilters, SearchHit
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
-from retrieval.sources.files.bibtex import parse_name as decode_bibtex_name
+from retrieval.sources.files.bibtex_names import parse_name as decode_bibtex_name
 from retrieval.sources.files.detect import parse_file
 from retrieval.text import LATIN_LETTERS, fold
 

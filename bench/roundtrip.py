@@ -270,9 +270,10 @@ _FIELDS = tuple(name for name in Paper.model_fields if name != "provenance")
 
 
 def field_pairs(paper: Paper) -> dict[str, Any]:
-    """Every stored field but provenance, JSON-shaped; ``extra_fields`` split into one per key."""
+    """Every stored field but provenance, JSON-shaped; ``extra_fields`` split into one per key; a
+    field left out of dumps while empty (``editor_families``) is None."""
     data = paper.model_dump(mode="json", include=set(_FIELDS))
-    pairs = {name: data[name] for name in _FIELDS if name != "extra_fields"}
+    pairs = {name: data.get(name) for name in _FIELDS if name != "extra_fields"}
     pairs.update({f"extra_fields.{key}": value for key, value in paper.extra_fields.items()})
     return pairs
 

@@ -14,9 +14,11 @@ supplied; one entry per (source, source_id), at most ``MAX_PROVENANCE_ENTRIES``:
 - DOI, venue, publisher, type, title, url, pages, volume, issue, editors: the published version
   over a preprint, then by source crossref > openalex > bibtex > other files > arxiv;
 - extra_fields (what a file carried beyond the columns): united, key by key by the same rule;
+- editor_families: united; those of editors the kept list does not have are dropped;
 - abstract: the longest clean one; authors: the list with more authors (then more ids and
   affiliations), enriched with ORCID/OpenAlex ids, affiliations and fuller names from the other
-  list, author by author (by position and name, never across disagreeing ids);
+  list, author by author (by position and name, never across disagreeing ids), each keeping
+  the family part the sources gave (``Author.family``);
   ``authors_truncated`` follows the kept list (a list cut as long as it, from another source,
   marks it too; only a fuller list clears it);
 - published: the published version's date for a preprint + published pair, else the most
@@ -291,16 +293,23 @@ def _author_info(authors: list[Author]) -> tuple[int, int]:
 
 
 def _enrich(primary: Author, other: Author) -> Author:
-    """``primary`` completed with ``other``'s ids, affiliations and (fuller) name."""
-    name = primary.name
+    """``primary`` completed with ``other``'s ids, affiliations and (fuller) name.
+
+    The family part goes with the name kept, from the author whose name it is first; the other
+    author's is taken when that one has none and it fits the name (``Author`` drops one that
+    does not: "Vos" is not words of "Martijn Devos")."""
+    name_from = primary
     if name_specificity(other.name) > name_specificity(primary.name) and names_compatible(primary.name, other.name):
-        name = other.name
+        name_from = other
+    family_from = next((author for author in (name_from, primary, other) if author.family), name_from)
     affiliations = list(primary.affiliations) + [a for a in other.affiliations if a not in primary.affiliations]
     return Author(
-        name=name,
+        name=name_from.name,
         orcid=primary.orcid or other.orcid,
         openalex_id=primary.openalex_id or other.openalex_id,
         affiliations=affiliations,
+        family=family_from.family,
+        particle=family_from.particle,
     )
 
 
@@ -503,6 +512,8 @@ def _merge_fields(a: Paper, b: Paper) -> Paper:
         open_access=_open_access(a.open_access, b.open_access),
         citation_count=max(citations) if citations else None,
         extra_fields=_extra_fields(a, b),
+        # the editors kept keep their family parts, whichever record gave them
+        editor_families={**b.editor_families, **a.editor_families},
         provenance=merge_provenance(a.provenance, b.provenance),
     )
     return Paper.model_validate(data)

@@ -7,9 +7,10 @@ produces ``Paper`` objects; the record store, the index and the doors only ever 
 
 Author names are cleaned here, whichever parser or file a record comes from
 (``author_cleaning``: no ``<b>`` or "Song*" in a name, "et al." is no person); a list the
-source cut sets ``authors_truncated``. Title keys, and hence ``hash:`` ids, are
-``retrieval.text.fold`` of the title: it keeps every script (other scripts than Latin are
-transliterated).
+source cut sets ``authors_truncated``. A name may come with the family part its source gave
+("de Vos", "Da San Martino": ``Author.family``, ``Paper.editor_families``, ``name_parts``).
+Title keys, and hence ``hash:`` ids, are ``retrieval.text.fold`` of the title: it keeps every
+script (other scripts than Latin are transliterated).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from retrieval.records.author_cleaning import clean_author
+from retrieval.records.name_parts import kept_family
 from retrieval.text import fold, short_text_cache
 
 # Identifier normalisation ------------------------------------------------------------------
@@ -160,6 +162,11 @@ class Author(BaseModel):
     orcid: Orcid = None
     openalex_id: OpenAlexId = None
     affiliations: CleanList = Field(default_factory=list)
+    # The family part as the source gave it, particles included ("de Vos", "Da San Martino"),
+    # and its leading "von" words ("de" of ``de Vos, Martijn``); see ``name_parts``. Left out of
+    # dumps while None, so records stored before they existed keep their content hash.
+    family: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    particle: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("name")
     @classmethod
@@ -170,13 +177,38 @@ class Author(BaseModel):
             raise ValueError("author name is empty" if not cleaned.truncated else f"{value!r} is not a person")
         return cleaned.name
 
+    @field_validator("family", "particle")
+    @classmethod
+    def _clean_part(cls, value: str | None) -> str | None:
+        """Cleaned as the name is ("Da San Martino*" -> "Da San Martino"); None when empty."""
+        return clean_author(clean_text(value)).name if value else None
+
+    @model_validator(mode="after")
+    def _fitting_family(self) -> Author:
+        """``name_parts.kept_family``: a family part that is not words of the name is dropped,
+        and so is one that only repeats the name's last word."""
+        self.family, self.particle = kept_family(self.name, self.family, self.particle)
+        return self
+
     @property
     def family_name(self) -> str:
-        """Best guess at the family name: text before a comma, else the last word."""
+        """Best guess at the family name from the display name alone: text before a comma, else
+        the last word. Hash ids and generated citation keys are built on it, so they do not change
+        when a source gives ``family``."""
         if "," in self.name:
             return self.name.split(",", 1)[0].strip()
         parts = self.name.split()
         return parts[-1] if parts else self.name
+
+
+class FamilyPart(BaseModel):
+    """An editor's family part as the source gave it (what ``Author.family`` and ``particle``
+    are for an author)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    family: str
+    particle: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Provenance(BaseModel):
@@ -280,6 +312,9 @@ class Paper(BaseModel):
     volume: str | None = None
     issue: str | None = None  # BibTeX's ``number``
     editors: CleanList = Field(default_factory=list)  # display names, as ``authors`` are written
+    # Editors' family parts by display name, for those whose source gave one (``FamilyPart``);
+    # left out of dumps while empty, so records stored before it existed keep their hash.
+    editor_families: dict[str, FamilyPart] = Field(default_factory=dict, exclude_if=lambda value: not value)
     # Fields the source carried that have no column here, for export: BibTeX field name ->
     # value in BibTeX form (a BibTeX file's as written; other sources' text escaped on parse).
     extra_fields: dict[str, str] = Field(default_factory=dict)
@@ -351,6 +386,29 @@ class Paper(BaseModel):
         """Editor names cleaned as author names are ("et al." and "others" are no one)."""
         names = (clean_author(name).name for name in value)
         return list(dict.fromkeys(name for name in names if name))
+
+    @field_validator("editor_families", mode="before")
+    @classmethod
+    def _editor_family_keys(cls, value: Any) -> Any:
+        """Keys cleaned as editor names are, so that they name an editor of ``editors``."""
+        if not isinstance(value, dict):
+            return {}
+        return {name: part for key, part in value.items()
+                if isinstance(key, str) and (name := clean_author(clean_text(key)).name)}
+
+    @model_validator(mode="after")
+    def _fitting_editor_families(self) -> Paper:
+        """Only editors of the list keep a family part, and only one that ``Author`` would keep
+        (``name_parts.kept_family``)."""
+        if not self.editor_families:
+            return self
+        kept: dict[str, FamilyPart] = {}
+        for name, part in self.editor_families.items():
+            family, particle = kept_family(name, clean_author(clean_text(part.family)).name, part.particle)
+            if family and name in self.editors:
+                kept[name] = FamilyPart(family=family, particle=particle)
+        self.editor_families = kept
+        return self
 
     @field_validator("pages", mode="before")
     @classmethod

@@ -62,7 +62,7 @@ from pydantic import BaseModel
 from retrieval.errors import DataDirReadOnlyError, DiskFullError, StorageError
 from retrieval.records.merge import merge_papers, title_variants
 from retrieval.records.names import author_key, filing_families
-from retrieval.records.paper import Author, Paper, Provenance, title_key
+from retrieval.records.paper import Author, FamilyPart, Paper, Provenance, title_key
 from retrieval.storage.sqlite import disk_is_full, open_read_only, open_snapshot, report_read_only, rollback, unwritable
 from retrieval.text import folded
 
@@ -329,6 +329,8 @@ def _decode(record: str) -> Paper:
         fields = {key: value for key, value in data.items() if key in Paper.model_fields}
         fields["authors"] = [Author.model_construct(**_known(Author, a)) for a in fields.get("authors") or []]
         fields["provenance"] = [Provenance.model_construct(**_known(Provenance, p)) for p in fields.get("provenance") or []]
+        fields["editor_families"] = {name: FamilyPart.model_construct(**_known(FamilyPart, part))
+                                     for name, part in (fields.get("editor_families") or {}).items()}
         return Paper.model_construct(**fields)
     except (TypeError, ValueError, AttributeError):
         return Paper.model_validate_json(record)

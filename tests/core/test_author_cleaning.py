@@ -23,7 +23,8 @@ from retrieval.records.paper import Author, Paper
 from retrieval.sources.apis.arxiv import parse_atom
 from retrieval.sources.apis.crossref import parse_crossref_work
 from retrieval.sources.apis.openalex import parse_work
-from retrieval.sources.files.bibtex import parse_author_list, parse_bibtex
+from retrieval.sources.files.bibtex import parse_bibtex
+from retrieval.sources.files.bibtex_names import parse_author_list
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.jsonl import parse_jsonl
 from retrieval.sources.files.ris import parse_ris

@@ -34,6 +34,17 @@ def test_records_round_trip_unchanged(store: RecordStore, arxiv_papers: list[Pap
     assert store.get("doi:10.0000/none") is None
 
 
+def test_family_parts_are_stored_and_read_back(store: RecordStore) -> None:
+    paper = Paper(title="T", doi="10.1/x", authors=[{"name": "Martijn de Vos", "family": "de Vos"},
+                                                    {"name": "Benjamin van Durme", "family": "van Durme", "particle": "van"}],
+                  editors=["Giovanni Da San Martino"], editor_families={"Giovanni Da San Martino": {"family": "Da San Martino"}})
+    store.put_many([paper])
+    loaded = store.get(paper.id)
+    assert loaded == paper and loaded.content_hash == paper.content_hash
+    assert [(a.family, a.particle) for a in loaded.authors] == [("de Vos", None), ("van Durme", "van")]
+    assert loaded.editor_families["Giovanni Da San Martino"].family == "Da San Martino"
+
+
 def test_get_many_keeps_the_requested_order_and_skips_unknown_ids(store, arxiv_papers):
     store.put_many(arxiv_papers)
     wanted = [arxiv_papers[5].id, "arxiv:9999.99999", arxiv_papers[1].id]

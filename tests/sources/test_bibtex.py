@@ -11,7 +11,8 @@ import pytest
 
 from retrieval.records.paper import Paper
 from retrieval.sources.files.base import ParseOutcome
-from retrieval.sources.files.bibtex import parse_bibtex, parse_names
+from retrieval.sources.files.bibtex import parse_bibtex
+from retrieval.sources.files.bibtex_names import parse_names
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 

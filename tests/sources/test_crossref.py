@@ -99,6 +99,15 @@ def test_titles_are_lists_first_title_plus_subtitle():
     assert paper.title == "Penisverletzung durch eine Moulinette: Folge einer autoerotischen Selbstverstümmelung"
 
 
+def test_family_names_are_kept_as_crossref_gives_them():
+    paper = parse_crossref_work({"title": ["T"], "DOI": "10.1/x", "author": [
+        {"given": "Martijn", "family": "de Vos"}, {"given": "Giovanni", "family": "Da San Martino"},
+        {"given": "Jane", "family": "Doe"}, {"given": "Donald", "family": "Hora", "suffix": "Jr."}]})
+    assert [(a.name, a.family, a.particle) for a in paper.authors] == [
+        ("Martijn de Vos", "de Vos", "de"), ("Giovanni Da San Martino", "Da San Martino", None),
+        ("Jane Doe", None, None), ("Donald Hora Jr.", "Hora", None)]
+
+
 def test_organisational_author_has_only_a_name():
     page = parse_crossref_page(_body("test-types__test_types_mixed_ids_works_warn__2.json"))
     report = next(p for p in page.papers if p.doi == "10.15554/pci.cta-17")

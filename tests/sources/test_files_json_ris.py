@@ -205,3 +205,31 @@ def test_ris_variants_that_used_to_lose_records_silently() -> None:
     outcome = parse_ris(stray)
     assert [p.title for p in outcome.papers] == ["Only paper"] and outcome.skipped == []
     assert [w.reason for w in outcome.warnings] == ["an ER line with no record open; ignored"]
+
+
+def test_csl_and_ris_names_keep_their_family_part() -> None:
+    csl = parse_csl_json(json.dumps([{"id": "a", "title": "T", "author": [
+        {"family": "Vos", "non-dropping-particle": "de", "given": "Martijn"},
+        {"family": "Beethoven", "dropping-particle": "van", "given": "Ludwig"},
+        {"family": "Da San Martino", "given": "Giovanni"},
+        {"family": "Doe", "given": "Jane"},
+        {"literal": "Barnes and Noble"}],
+        "editor": [{"family": "Farha", "non-dropping-particle": "Abu", "given": "Ibrahim"}, {"literal": "X Y"}]}]))
+    assert [(a.name, a.family, a.particle) for a in csl.papers[0].authors] == [
+        ("Martijn de Vos", "de Vos", None),  # a non-dropping particle is part of the last name
+        ("Ludwig van Beethoven", "van Beethoven", "van"),  # a dropping one is BibTeX's von
+        ("Giovanni Da San Martino", "Da San Martino", None),
+        ("Jane Doe", None, None),  # the display name says as much
+        ("Barnes and Noble", None, None),
+    ]
+    assert csl.papers[0].editors == ["Ibrahim Abu Farha", "X Y"]
+    assert csl.papers[0].editor_families["Ibrahim Abu Farha"].family == "Abu Farha"
+    ris = parse_ris("TY  - JOUR\nTI  - T\nAU  - de Vos, Martijn\nAU  - Da San Martino, Giovanni\n"
+                    "AU  - van Beethoven, Ludwig, Jr\nAU  - John Smith\nED  - de Rijke, Maarten\nER  - \n")
+    assert [(a.name, a.family, a.particle) for a in ris.papers[0].authors] == [
+        ("Martijn de Vos", "de Vos", "de"),
+        ("Giovanni Da San Martino", "Da San Martino", None),
+        ("Ludwig van Beethoven Jr", "van Beethoven", "van"),
+        ("John Smith", None, None),
+    ]
+    assert ris.papers[0].editor_families["Maarten de Rijke"].particle == "de"

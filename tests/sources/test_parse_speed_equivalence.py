@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from retrieval.records.paper import Paper, clean_text
-from retrieval.sources.files import bibtex
-from retrieval.sources.files.bibtex import parse_author_list, parse_bibtex
+from retrieval.sources.files import bibtex, bibtex_names
+from retrieval.sources.files.bibtex import parse_bibtex
+from retrieval.sources.files.bibtex_names import parse_author_list
 from retrieval.sources.markup import latex
 from retrieval.sources.markup.latex import latex_to_text
 
@@ -136,7 +137,7 @@ def test_fingerprint_follows_the_record_as_it_changes() -> None:
 def test_reading_is_the_same_with_empty_caches() -> None:
     text = "@article{k, title = {{\\'E}t{\\\"u}de of $x^2$}, author = {M{\\\"u}ller, J. and Doe, Jane}, year = 2020}"
     first = _outcome_of(text)
-    for cached in (latex._decode, bibtex._author):
+    for cached in (latex._decode, bibtex_names._author):
         cached.cache_clear()
     assert _outcome_of(text) == first
     assert first[0][0]["title"] == "Étüde of x²"

@@ -9,7 +9,8 @@ Quirks handled by the parser:
   the publication date is ``issued`` (Crossref's earliest of print and online), refined by a
   more precise ``published``/``published-online``/``published-print`` of the same date
   (theses carry only ``approved``, used last);
-- organisational authors have only ``name``; people have ``given``/``family``/``ORCID``;
+- organisational authors have only ``name``; people have ``given``/``family``/``ORCID``
+  (``family`` is kept as ``Author.family``);
 - ``container-title`` -> venue, ``publisher``, ``type``, ``is-referenced-by-count`` -> citations;
   ``page``/``volume``/``issue``, ``editor`` -> editors, the first ``ISSN`` and ``ISBN`` and
   ``language`` -> ``extra_fields`` (a ``"null"`` string, which some members deposit, is absent).
@@ -31,6 +32,7 @@ import httpx
 
 from retrieval.config import Settings
 from retrieval.errors import InputError, ParseError, SourceError
+from retrieval.records.name_parts import leading_particle
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_orcid
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import (
@@ -137,8 +139,12 @@ def _authors(item: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         orcid = entry.get("ORCID")
         affiliations = [_dict(a).get("name") for a in _list(entry.get("affiliation"))]
+        has_family = isinstance(family, str) and bool(family.strip())
         authors.append({
             "name": name,
+            # the family part, its particle read as BibTeX reads "de Vos" (``Author.family``)
+            "family": family if has_family else None,
+            "particle": leading_particle(clean_text(family)) if has_family else None,
             "orcid": orcid if isinstance(orcid, str) else None,
             # Crossref passes affiliation text through with HTML entities ("Lab &amp; ...")
             "affiliations": [html.unescape(a) for a in affiliations if isinstance(a, str)],

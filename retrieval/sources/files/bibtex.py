@@ -16,12 +16,10 @@ of the file.
 Mapping to ``Paper``: journal > booktitle > howpublished > institution > school -> venue;
 publisher (else organization); ``date`` or year+month(+day) -> published; doi, or a doi.org
 url -> doi; eprint (+archiveprefix arXiv), or "arXiv:<id>" in journal/note/howpublished, or an
-arxiv.org url -> arxiv_id; keywords -> categories. Names: "Last, First", "First Last",
-"von Last, Jr, First", braced corporate names, Vancouver-style "Last AB" (reordered to
-"AB Last"). Display form is always "First von Last Jr". ``and others`` (or "et al.") is no
-author: it sets ``authors_truncated``. Personal-site decorations ("<b>Name</b>", "Song*, Jiaming",
-"Song, Qun* (equal contribution)", a trailing comma) are removed before a name is split at its
-commas, the rest by ``Paper`` (``author_cleaning``).
+arxiv.org url -> arxiv_id; keywords -> categories; ``author`` -> authors (display name "First
+von Last Jr", and the family part BibTeX reads: ``Author.family``/``particle``), ``editor`` ->
+editors (and ``editor_families``), both read by BibTeX's name rules (``bibtex_names``); ``and others``
+(or "et al.") is no author: it sets ``authors_truncated``.
 """
 
 from __future__ import annotations
@@ -33,15 +31,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from retrieval.records.author_cleaning import is_truncation_marker, strip_annotations
 from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, merge_provenance
 from retrieval.records.paper import Provenance, split_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import MAX_FIELD_CHARS, ItemRejected, ParseOutcome, build_item
+from retrieval.sources.files.bibtex_names import ReadName, read_names
 from retrieval.sources.files.jsonl import load_json
 from retrieval.sources.markup.inline_html import inline_html_to_text
 from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
-from retrieval.text import short_text_cache
 
 FORMAT = "bibtex"
 
@@ -84,13 +81,6 @@ _ENTRY_TYPES = {
     "thesis", "software", "dataset", "patent",
 }  # fmt: skip
 
-# "A and  and B" (an empty name, seen in real files) is one separator, not a person "and B"
-_AND = re.compile(r"\s+and(?:\s+and)*\s+", re.IGNORECASE)
-_COMMA = re.compile(r",")
-_WHITESPACE = re.compile(r"\s+")
-_BRACE = re.compile(r"[{}]")
-_INITIALS = re.compile(r"^(?:(?:[A-Z]\.-?)+|[A-Z]{1,2})$")
-_ROMAN = {"II", "III", "IV", "VI", "VII", "VIII", "IX", "XI", "XII"}
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
 # "arXiv:2303.08774v2", "arXiv preprint arXiv:2303.08774", "arXiv 2303.08774", "arXiv:hep-th/9901001"
@@ -362,93 +352,6 @@ class _Reader:
         return self.fields(pos + 1, closer, entry)
 
 
-# Names -------------------------------------------------------------------------------------
-
-
-def _mask_groups(text: str) -> str:
-    """Same-length copy of ``text`` with every brace, and everything inside braces, replaced by
-    '_' (a stray '}' counts as closing nothing)."""
-    out, depth, start = [], 0, 0
-    for brace in _BRACE.finditer(text):
-        at = brace.start()
-        out.append("_" * (at - start) if depth else text[start:at])
-        out.append("_")
-        depth = depth + 1 if brace.group() == "{" else max(depth - 1, 0)
-        start = at + 1
-    out.append("_" * (len(text) - start) if depth else text[start:])
-    return "".join(out)
-
-
-def _split_top(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """Split on ``pattern`` matches that are outside braces (``pattern`` never matches "")."""
-    if "{" not in text and "}" not in text:  # nothing is inside braces: the mask is the text
-        return pattern.split(text)
-    mask = _mask_groups(text)
-    pieces, start = [], 0
-    for match in pattern.finditer(mask):
-        pieces.append(text[start : match.start()])
-        start = match.end()
-    pieces.append(text[start:])
-    return pieces
-
-
-def parse_name(raw: str) -> str:
-    """One BibTeX name -> "First von Last Jr" (decoded); "" when nothing is left."""
-    parts = [part.strip() for part in _split_top(raw.strip(), _COMMA)]
-    if len(parts) == 1:
-        tokens = [latex_to_text(tok) for tok in _split_top(parts[0], _WHITESPACE)]
-        tokens = [tok for tok in tokens if tok]
-        trailing = 0
-        while trailing < len(tokens) and _is_initials(tokens[-1 - trailing]):
-            trailing += 1
-        if 0 < trailing < len(tokens) and not _is_initials(tokens[0]):
-            tokens = tokens[-trailing:] + tokens[:-trailing]
-        return " ".join(tokens)
-    last = latex_to_text(parts[0])
-    if len(parts) == 2:
-        first, junior = latex_to_text(parts[1]), ""
-    else:
-        junior, first = latex_to_text(parts[1]), latex_to_text(", ".join(parts[2:]))
-    return " ".join(piece for piece in (first, last, junior) if piece)
-
-
-def _is_initials(token: str) -> bool:
-    return bool(_INITIALS.match(token)) and token not in _ROMAN
-
-
-def parse_author_list(raw: str) -> tuple[list[str], bool]:
-    """A BibTeX ``author``/``editor`` value -> (display names, whether the list was cut).
-
-    ``and others`` (BibTeX's own "et al.") ends a cut list; so do "et al." and "etc.".
-    """
-    names: list[str] = []
-    truncated = False
-    if not raw or raw.isspace():  # no field: no piece can be a name or a truncation marker
-        return names, truncated
-    for piece in _split_top(" ".join(raw.split()), _AND):
-        name, marker = _author(piece)
-        truncated = truncated or marker
-        if name:
-            names.append(name)
-    return names, truncated
-
-
-# Names up to 256 characters are read once and cached: a list's owner and co-authors recur in
-# every entry. A longer piece (no "and" in a huge field) is not kept.
-@short_text_cache(max_length=256, maxsize=16_384)
-def _author(piece: str) -> tuple[str, bool]:
-    """One name of an author list -> (its display name or "", whether it is a truncation marker)."""
-    piece = strip_annotations(piece)  # before the commas count: "Song, Qun (equal, first)"
-    if is_truncation_marker(piece):
-        return "", True
-    return (parse_name(piece) if piece else ""), False
-
-
-def parse_names(raw: str) -> list[str]:
-    """A BibTeX ``author``/``editor`` value -> display names (``and others`` dropped)."""
-    return parse_author_list(raw)[0]
-
-
 # Entry -> Paper ----------------------------------------------------------------------------
 
 
@@ -658,6 +561,16 @@ def _extra_fields(fields: dict[str, str], used: set[str]) -> dict[str, str]:
             if name not in used and name not in _ALWAYS_USED and value.strip()}
 
 
+def _family_fields(name: ReadName) -> dict[str, str]:
+    """The family part BibTeX reads in a name, as ``Author``/``FamilyPart`` fields."""
+    return {"family": name.family, **({"particle": name.particle} if name.particle else {})}
+
+
+def _author_fields(name: ReadName) -> dict[str, str]:
+    """An author as ``Author`` fields: the display name and the family part BibTeX reads."""
+    return {"name": name.name, **_family_fields(name)}
+
+
 def entry_to_fields(entry: BibEntry) -> dict[str, object]:
     """The Paper fields of one entry (decoded); raises ItemRejected for an unusable entry."""
     fields = entry.fields
@@ -688,13 +601,13 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
             used.add("eprint")
         used.update(name for name in ("archiveprefix", "eprinttype")
                     if latex_to_text(fields.get(name, "")).strip().lower() == "arxiv")
-    names, truncated = parse_author_list(fields.get("author", ""))
-    editors, _ = parse_author_list(fields.get("editor", ""))
+    names, truncated = read_names(fields.get("author", ""))
+    editors, _ = read_names(fields.get("editor", ""))
     published = _published(fields, entry.warnings, used)
     categories = _keywords(fields, used)
     data: dict[str, object] = {
         "title": title,
-        "authors": [{"name": name} for name in names],
+        "authors": [_author_fields(name) for name in names],
         "authors_truncated": truncated,
         "abstract": inline_html_to_text(latex_to_text(fields.get("abstract", ""))),
         "published": published,
@@ -705,7 +618,8 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
         "pages": latex_to_text(fields.get("pages", "")),
         "volume": latex_to_text(fields.get("volume", "")),
         "issue": latex_to_text(fields.get("number", "")),
-        "editors": editors,
+        "editors": [editor.name for editor in editors],
+        "editor_families": {editor.name: _family_fields(editor) for editor in editors},
         "extra_fields": _extra_fields(fields, used),
         **identifiers,
     }

@@ -32,9 +32,12 @@ Choices, and why:
   when BibTeX's differs, open access, citation count, OpenAlex id, the authors' ORCIDs,
   OpenAlex ids and affiliations, and a key this export generated). The reader restores both,
   so ``export`` then ``ingest`` gives the same records and a second export the same text.
-* **Names** are written "Family, Given" with the last word as family name, which our reader
-  turns back into the same display string; a name with a comma or a word "and" is braced whole.
-  A list the source cut (``Paper.authors_truncated``) ends in BibTeX's own `` and others``.
+* **Names** are written "von Last, Jr, First" when the source gave the family part
+  (``Author.family``: "Da San Martino, Giovanni", "{de Vos}, Martijn"), so BibTeX and our reader
+  split them as the source did (editors too: ``Paper.editor_families``); a name known by its
+  display form alone (API records, records stored before) is written "Last, First" with its last word as family name (``bibtex_names.written_name``).
+  Either way our reader turns it back into the same display string. A list the source cut
+  (``Paper.authors_truncated``) ends in BibTeX's own `` and others``.
 """
 
 from __future__ import annotations
@@ -44,10 +47,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from retrieval.records.author_cleaning import strip_annotations
 from retrieval.records.paper import Paper, Provenance
 from retrieval.sources.files.bibtex import PROVENANCE_FIELD, RECORD_FIELD, VENUE_FIELDS
 from retrieval.sources.files.bibtex import url_only as _url_only
+from retrieval.sources.files.bibtex_names import written_name
 from retrieval.sources.markup.latex import latex_to_text
 from retrieval.sources.markup.latex import text_to_latex as escape
 from retrieval.text import fold
@@ -86,18 +89,6 @@ _SKIPPED_TITLE_WORDS = {"a", "an", "the", "on", "of", "in", "to", "for", "and", 
 
 def _braced(value: str) -> str:
     return "{" + value + "}"
-
-
-def _name(name: str) -> str:
-    """A display name written so that our reader gives back the same string."""
-    words = name.split()
-    written = f"{words[-1]}, {' '.join(words[:-1])}" if len(words) > 1 else name
-    if ("," in name or name.lower() == "others" or any(word.lower() == "and" for word in words)
-            or strip_annotations(written) != written):  # "0: A": the reader would take ":" for a remark
-        return "{" + escape(name) + "}"
-    if len(words) == 1:
-        return escape(name)
-    return f"{escape(words[-1])}, {escape(' '.join(words[:-1]))}"
 
 
 def _key_word(text: str, skip: set[str] = _SKIPPED_TITLE_WORDS) -> str:
@@ -256,11 +247,15 @@ def _fields(paper: Paper, entry_type: str, key: str) -> list[tuple[str, str]]:
     """(name, value as written); braced values carry their braces, a month is a bare macro."""
     extra = paper.extra_fields
     fields: list[tuple[str, str]] = [("title", "{{" + escape(paper.title) + "}}")]
-    names = [_name(n) for n in paper.author_names] + (["others"] if paper.authors_truncated else [])
+    names = [written_name(a.name, a.family, a.particle) for a in paper.authors]
+    names += ["others"] if paper.authors_truncated else []
     if names:
         fields.append(("author", _braced(" and ".join(names))))
     if paper.editors:
-        fields.append(("editor", _braced(" and ".join(_name(n) for n in paper.editors))))
+        families = paper.editor_families
+        editors = (written_name(n, families[n].family, families[n].particle) if n in families else written_name(n)
+                   for n in paper.editors)
+        fields.append(("editor", _braced(" and ".join(editors))))
     if paper.published:
         parts = paper.published.split("-")
         if "year" not in extra:  # a year the reader did not take as a date ("2020 (in press)")

@@ -4,7 +4,8 @@ Read: ``title`` (a string, or a list as some exporters write), ``author`` (``fam
 with particles and suffix, or ``literal``), ``issued`` (``date-parts``, else ``raw``/``literal``),
 ``container-title``, ``publisher`` (a string, or ``{"name": ...}``), ``DOI``, ``URL``,
 ``abstract`` (which may be JATS or HTML), ``keyword``/``categories``, ``type``, ``id``,
-``page``, ``volume``, ``issue``, ``editor`` (names as ``author``); ``ISSN``, ``ISBN``, ``note``,
+``page``, ``volume``, ``issue``, ``editor`` (names as ``author``, their family parts in
+``editor_families``); ``ISSN``, ``ISBN``, ``note``,
 ``language``, ``publisher-place`` (-> ``address``), ``edition`` and ``collection-title``
 (-> ``series``) go to ``extra_fields`` under their BibTeX names.
 Text fields may carry CSL's HTML-like markup (``<i>``, ``<sup>``) or, from some exporters,
@@ -54,30 +55,30 @@ def _name_part(value: Any) -> str:
 
 
 def _authors(value: Any) -> list[dict[str, str]]:
-    """CSL names; "et al." / "others" among them reach ``Paper``, which marks the list cut."""
+    """CSL names; "et al." / "others" among them reach ``Paper``, which marks the list cut.
+
+    A person's family part (``Author.family``) is the particles and ``family``; a
+    ``dropping-particle`` ("van" of Ludwig van Beethoven) is what BibTeX calls von
+    (``Author.particle``), a ``non-dropping-particle`` ("de" of de Vos) part of the last name.
+    """
     authors: list[dict[str, str]] = []
     for person in value if isinstance(value, list) else []:
         if not isinstance(person, dict):
             continue
         name = _name_part(person.get("literal"))
-        if not name:
-            family = " ".join(
-                part
-                for part in (
-                    _name_part(person.get("non-dropping-particle")),
-                    _name_part(person.get("family")),
-                )
-                if part
-            )
-            given = " ".join(
-                part
-                for part in (_name_part(person.get("given")), _name_part(person.get("dropping-particle")))
-                if part
-            )
-            name = person_name(family, given, _name_part(person.get("suffix")))
         if name:
             authors.append({"name": name})
+            continue
+        dropping = _name_part(person.get("dropping-particle"))
+        family = _joined(_name_part(person.get("non-dropping-particle")), _name_part(person.get("family")))
+        name = person_name(family, _joined(_name_part(person.get("given")), dropping), _name_part(person.get("suffix")))
+        if name:
+            authors.append({"name": name, "family": _joined(dropping, family), "particle": dropping})
     return authors
+
+
+def _joined(*parts: str) -> str:
+    return " ".join(part for part in parts if part)
 
 
 def _date(value: Any) -> str | None:
@@ -139,6 +140,7 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
         published = _date(item.get(key))
         if published:
             break
+    editors = _authors(item.get("editor"))
     return {
         "title": inline_html_to_text(_text(item.get("title"))),
         "authors": _authors(item.get("author")),
@@ -153,7 +155,8 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
         "pages": _text(item.get("page")),
         "volume": _text(item.get("volume")),
         "issue": _text(item.get("issue")),
-        "editors": [editor["name"] for editor in _authors(item.get("editor"))],
+        "editors": [editor["name"] for editor in editors],
+        "editor_families": {editor["name"]: editor for editor in editors if editor.get("family")},
         "extra_fields": _extra_fields(item),
         "categories": _keywords(item),
     }

@@ -6,11 +6,12 @@ under ``KW``, and wraps long abstracts. Text before the first ``TY`` is ignored 
 often number their records); a record missing its ``ER`` ends at the next ``TY`` or at the end
 of the file, with a warning.
 
-Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix";
+Mapping: TI > T1 > CT > ST (> BT for books) -> title; AU/A1 -> authors ("Last, First, Suffix", Last kept as the family part;
 an "et al." author marks the list truncated); PY/Y1/DA -> published (the most precise one);
 JF > JO > T2 > JA > J2 > BT -> venue; PB -> publisher; DO -> doi; UR (first http link) -> url;
 AB/N2 -> abstract; KW -> categories; TY -> type; ID -> source id; SP-EP -> pages; VL -> volume;
-IS -> issue; ED and A2 (both "secondary author" in the spec: the editors) -> editors. Into
+IS -> issue; ED and A2 (both "secondary author" in the spec: the editors) -> editors (their Last
+in ``editor_families``). Into
 ``extra_fields``: SN -> isbn (10 or 13 digits) or issn, N1 -> note (several joined by "; "),
 CY -> address, LA -> language, ET -> edition, T3 -> series.
 """
@@ -21,6 +22,7 @@ import re
 from collections.abc import Iterator
 
 from retrieval.records.author_cleaning import strip_annotations
+from retrieval.records.name_parts import leading_particle
 from retrieval.records.paper import normalize_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
@@ -119,16 +121,19 @@ def _records(text: str, outcome: ParseOutcome) -> list[_Record]:
     return records
 
 
-def _name(raw: str) -> str:
-    """ "Last, First, Suffix" (or "First Last") -> "First Last Suffix".
+def _author(raw: str) -> dict[str, str]:
+    """ "Last, First, Suffix" -> ``Author`` fields: the display name "First Last Suffix" and
+    the family part Last, whose leading lower-case words are its particle, as BibTeX reads the
+    part before the comma ("de Vos, Martijn"). "First Last" gives the display name alone.
 
     Remarks and markup go before the commas are read ("Song, Qun* (equal, first)"); the rest
     of the cleaning ("et al." is no one) is ``Paper``'s.
     """
     parts = [part.strip() for part in strip_annotations(raw).split(",")]
     if len(parts) == 1:
-        return parts[0]
-    return person_name(parts[0], parts[1], ", ".join(parts[2:]))
+        return {"name": parts[0]}
+    name = person_name(parts[0], parts[1], ", ".join(parts[2:]))
+    return {"name": name, "family": parts[0], "particle": leading_particle(parts[0]) or ""}
 
 
 def _published(record: _Record) -> str | None:
@@ -177,10 +182,11 @@ def record_fields(record: _Record) -> dict[str, object]:
     for lines in record.tags.get("KW", []):  # one keyword per line, continuation lines too
         keywords.extend(line.strip() for line in lines if line.strip())
     doi = record.first("DO")
+    editors = [_author(v) for v in record.values("ED") + record.values("A2") if v]
     arxiv = next((m.group(1) for m in map(_ARXIV_URL.search, urls) if m), None)
     return {
         "title": title,
-        "authors": [{"name": _name(v)} for v in record.values("AU") + record.values("A1") if v],
+        "authors": [_author(v) for v in record.values("AU") + record.values("A1") if v],
         "abstract": record.first("AB", "N2"),
         "published": _published(record),
         "venue": record.first(*venue_tags),
@@ -192,7 +198,8 @@ def record_fields(record: _Record) -> dict[str, object]:
         "pages": _pages(record),
         "volume": record.first("VL"),
         "issue": record.first("IS"),
-        "editors": [_name(v) for v in record.values("ED") + record.values("A2") if v],
+        "editors": [editor["name"] for editor in editors],
+        "editor_families": {editor["name"]: editor for editor in editors if editor.get("family")},
         "extra_fields": _extra_fields(record),
         "categories": keywords,
     }
