@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         LLMUnavailableError,
         PaperbotError,
         ParseError,
+        PartlySavedError,
         RepairRefusedError,
         SourceError,
         StorageError,
@@ -90,7 +91,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.sources.files.formats": ("FILE_FORMATS",),
     "retrieval.errors": (
         "BusyError", "ConfigError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
-        "IndexUnavailableError", "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "RepairRefusedError",
+        "IndexUnavailableError", "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "PartlySavedError", "RepairRefusedError",
         "SourceError", "StorageError", "UnknownScholarError",
     ),
     "retrieval.results": (
@@ -139,6 +140,7 @@ __all__ = [
     "LLMUnavailableError",
     "PaperbotError",
     "ParseError",
+    "PartlySavedError",
     "PendingAlerts",
     "RemovalReport",
     "RepairRefusedError",

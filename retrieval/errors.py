@@ -15,7 +15,8 @@ logged with a reference id and shown only as a short apology.
     ├── LLMUnavailableError    the chat model endpoint failed after retries
     └── StorageError           the data directory cannot be written (disk full, permissions)
         ├── BusyError              another process is writing to the data dir (names its pid)
-        └── DataDirReadOnlyError   a write was asked of a read-only data dir (names the cause)
+        ├── DataDirReadOnlyError   a write was asked of a read-only data dir (names the cause)
+        └── PartlySavedError       a write failed part-way: how much was saved, how to finish
 """
 
 from __future__ import annotations
@@ -159,3 +160,18 @@ class BusyError(StorageError):
         self.pid = pid
         self.activity = activity
         self.since = since
+
+
+class PartlySavedError(StorageError):
+    """A long write (an ingest) stopped on ``cause`` after some of its committed batches: the
+    message says how many of ``total`` records were saved, and that running the same command
+    again completes the rest (saved records come back unchanged)."""
+
+    def __init__(self, cause: StorageError, *, saved: int, total: int) -> None:
+        reason = cause.user_message.removesuffix(" nothing was changed.").removesuffix(";")
+        super().__init__(f"{reason}. {saved:,} of {total:,} records were saved before that; "
+                         "each saved batch is complete and consistent.",
+                         hint="Fix the cause and run the same command again: it completes the rest.")
+        self.cause = cause
+        self.saved = saved
+        self.total = total

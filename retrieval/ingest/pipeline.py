@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from retrieval.errors import InputError, ParseError
+from retrieval.errors import InputError, ParseError, PartlySavedError, StorageError
 from retrieval.gc_pause import older_objects_frozen
 from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
 from retrieval.records.paper import Paper
@@ -143,9 +143,14 @@ def _upsert_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestRe
             if old_ids:
                 replaces[merged.id] = old_ids[0]
                 stale.extend(old_ids[1:])
-        outcome = index.upsert(list(final.values()), replaces=replaces)
-        if stale:
-            index.delete(stale)
+        try:
+            outcome = index.upsert(list(final.values()), replaces=replaces)
+            if stale:
+                index.delete(stale)
+        except StorageError as exc:  # a full disk after some committed batches: say what was saved
+            if not done or isinstance(exc, PartlySavedError):
+                raise
+            raise PartlySavedError(exc, saved=done, total=total) from exc
         report.added.extend(outcome.added)
         report.updated.extend(outcome.updated)
         report.unchanged.extend(outcome.unchanged)
