@@ -117,6 +117,9 @@ def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Pat
     expected = _sources(in_a_row)
     both = {pid for pid, sources in expected.items() if {"run-a", "run-b"} <= sources}
     assert len(both) == SHARED
+    reports = [json.loads(stdout) for stdout, _ in outcomes]  # counted under the lock: no stale figures
+    assert sum(report["added"] for report in reports) == len(expected)
+    assert sum(report["updated"] for report in reports) == SHARED
     got = _sources(together)
     lost = sorted(pid for pid in both if not {"run-a", "run-b"} <= got.get(pid, frozenset()))
     assert not lost, f"{len(lost)} of {SHARED} shared records lost a run's provenance, e.g. {lost[:3]}"
