@@ -102,6 +102,14 @@ class Settings(BaseSettings):
                     "Default: <user cache dir>/paperbot/encoders.",
     )
 
+    # --- command line ----------------------------------------------------------------------
+    progress_interval: float = Field(
+        default=10.0, gt=0, validation_alias=_env("PAPERBOT_PROGRESS_INTERVAL"),
+        description="When stderr is not a terminal (a log file, cron, CI, a container), long commands "
+                    "(ingest, demo, fetch, sync, doctor --repair) print a progress line at least this "
+                    "often, in seconds, instead of a progress bar.",
+    )
+
     # --- LLM -------------------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(
         default=None, validation_alias=_env("OPENAI_API_KEY"),
