@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 Update = Callable[[int, int | None], None]  # ``update(done, total)``; total None: not known
 
-RATE_WINDOW = 60.0  # seconds of reports the rate is measured over (the latest pace, not the mean since the start)
+RATE_WINDOW = 60.0  # seconds the rate is measured over (the latest pace, not the mean since the start)
 
 
 def format_duration(seconds: float) -> str:
@@ -165,12 +165,12 @@ class LineProgress:
             self._last_line = now
 
     def _snapshot(self, now: float, *, mean: bool) -> Snapshot:
-        """The state now; the rate over the recent reports, or (``mean``) over every report."""
+        """The state now. The rate runs from the oldest recent report (``mean``: the first report)
+        to now, so that it falls while the work reports nothing and the time left grows."""
         start = self._first if mean else (self._recent[0] if self._recent else None)
-        end = self._recent[-1] if self._recent else None
         rate = None
-        if start is not None and end is not None and end[0] > start[0] and end[1] != start[1]:
-            rate = (end[1] - start[1]) / (end[0] - start[0])
+        if start is not None and self._done is not None and self._done != start[1] and now > start[0]:
+            rate = (self._done - start[1]) / (now - start[0])
         return Snapshot(self.description, self.unit, now - self._started, self._done, self._total, rate)
 
 

@@ -126,6 +126,18 @@ def test_the_rate_follows_the_recent_pace_not_the_time_spent_before_the_first_re
     assert lines[-1] == "Indexing: done in 5m 34s, 1,024 / 2,000 records (51 %), 3.1 records/s"
 
 
+def test_while_the_work_reports_nothing_the_rate_falls_and_the_time_left_grows() -> None:
+    progress, lines, clock = printer(interval=10, total=2000)
+    progress.update(0, 2000)
+    for done in (256, 512, 768):
+        clock.advance(28)
+        progress.update(done, 2000)
+    assert lines[-1] == "Indexing: 768 / 2,000 records (38 %), 9.1 records/s, about 2m 15s left"
+    clock.advance(20)
+    progress.tick()
+    assert lines[-1] == "Indexing: 768 / 2,000 records (38 %), 7.4 records/s, about 2m 47s left"
+
+
 def test_without_any_report_the_last_line_has_only_the_time() -> None:
     progress, lines, clock = printer(interval=10)
     clock.advance(3)
