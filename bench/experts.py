@@ -10,11 +10,11 @@ abstracts, no ids). Protocol, fixed before any figure was seen and not tuned on 
    papers with at least one author who has another paper in the data. The rest is indexed
    with the real ``PaperIndex`` (Chroma + BM25, the configured local encoder) in a temporary
    data dir. Seeds 1 and 2 were used to choose the ranking's constants (see
-   ``retrieval.scholars.collaborators``); the default seeds were not looked at before that.
+   ``retrieval.scholars.expertise``); the default seeds were not looked at before that.
 3. For each held-out paper, its title is the query. ``index.search(title, k=150)`` runs once;
    the same hits and the same people (``retrieval.scholars.people`` over the indexed papers) feed both
    rankings:
-   * **document model**: ``retrieval.scholars.collaborators.document_model_scores``, the ranking behind
+   * **document model**: ``retrieval.scholars.expertise.document_model_scores``, the ranking behind
      ``paperbot collaborators`` (sum over a person's retrieved papers of rank relevance x
      recency x authorship position);
    * **single best paper** (baseline): ``single_best_scores``, each person scored by their best
@@ -50,7 +50,7 @@ if str(REPO) not in sys.path:  # runnable as a plain script
 from retrieval.config import Settings  # noqa: E402
 from retrieval.records.paper import Author, Paper  # noqa: E402
 from retrieval.scholars.cache import directory_for  # noqa: E402
-from retrieval.scholars.collaborators import Expert, document_model_scores, single_best_scores  # noqa: E402
+from retrieval.scholars.expertise import Expert, document_model_scores, single_best_scores  # noqa: E402
 from retrieval.text import fold  # noqa: E402
 
 FILES = ("cvpr24.json", "mlsys2023.json", "mlsys2024.json")

@@ -67,14 +67,8 @@ from bench.people import DEFAULT_DATA, TODAY, Owner, Truth, ground_truth, load_o
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
 from retrieval.scholars.cache import directory_for
-from retrieval.scholars.collaborators import (
-    MAX_LIMIT,
-    RETRIEVE_K,
-    Expert,
-    document_model_scores,
-    find_collaborators,
-    single_best_scores,
-)
+from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators
+from retrieval.scholars.expertise import Expert, document_model_scores, single_best_scores
 from retrieval.scholars.people import Person
 
 SET_NAME = "experts_scholars"

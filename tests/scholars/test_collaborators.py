@@ -8,14 +8,14 @@ from datetime import date
 import pytest
 
 from retrieval.results import SearchHit
-from retrieval.scholars.collaborators import (
+from retrieval.scholars.collaborators import reason
+from retrieval.scholars.expertise import (
     FIRST_AUTHOR_WEIGHT,
     LAST_AUTHOR_WEIGHT,
     OTHER_AUTHOR_WEIGHT,
     document_model_scores,
     position_weight,
     rank_relevance,
-    reason,
     recency_weight,
     single_best_scores,
 )

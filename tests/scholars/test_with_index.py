@@ -15,7 +15,8 @@ from bot.context import CliContext
 from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
 from retrieval.results import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
-from retrieval.scholars.collaborators import document_model_scores, find_collaborators, single_best_scores
+from retrieval.scholars.collaborators import find_collaborators
+from retrieval.scholars.expertise import document_model_scores, single_best_scores
 from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.summary import stored_vectors, summarize_scholar
 
