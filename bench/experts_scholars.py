@@ -22,7 +22,9 @@ Protocol (fixed, with the halves, before the ranking was changed):
    as the product groups them (``retrieval.scholars.cache.directory_for``).
 4. Each held-out record is asked twice: its **abstract**, and its **title** alone.
    ``index.search(query, k=RETRIEVE_K)`` runs once per query (as ``find_collaborators`` does);
-   the same hits and people feed every ranking of ``METHODS``.
+   the same hits and people feed every ranking of ``METHODS``: paperbot's
+   (``retrieval.scholars.expertise.document_model_scores``), the previous document model
+   (``rank_sum_scores``) and the single best paper (``single_best_scores``).
 5. **Judge.** The owner is found at rank r when the r-th ranked person has one of the owner's
    written names (``bench.people.Owner.named_in``: the judge key of a decoded BibTeX name,
    exact) and more than half of that person's papers are in the owner's file.
@@ -68,7 +70,7 @@ from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
 from retrieval.scholars.cache import directory_for
 from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators
-from retrieval.scholars.expertise import Expert, document_model_scores, single_best_scores
+from retrieval.scholars.expertise import Expert, document_model_scores, rank_sum_scores, single_best_scores
 from retrieval.scholars.people import Person
 
 SET_NAME = "experts_scholars"
@@ -79,8 +81,11 @@ PER_FOLD = 3
 MIN_KEPT = 3
 MODES = ("abstract", "title")
 PAPERBOT = "paperbot collaborators"
+PREVIOUS = "previous: sum over ranks"
 BASELINE = "baseline: single best paper"
-METHODS: dict[str, Callable[..., list[Expert]]] = {PAPERBOT: document_model_scores, BASELINE: single_best_scores}
+METHODS: dict[str, Callable[..., list[Expert]]] = {
+    PAPERBOT: document_model_scores, PREVIOUS: rank_sum_scores, BASELINE: single_best_scores,
+}
 # The topics of issue #27 item 6, and whose work each is about (owner slug).
 EXAMPLES = (
     ("neologisms and language change", "maria-ryskina"),
