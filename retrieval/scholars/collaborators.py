@@ -1,24 +1,15 @@
 """Expert finding: a topic -> the people whose indexed papers make the strongest case.
 
-The *document model* of expert finding (Balog et al., TREC Enterprise): retrieve the papers
-closest to the topic, then score each person through their papers,
-
-    score(person) = sum over retrieved papers d of person:  rel(d) * recency(d) * position(person, d)
-
-with ``rank_relevance`` (decaying with the hit's rank), ``recency_weight`` (halving every
-``HALF_LIFE_YEARS`` down to ``RECENCY_FLOOR``) and ``position_weight`` (first, last, other
-author). ``single_best_scores``, each person scored by their single best paper, is the baseline
-of ``bench/experts.py``. People are the groups of ``retrieval.scholars.people`` over the whole
-index, so every paper of a person counts once and a namesake's papers never add up.
-
-Why ranks and not scores, and how the constants were chosen: ``docs/scholars.md``.
+``find_collaborators`` retrieves the ``RETRIEVE_K`` papers closest to the topic and ranks people
+through them with ``retrieval.scholars.expertise.document_model_scores`` (the arithmetic and its
+baselines live there); this module resolves ``--for``, leaves people out, and builds the result
+with each person's strongest papers and a one-line ``reason``. People are the groups of
+``retrieval.scholars.people`` over the whole index.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Protocol
@@ -28,18 +19,13 @@ from retrieval.errors import InputError
 from retrieval.records.paper import Paper
 from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
 from retrieval.scholars.cache import directory_for
-from retrieval.scholars.people import Mention, PeopleDirectory, Person, stored_vectors_of
+from retrieval.scholars.expertise import Expert, document_model_scores
+from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.scholars.profile import affiliations
 from retrieval.scholars.resolve import RosterLike, resolve_person, roster_claims
 
 RETRIEVE_K = 150
-RANK_DECAY = 10.0
-HALF_LIFE_YEARS = 5.0
-RECENCY_FLOOR = 0.5
 CLOSE_RANK = 20  # "among the 20 closest papers" in the one-line reason
-FIRST_AUTHOR_WEIGHT = 1.0
-LAST_AUTHOR_WEIGHT = 0.9
-OTHER_AUTHOR_WEIGHT = 0.7
 MAX_EVIDENCE = 3
 MAX_LIMIT = 50
 
@@ -48,86 +34,6 @@ class SearchableIndex(Protocol):
     def search(self, query: str, k: int, filters: SearchFilters | None = None) -> list[SearchHit]: ...
 
     def iter_papers(self) -> Iterable[Paper]: ...
-
-
-def rank_relevance(rank: int) -> float:
-    """``rel`` of the hit at 1-based ``rank``."""
-    return math.exp(-(rank - 1) / RANK_DECAY)
-
-
-def recency_weight(year: int | None, today: date) -> float:
-    if year is None:
-        return RECENCY_FLOOR
-    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0, today.year - year) / HALF_LIFE_YEARS)
-
-
-def position_weight(mention: Mention) -> float:
-    if mention.is_first:
-        return FIRST_AUTHOR_WEIGHT
-    if mention.is_last:
-        return LAST_AUTHOR_WEIGHT
-    return OTHER_AUTHOR_WEIGHT
-
-
-@dataclass
-class Evidence:
-    """One retrieved paper of a person and what it contributes."""
-
-    hit: SearchHit
-    rank: int
-    mention: Mention
-    contribution: float
-
-
-@dataclass
-class Expert:
-    person: Person
-    score: float = 0.0
-    evidence: list[Evidence] = field(default_factory=list)
-
-    @property
-    def best_rank(self) -> int:
-        return min(e.rank for e in self.evidence)
-
-
-def _experts(hits: Sequence[SearchHit], directory: PeopleDirectory, today: date) -> dict[str, Expert]:
-    experts: dict[str, Expert] = {}
-    for rank, hit in enumerate(hits, start=1):
-        rel = rank_relevance(rank) * recency_weight(hit.paper.year, today)
-        for position in range(len(hit.paper.authors)):
-            person = directory.person_at(hit.paper.id, position)
-            if person is None:
-                continue
-            mention = person.mention_in(hit.paper.id)
-            assert mention is not None
-            expert = experts.setdefault(person.key, Expert(person))
-            expert.evidence.append(Evidence(hit, rank, mention, rel * position_weight(mention)))
-    return experts
-
-
-def _ranked(
-    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date, score: Callable[[list[Evidence]], float]
-) -> list[Expert]:
-    """Everyone with a retrieved paper, their evidence strongest first, ranked by ``score`` of it."""
-    experts = _experts(hits, directory, today)
-    for expert in experts.values():
-        expert.evidence.sort(key=lambda e: (-e.contribution, e.rank))
-        expert.score = score(expert.evidence)
-    return sorted(experts.values(), key=lambda e: (-e.score, e.best_rank, e.person.name))
-
-
-def document_model_scores(
-    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date
-) -> list[Expert]:
-    """Everyone with a retrieved paper, best first, scored by the sum over their papers."""
-    return _ranked(hits, directory, today, lambda evidence: sum(e.contribution for e in evidence))
-
-
-def single_best_scores(
-    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date
-) -> list[Expert]:
-    """Baseline: everyone scored by their single best retrieved paper (same weights)."""
-    return _ranked(hits, directory, today, lambda evidence: evidence[0].contribution)
 
 
 def reason(expert: Expert, retrieved: int) -> str:
