@@ -10,10 +10,11 @@ How papers are grouped (no model needed, deterministic):
 * When the caller has sentence embeddings of the papers (``vectors``), their cosine similarity
   replaces the TF-IDF one (it groups "VideoBooth" with "Vlogger" although the titles share no
   word), with its own thresholds (``DENSE_*``).
-* Papers are merged by average-linkage agglomerative clustering on cosine similarity while
-  the best pair of groups is at least ``MIN_THEME_SIMILARITY`` alike. When that leaves more
-  than ``max_themes`` groups, the largest groups of two papers or more keep their own theme
-  (at most ``max_themes - 1``) and everything else becomes one "Other topics" group.
+* Papers are merged by average-linkage agglomerative clustering on cosine similarity
+  (``retrieval.scholars.linkage``) while the best pair of groups is at least
+  ``MIN_THEME_SIMILARITY`` alike. When that leaves more than ``max_themes`` groups, the
+  largest groups of two papers or more keep their own theme (at most ``max_themes - 1``) and
+  everything else becomes one "Other topics" group.
 * A theme's label is its two best phrases taken from its titles (one for a single paper),
   scored by the share of the theme's papers containing them times their background IDF
   (phrases favoured over words).
@@ -35,6 +36,7 @@ import numpy as np
 
 from retrieval.answers.evidence import neutralise
 from retrieval.records.paper import Paper
+from retrieval.scholars.linkage import average_linkage
 from retrieval.text import content_words, fold, stem_words
 
 MIN_THEME_SIMILARITY = 0.12
@@ -212,24 +214,6 @@ class _Space:
         return vec / math.sqrt(norm_sq) if norm_sq else vec
 
 
-def _agglomerate(similarity: np.ndarray, threshold: float) -> list[list[int]]:
-    """Average-linkage clustering: merge the most similar pair of groups while >= threshold."""
-    groups: list[list[int]] = [[i] for i in range(similarity.shape[0])]
-    while len(groups) > 1:
-        best, pair = -1.0, (0, 0)
-        for a in range(len(groups)):
-            for b in range(a + 1, len(groups)):
-                value = float(similarity[np.ix_(groups[a], groups[b])].mean())
-                if value > best:
-                    best, pair = value, (a, b)
-        if best < threshold:
-            break
-        a, b = pair
-        groups[a] = groups[a] + groups[b]
-        del groups[b]
-    return groups
-
-
 def _bonus(key: str) -> float:
     return _LENGTH_BONUS.get(len(key.split()), 1.0) if not key.startswith("cat:") else 0.0
 
@@ -307,7 +291,7 @@ def group_into_themes(
         similarity, threshold = dense @ dense.T, DENSE_MIN_THEME_SIMILARITY
     else:
         similarity, threshold = _Space(papers, background).similarity(), MIN_THEME_SIMILARITY
-    clusters = _agglomerate(similarity, threshold)
+    clusters = average_linkage(similarity, threshold)
     clusters.sort(key=lambda members: (-len(members), -max(_date_rank(papers[i]) for i in members)))
     other_index = -1
     if len(clusters) > max_themes:
