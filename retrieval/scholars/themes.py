@@ -350,15 +350,15 @@ def assign_to_themes(
     pool = [p for t in themes for p in t.papers]
     if not pool:
         return {p.id: OTHER_LABEL for p in papers}
-    dense = _dense([*pool, *papers], vectors)
+    outside = [p for p in papers if p.id not in member_of]
+    if not outside:  # e.g. a whole-career window: no paper to compare
+        return {p.id: member_of[p.id] for p in papers}
+    dense = _dense([*pool, *outside], vectors)
     space = None if dense is not None else _Space(pool, background)
     threshold = DENSE_MIN_ASSIGN_SIMILARITY if dense is not None else MIN_ASSIGN_SIMILARITY
     owner = [t.label for t in themes for _ in t.papers]
-    out: dict[str, str] = {}
-    for row, paper in enumerate(papers):
-        if paper.id in member_of:
-            out[paper.id] = member_of[paper.id]
-            continue
+    placed: dict[str, str] = {}
+    for row, paper in enumerate(outside):
         if dense is not None:
             sims = dense[: len(pool)] @ dense[len(pool) + row]
         else:
@@ -369,8 +369,8 @@ def assign_to_themes(
             by_theme[label].append(float(value))
         candidates = {label: sum(v) / len(v) for label, v in by_theme.items() if label != OTHER_LABEL}
         best = max(candidates.items(), key=lambda item: item[1], default=(OTHER_LABEL, 0.0))
-        out[paper.id] = best[0] if best[1] >= threshold else OTHER_LABEL
-    return out
+        placed[paper.id] = best[0] if best[1] >= threshold else OTHER_LABEL
+    return {p.id: member_of.get(p.id) or placed[p.id] for p in papers}
 
 
 def salient_terms(
