@@ -17,11 +17,15 @@ tests and as the baseline of ``bench/summarize_speed.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 # Averages of cosine similarities closer than this are a tie (far above the rounding error of
 # the running sums, far below any difference that says one pair is more alike).
 TIE_TOLERANCE = 1e-9
+
+Linkage = Callable[[np.ndarray, float], list[list[int]]]  # (similarity, threshold) -> groups
 
 
 def average_linkage(similarity: np.ndarray, threshold: float) -> list[list[int]]:

@@ -36,7 +36,7 @@ import numpy as np
 
 from retrieval.answers.evidence import neutralise
 from retrieval.records.paper import Paper
-from retrieval.scholars.linkage import average_linkage
+from retrieval.scholars.linkage import Linkage, average_linkage
 from retrieval.text import content_words, fold, stem_words
 
 MIN_THEME_SIMILARITY = 0.12
@@ -281,9 +281,17 @@ def _dense(papers: Sequence[Paper], vectors: Vectors | None) -> np.ndarray | Non
 
 
 def group_into_themes(
-    papers: Sequence[Paper], background: TermStats, *, vectors: Vectors | None = None, max_themes: int = 5
+    papers: Sequence[Paper],
+    background: TermStats,
+    *,
+    vectors: Vectors | None = None,
+    max_themes: int = 5,
+    linkage: Linkage = average_linkage,
 ) -> list[ThemeGroup]:
-    """Themes of ``papers`` (see the module docstring), largest first, then most recent."""
+    """Themes of ``papers`` (see the module docstring), largest first, then most recent.
+
+    ``linkage`` computes the groups (``naive_average_linkage`` gives the same ones, slowly: the
+    baseline of ``bench/summarize_speed.py``)."""
     if not papers:
         return []
     dense = _dense(papers, vectors)
@@ -291,7 +299,7 @@ def group_into_themes(
         similarity, threshold = dense @ dense.T, DENSE_MIN_THEME_SIMILARITY
     else:
         similarity, threshold = _Space(papers, background).similarity(), MIN_THEME_SIMILARITY
-    clusters = average_linkage(similarity, threshold)
+    clusters = linkage(similarity, threshold)
     clusters.sort(key=lambda members: (-len(members), -max(_date_rank(papers[i]) for i in members)))
     other_index = -1
     if len(clusters) > max_themes:
