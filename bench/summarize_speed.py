@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             end_to_end = time.perf_counter() - begin
             baseline, new = statistics.median(seconds["baseline"]), statistics.median(seconds["new"])
             in_window = len(recent_work(directory.papers_of(person), TODAY, since).papers)
-            rows.append([name, window, str(in_window), f"{baseline:.2f}", f"{new:.2f}", f"{baseline / new:.0f}x",
+            rows.append([name, window, str(in_window), f"{baseline:.2f}", f"{new:.2f}", f"{baseline / new:.1f}x",
                          f"{end_to_end:.2f}", "yes" if same else "NO"])
             figures.append({"scholar": name, "window": window, "papers": in_window, "baseline_s": baseline,
                             "new_s": new, "end_to_end_s": end_to_end, "same_summary": same})
