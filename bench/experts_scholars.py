@@ -21,10 +21,13 @@ Protocol (fixed, with the halves, before the ranking was changed):
    ones: they weigh in no BM25 statistic and no grouping of people. People are grouped over it
    as the product groups them (``retrieval.scholars.cache.directory_for``).
 4. Each held-out record is asked twice: its **abstract**, and its **title** alone.
-   ``index.search(query, k=RETRIEVE_K)`` runs once per query (as ``find_collaborators`` does);
-   the same hits and people feed every ranking of ``METHODS``: paperbot's
-   (``retrieval.scholars.expertise.document_model_scores``), the previous document model
-   (``rank_sum_scores``) and the single best paper (``single_best_scores``).
+   ``index.retrieve(query, k=RETRIEVE_K)`` runs once per query (as ``find_collaborators`` does);
+   the same hits, query vector and people feed every ranking of ``METHODS``: paperbot's
+   (``retrieval.scholars.collaborators.rank_experts``), the same without the work similarity
+   (``retrieval.scholars.expertise.document_model_scores``, the ranking of the first round of
+   issue #27 item 6), the previous document model (``rank_sum_scores``) and the single best
+   paper (``single_best_scores``). Each query's time is measured: the search, then each of the
+   first two rankings on its hits (median over queries; the machine is shared).
 5. **Judge.** The owner is found at rank r when the r-th ranked person has one of the owner's
    written names (``bench.people.Owner.named_in``: the judge key of a decoded BibTeX name,
    exact) and more than half of that person's papers are in the owner's file.
@@ -35,7 +38,7 @@ Reported per mode, half and ranking: Recall@10 (share of queries with the owner 
 10) and MRR (reciprocal rank of the owner among the first ``MRR_DEPTH``, 0 beyond). Then the
 issue's example topics over the full index through ``find_collaborators`` (the product path):
 the rank of the person the topic is about. ``--json OUT`` writes every figure and every query's
-ranks. Exit status 0 unless the data is missing.
+ranks and times. Exit status 0 unless the data is missing.
 """
 
 from __future__ import annotations
@@ -44,12 +47,16 @@ import argparse
 import hashlib
 import json
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -68,10 +75,12 @@ from bench.common import (
 from bench.people import DEFAULT_DATA, TODAY, Owner, Truth, ground_truth, load_owners, open_index
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
+from retrieval.results import SearchHit
 from retrieval.scholars.cache import directory_for
-from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators
+from retrieval.scholars.clustering import Vectors
+from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators, rank_experts
 from retrieval.scholars.expertise import Expert, document_model_scores, rank_sum_scores, single_best_scores
-from retrieval.scholars.people import Person
+from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 
 SET_NAME = "experts_scholars"
 CUTOFF = 10
@@ -81,11 +90,19 @@ PER_FOLD = 3
 MIN_KEPT = 3
 MODES = ("abstract", "title")
 PAPERBOT = "paperbot collaborators"
+EVIDENCE_ONLY = "without work similarity (round 1)"
 PREVIOUS = "previous: sum over ranks"
 BASELINE = "baseline: single best paper"
-METHODS: dict[str, Callable[..., list[Expert]]] = {
-    PAPERBOT: document_model_scores, PREVIOUS: rank_sum_scores, BASELINE: single_best_scores,
+# (hits, people, today, query vector, stored vectors) -> ranking
+Method = Callable[[Sequence[SearchHit], PeopleDirectory, date, "np.ndarray | None", "Vectors | None"], list[Expert]]
+METHODS: dict[str, Method] = {
+    PAPERBOT: lambda hits, people, today, query, vectors: rank_experts(hits, people, today, query_vector=query,
+                                                                      vectors=vectors),
+    EVIDENCE_ONLY: lambda hits, people, today, query, vectors: document_model_scores(hits, people, today),
+    PREVIOUS: lambda hits, people, today, query, vectors: rank_sum_scores(hits, people, today),
+    BASELINE: lambda hits, people, today, query, vectors: single_best_scores(hits, people, today),
 }
+TIMED = (PAPERBOT, EVIDENCE_ONLY)
 # The topics of issue #27 item 6, and whose work each is about (owner slug).
 EXAMPLES = (
     ("neologisms and language change", "maria-ryskina"),
@@ -173,18 +190,26 @@ def run_fold(queries: Sequence[Query], records: Sequence[Paper], owners: dict[st
     index = fold_index(records, {q.record_id for q in queries}, encoder_name, progress)
     try:
         people = directory_for(index)
+        vectors = stored_vectors_of(index)
         rows = []
         for query in queries:
             owner = owners[query.slug]
             file_ids = truth[query.slug].file_ids
-            row: dict[str, Any] = {**asdict(query), "ranks": {}}
+            row: dict[str, Any] = {**asdict(query), "ranks": {}, "ms": {}}
             del row["abstract"]
             for mode in MODES:
-                hits = index.search(query.text(mode), k=RETRIEVE_K)
-                row["ranks"][mode] = {
-                    name: owner_rank([e.person for e in method(hits, people, TODAY)], owner, file_ids)
-                    for name, method in METHODS.items()
-                }
+                started = time.perf_counter()
+                retrieved = index.retrieve(query.text(mode), k=RETRIEVE_K)
+                ms = {"search": 1000 * (time.perf_counter() - started)}
+                ranks: dict[str, int | None] = {}
+                for name, method in METHODS.items():
+                    started = time.perf_counter()
+                    ranking = method(retrieved.hits, people, TODAY, retrieved.query_vector, vectors)
+                    if name in TIMED:
+                        ms[name] = 1000 * (time.perf_counter() - started)
+                    ranks[name] = owner_rank([e.person for e in ranking], owner, file_ids)
+                row["ranks"][mode] = ranks
+                row["ms"][mode] = ms
             rows.append(row)
         return rows
     finally:
@@ -198,6 +223,12 @@ def summarise(rows: Sequence[dict[str, Any]], mode: str, method: str) -> dict[st
     return {"queries": len(ranks),
             "recall_at_10": sum(1 for r in ranks if r is not None and r <= CUTOFF) / n,
             "mrr": sum(1 / r for r in ranks if r is not None) / n}
+
+
+def latency(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Median milliseconds per query (both modes): the search, and each timed ranking after it."""
+    steps = ("search", *TIMED)
+    return {step: statistics.median(row["ms"][mode][step] for row in rows for mode in MODES) for step in steps}
 
 
 def examples(index: PaperIndex, owners: dict[str, Owner], truth: dict[str, Truth]) -> list[dict[str, Any]]:
@@ -232,6 +263,9 @@ def report(figures: dict[str, Any]) -> str:
     for ex in figures["examples"]:
         top = "; ".join(f"{t['name']} {t['score']} ({', '.join(f'{s:.2f}' for s in t['papers'])})" for t in ex["top"])
         lines.append(f"\"{ex['topic']}\": {ex['owner']} at rank {ex['rank']}; top 3: {top}")
+    ms = figures["latency_ms"]
+    lines.append(f"\nMedian per query: search {ms['search']:.0f} ms, then {PAPERBOT} {ms[PAPERBOT]:.1f} ms "
+                 f"({EVIDENCE_ONLY}: {ms[EVIDENCE_ONLY]:.1f} ms).")
     lines.append(f"\n{figures['queries']} held-out records of {figures['owners_asked']} owners in {figures['folds']} "
                  f"folds ({figures['per_fold']} per owner and fold, {MIN_KEPT} gold records kept at least); "
                  f"{figures['records']:,} records in the full index; top {RETRIEVE_K} hybrid hits per query; "
@@ -268,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              for method in METHODS} for half in (TUNE, HELD_OUT, "all")} for mode in MODES}
     figures = {"data": str(args.data), "folds": args.folds, "per_fold": args.per_fold, "records": len(records),
                "queries": len(rows), "owners_asked": len({r["slug"] for r in rows}), "results": results,
-               "examples": shown, "rows": rows, "seconds": time.perf_counter() - started}
+               "examples": shown, "latency_ms": latency(rows), "rows": rows, "seconds": time.perf_counter() - started}
     print(report(figures))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -295,6 +295,9 @@ class ExpertCandidate(BaseModel):
     affiliation: str | None
     reason: str
     papers: list[Citation]
+    # mean cosine of the topic with the person's five closest indexed papers (missing ones 0);
+    # None when it was not measured (no stored vectors, or ranked beyond the first hundred)
+    work_similarity: float | None = None
 
 
 class CollaboratorsResult(BaseModel):

@@ -1,39 +1,72 @@
 """Expert finding: a topic -> the people whose indexed papers make the strongest case.
 
 ``find_collaborators`` retrieves the ``RETRIEVE_K`` papers closest to the topic and ranks people
-through them with ``retrieval.scholars.expertise.document_model_scores`` (the arithmetic and its
-baselines live there); this module resolves ``--for``, leaves people out, and builds the result
-with each person's strongest papers and a one-line ``reason``. People are the groups of
-``retrieval.scholars.people`` over the whole index.
+with ``rank_experts``: through the retrieved papers (``retrieval.scholars.expertise``, where the
+arithmetic and its baselines live), then the first ``WORK_DEPTH`` also by how close their whole
+indexed work is to the topic (``retrieval.scholars.work_similarity``: stored vectors against the
+search's own query vector, nothing encoded). This module resolves ``--for``, leaves people out,
+and builds the result with each person's strongest papers and a one-line ``reason``. People are
+the groups of ``retrieval.scholars.people`` over the whole index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Protocol
+
+import numpy as np
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
 from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
 from retrieval.scholars.cache import directory_for
-from retrieval.scholars.expertise import Expert, document_model_scores
+from retrieval.scholars.clustering import Vectors
+from retrieval.scholars.expertise import Expert, document_model_scores, with_work_similarity
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.scholars.profile import affiliations
 from retrieval.scholars.resolve import RosterLike, resolve_person, roster_claims
+from retrieval.scholars.work_similarity import work_similarities
 
 RETRIEVE_K = 150
 CLOSE_RANK = 20  # "among the 20 closest papers" in the one-line reason
 MAX_EVIDENCE = 3
 MAX_LIMIT = 50
+WORK_DEPTH = 2 * MAX_LIMIT  # people (after exclusions) whose whole indexed work is compared
+
+
+class Retrieved(Protocol):
+    hits: list[SearchHit]
+    query_vector: np.ndarray | None
 
 
 class SearchableIndex(Protocol):
-    def search(self, query: str, k: int, filters: SearchFilters | None = None) -> list[SearchHit]: ...
+    def retrieve(self, query: str, k: int, filters: SearchFilters | None = None) -> Retrieved: ...
 
     def iter_papers(self) -> Iterable[Paper]: ...
+
+
+def rank_experts(
+    hits: Sequence[SearchHit],
+    directory: PeopleDirectory,
+    today: date,
+    *,
+    query_vector: np.ndarray | None,
+    vectors: Vectors | None,
+    excluded: Collection[str] = (),
+) -> list[Expert]:
+    """The ranking of ``paperbot collaborators``, best first: everyone with a retrieved paper but
+    the ``excluded`` person keys, by ``document_model_scores``; then the first ``WORK_DEPTH`` of
+    them rescored and re-ranked by ``with_work_similarity`` (their papers' stored ``vectors``
+    against ``query_vector``). Without a query vector or stored vectors, the document model alone.
+    """
+    ranked = [e for e in document_model_scores(hits, directory, today) if e.person.key not in excluded]
+    if query_vector is None or vectors is None:
+        return ranked
+    similarity = work_similarities([e.person for e in ranked[:WORK_DEPTH]], query_vector, vectors)
+    return with_work_similarity(ranked, similarity)
 
 
 def reason(expert: Expert, retrieved: int) -> str:
@@ -136,7 +169,8 @@ def find_collaborators(
         from retrieval.storage.roster import Roster
 
         roster = Roster.load(settings)
-    hits = index.search(topic, k=retrieve_k, filters=None)
+    retrieved = index.retrieve(topic, k=retrieve_k, filters=None)
+    hits = retrieved.hits
     if not hits:
         return CollaboratorsResult(topic=topic, scholars=[], notice="No indexed paper matches this topic.")
     directory = _directory_for(index, hits, directory, roster, settings.cache_dir)
@@ -145,7 +179,8 @@ def find_collaborators(
     if for_name:
         asker = _resolve_for(directory, for_name, roster)
         excluded = _excluded(directory, asker, new_only)
-    ranked = [e for e in document_model_scores(hits, directory, today) if e.person.key not in excluded]
+    ranked = rank_experts(hits, directory, today, query_vector=retrieved.query_vector,
+                          vectors=stored_vectors_of(index), excluded=excluded)
     numbers: dict[str, int] = {}
     scholars: list[ExpertCandidate] = []
     for expert in ranked[:limit]:
@@ -163,6 +198,7 @@ def find_collaborators(
                 affiliation=current[0] if current else None,
                 reason=reason(expert, len(hits)),
                 papers=papers,
+                work_similarity=None if expert.work_similarity is None else round(expert.work_similarity, 4),
             )
         )
     notice = None

@@ -5,7 +5,8 @@ a topic are the evidence, and each paper speaks for each of its authors,
 
     rel(d)       = exp((score(d) - score(best hit)) / SCORE_SCALE)
     weight(d)    = rel(d) * recency(d)
-    score(p)     = sum over p's retrieved papers, strongest first:  weight(d_i) * NEXT_PAPER_FACTOR ** i
+    evidence(p)  = sum over p's retrieved papers, strongest first:  weight(d_i) * NEXT_PAPER_FACTOR ** i
+    score(p)     = evidence(p) * exp(WORK_WEIGHT * work_similarity(p))
 
 * ``rel`` is relative to the query's own best hit (``score_relevance``): the best hit counts 1,
   one ``SCORE_SCALE`` below it e^-1, and a paper far below the best adds almost nothing, however
@@ -13,9 +14,14 @@ a topic are the evidence, and each paper speaks for each of its authors,
   mean of cosine, scaled BM25 and term coverage: its differences mean something).
 * ``recency`` (``recency_weight``) halves every ``HALF_LIFE_YEARS`` down to ``RECENCY_FLOOR``.
 * The sum *saturates* (``saturating_sum``): the i-th strongest paper counts ``NEXT_PAPER_FACTOR
-  ** i``, so a person's score is at most ``1 / (1 - NEXT_PAPER_FACTOR)`` times their best paper.
+  ** i``, so a person's evidence is at most ``1 / (1 - NEXT_PAPER_FACTOR)`` times their best paper.
   Several strong papers beat one; many middling ones cannot outweigh a few strong ones.
 * Every author of a paper gets the same weight from it, whatever their position.
+* ``work_similarity`` (``retrieval.scholars.work_similarity``) looks past the retrieved papers:
+  the mean cosine of the query with the person's five closest indexed papers, missing ones
+  counting 0. It keeps the co-authors of one top paper from crowding out the person with a body
+  of work on the topic, and breaks their ties. ``document_model_scores`` is ``evidence`` alone;
+  ``with_work_similarity`` applies the factor.
 
 Two rankings are kept as baselines for the benchmarks (``bench/experts.py``,
 ``bench/experts_scholars.py``): ``rank_sum_scores``, the previous document model (a plain sum of
@@ -28,7 +34,7 @@ up. How the constants were chosen: ``docs/scholars.md``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -39,6 +45,7 @@ SCORE_SCALE = 0.1
 NEXT_PAPER_FACTOR = 0.85
 HALF_LIFE_YEARS = 5.0
 RECENCY_FLOOR = 0.5
+WORK_WEIGHT = 5.0
 # the baselines' weights
 RANK_DECAY = 10.0
 FIRST_AUTHOR_WEIGHT = 1.0
@@ -98,6 +105,7 @@ class Expert:
     person: Person
     score: float = 0.0
     evidence: list[Evidence] = field(default_factory=list)
+    work_similarity: float | None = None  # set by ``with_work_similarity``
 
     @property
     def best_rank(self) -> int:
@@ -134,12 +142,31 @@ def rank_people(
     for expert in experts.values():
         expert.evidence.sort(key=lambda e: (-e.contribution, e.rank))
         expert.score = aggregate([e.contribution for e in expert.evidence])
-    return sorted(experts.values(), key=lambda e: (-e.score, e.best_rank, -len(e.person.paper_ids), e.person.name))
+    return sorted(experts.values(), key=_order)
+
+
+def _order(expert: Expert) -> tuple[float, int, int, str]:
+    return (-expert.score, expert.best_rank, -len(expert.person.paper_ids), expert.person.name)
+
+
+def with_work_similarity(experts: Sequence[Expert], similarity: Mapping[str, float]) -> list[Expert]:
+    """``experts`` with a ``similarity`` (by person key) rescored, ``score * exp(WORK_WEIGHT *
+    similarity)``, and re-ranked among themselves (ties as in ``rank_people``); then the others,
+    unchanged and in their order. Returns new ``Expert`` objects; ``experts`` is not modified."""
+    scored: list[Expert] = []
+    rest: list[Expert] = []
+    for expert in experts:
+        value = similarity.get(expert.person.key)
+        if value is None:
+            rest.append(expert)
+        else:
+            scored.append(Expert(expert.person, expert.score * math.exp(WORK_WEIGHT * value), expert.evidence, value))
+    return sorted(scored, key=_order) + rest
 
 
 def document_model_scores(hits: Sequence[SearchHit], directory: PeopleDirectory, today: date) -> list[Expert]:
-    """The ranking behind ``paperbot collaborators``: score-relative relevance x recency, summed
-    with saturation (the module docstring's formula)."""
+    """``evidence`` of the module docstring's formula: score-relative relevance x recency, summed
+    with saturation (``paperbot collaborators`` before ``with_work_similarity``)."""
 
     def weight(hit: SearchHit, rank: int, mention: Mention, best: float) -> float:
         return score_relevance(hit.score, best) * recency_weight(hit.paper.year, today)

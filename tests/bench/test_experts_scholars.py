@@ -4,9 +4,10 @@ abstract is this, over the 40 real publication lists.
 It reads ``../shared/datasets/scholars-real`` (never copied into the tree: the abstracts are their
 authors'), so it is skipped, with the reason printed in pytest's summary, where that folder is
 absent. The report's structure, then issue #27 item 6 on the *held-out* half only (the ranking's
-constants were shaped on the tuning half, ``bench.common.split_half``): the floors sit a little
-under what was measured (docs/performance.md: Recall@10 0.865, MRR 0.799 on held-out abstracts;
-the issue's goal, 0.95 / 0.80, is not reached), and the issue's two example topics.
+constants were shaped on the tuning half, ``bench.common.split_half``): the issue's MRR goal
+(0.80) is asserted, it is met (docs/performance.md: 0.807 on held-out abstracts); its Recall@10
+goal (0.95) is not (0.876), so the floor sits a little under what was measured. Then the work
+similarity against the ranking without it, and the issue's two example topics.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 HALVES = ("tune", "held-out", "all")
 PAPERBOT, PREVIOUS = "paperbot collaborators", "previous: sum over ranks"
+EVIDENCE_ONLY = "without work similarity (round 1)"
 
 pytestmark = [
     pytest.mark.slow,
@@ -59,9 +61,16 @@ def test_every_query_is_in_one_half_and_counted_once(figures):
 
 def test_held_out_abstracts_find_their_owner(figures):
     held = figures["results"]["abstract"]["held-out"]
-    assert held[PAPERBOT]["recall_at_10"] >= 0.84
-    assert held[PAPERBOT]["mrr"] >= 0.77
-    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # measured 0.799 against 0.712
+    assert held[PAPERBOT]["recall_at_10"] >= 0.86  # measured 0.876; the issue's goal, 0.95, is not met
+    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; measured 0.807
+    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # measured 0.807 against 0.713
+
+
+def test_the_work_similarity_finds_more_owners_than_the_retrieved_papers_alone(figures):
+    abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
+    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"]  # 0.876 against 0.865
+    assert abstract[PAPERBOT]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.01  # 0.807 against 0.809
+    assert title[PAPERBOT]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.04  # 0.843 against 0.787
 
 
 def test_the_issue_examples_rank_the_specific_expert_first(figures):
@@ -69,7 +78,7 @@ def test_the_issue_examples_rank_the_specific_expert_first(figures):
     neologisms = ranks["neologisms and language change"]
     moe = ranks["mixture-of-experts inference on GPUs"]
     assert neologisms["owner"] == "Maria Ryskina" and neologisms["rank"] == 1
-    assert moe["owner"] == "Martijn de Vos" and moe["rank"] is not None and moe["rank"] <= 3
+    assert moe["owner"] == "Martijn de Vos" and moe["rank"] == 1
     # the many-weak-matches winners of the issue are out of the top three
     assert not {t["name"] for t in neologisms["top"]} & {"Jindong Wang", "Yidong Wang"}
     assert not {t["name"] for t in moe["top"]} & {"Stefano Ermon", "Aditya Grover"}

@@ -71,7 +71,9 @@ def test_collaborators_result_carries_evidence_and_reasons(real_index, index_set
     assert sorted(set(seen.values())) == list(range(1, len(seen) + 1))
     payload = result.model_dump(mode="json")
     assert set(payload) == {"topic", "scholars"}
-    assert set(payload["scholars"][0]) == {"name", "score", "affiliation", "reason", "papers", "person_id"}
+    assert set(payload["scholars"][0]) == {"name", "score", "affiliation", "reason", "papers", "person_id",
+                                           "work_similarity"}
+    assert all(s.work_similarity is not None and 0.0 < s.work_similarity <= 1.0 for s in result.scholars)
 
 
 def test_for_excludes_the_person_and_new_only_their_coauthors(real_index, index_settings, people):
