@@ -374,12 +374,21 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class HeadDeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's line and headers.
+    """uvicorn's h11 protocol with a deadline for each request's line and headers, and one answer
+    per request.
 
     The deadline runs from the connection's start, and again from the end of each response on a
     kept-alive connection; it is met once h11 has parsed a whole request head. A connection that
     misses it gets a 408 written directly (h11 cannot answer a request it has not parsed) and is
     closed. ``head_deadline_seconds`` is set per server by ``uvicorn_config``.
+
+    One answer: when a request's head is valid but what follows is not (an invalid chunk of a
+    ``Transfer-Encoding: chunked`` body), uvicorn 0.55 answers 400 itself and closes, while the
+    door, already started for that request, still sends its own answer (a 411 for a chunked
+    body): h11 refuses a second response, and uvicorn logged that as "Exception in ASGI
+    application" with a traceback, for a request anyone can send. Here the request in flight is
+    marked disconnected as soon as that 400 is written, as uvicorn itself marks it once the
+    connection is lost a moment later: the door's answer is then dropped without a word.
     """
 
     head_deadline_seconds: float = DoorLimits.head_deadline_seconds
@@ -397,6 +406,11 @@ class HeadDeadlineProtocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_deadline()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        super().send_400_response(msg)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True  # the server answered it: the app's answer goes nowhere
 
     def _arm_head_deadline(self) -> None:
         self._cancel_head_deadline()

@@ -146,6 +146,27 @@ def test_bodies_without_a_length_or_over_the_cap_are_refused_unread(bot: Bot, he
 
 
 @slow
+@pytest.mark.parametrize("body", [
+    pytest.param(b"zz\r\nnot-a-chunk\r\n", id="chunk-size-not-hex"),
+    pytest.param(b"3\r\nabcXY\r\n", id="chunk-longer-than-its-size"),
+])
+def test_a_burst_of_invalid_chunked_bodies_logs_no_traceback(bot: Bot, records: _Records,
+                                                             capsys: pytest.CaptureFixture[str], body: bytes) -> None:
+    """uvicorn answers an invalid chunk with its own 400 while the door has a 411 on its way for
+    the same request; the door must not try to answer a request the server already answered."""
+    statuses = []
+    for _ in range(50):
+        with _connect(bot) as sock:  # no signature: anyone on the network can send this
+            sock.sendall(_head({"Transfer-Encoding": "chunked"}) + body)
+            statuses.append(_response(sock)[0])
+            assert _closed(sock)
+    assert set(statuses) <= {400, 411}, statuses
+    _still_serving(bot)
+    assert records.tracebacks() == [] and "Traceback" not in capsys.readouterr().err
+    assert [record.getMessage() for record in records.records if record.levelno >= logging.ERROR] == []
+
+
+@slow
 def test_a_body_slower_than_the_deadline_gets_408_and_the_connection_closed(make_bot: BotFactory) -> None:
     bot = make_bot(limits=DoorLimits(body_deadline_seconds=0.5))
     body = _challenge()
