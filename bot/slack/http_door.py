@@ -14,9 +14,15 @@ Order of work for ``POST /slack/events``, cheapest refusal first, nothing read t
 5. Replays: a (timestamp, signature) already seen inside the window is answered with an empty
    200 and not dispatched (logged at info), so a replayed slash command or click does not run
    twice. Kept in process memory, expiring with the window (one worker process).
-6. Parsing (in a worker thread): a body that is not UTF-8, not an object, or too deeply nested
-   (``RecursionError``) -> 400. Then Bolt's synchronous ``App.dispatch``, on a bounded pool of
-   ``dispatch_threads``; an unexpected exception there is logged with a reference -> 500.
+6. Parsing (in a worker thread, ``inbound.parse_body``): a body that is not UTF-8, not an
+   object, or too deeply nested (``RecursionError``) -> 400.
+7. The payload's shape (``inbound.read_payload``): a Slack payload of a type paperbot does not
+   handle (``view_submission``, other events) -> an empty 200; a malformed one (no type, or
+   fields of the wrong type: an ``event`` that is ``null``, a ``channel`` that is a list) ->
+   400. Neither reaches Bolt; each is logged in one line.
+8. Bolt's synchronous ``App.dispatch`` of the payload's validated fields (re-encoded as JSON:
+   Bolt's own signature check is off, as it could only check that re-encoding), on a bounded
+   pool of ``dispatch_threads``; an unexpected exception there is logged with a reference -> 500.
 
 Nothing in the door raises on malformed input and nothing it logs for a refused request carries a
 traceback; refusals are logged at debug.
@@ -59,6 +65,7 @@ import asyncio
 import hashlib
 import heapq
 import hmac
+import json
 import logging
 import re
 import socket
@@ -68,15 +75,13 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl
 
 import h11
 import uvicorn
 from slack_bolt import App, BoltRequest, BoltResponse
-from slack_bolt.context import BoltContext
-from slack_bolt.request.internals import build_context
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from bot.slack.inbound import Accepted, Ignored, parse_body, read_payload
 from bot.slack.jobs import new_reference
 
 log = logging.getLogger(__name__)
@@ -100,6 +105,7 @@ Send = Callable[[Message], Awaitable[None]]
 _DIGITS = re.compile(r"[0-9]{1,10}")  # ASCII only (str.isdigit accepts "²"); 10 digits reach year 2286
 _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 _LENGTH = re.compile(r"[0-9]{1,18}")
+_RETRY_HEADERS = ("x-slack-retry-num", "x-slack-retry-reason")
 
 
 @dataclass(frozen=True)
@@ -182,28 +188,12 @@ class ReplayGuard:
 # --- from bytes to a Bolt request --------------------------------------------------------------
 
 
-def bolt_request(raw: bytes, *, query: str, headers: Mapping[str, Sequence[str]]) -> BoltRequest | None:
-    """The Bolt request for a verified body, or ``None`` when the body cannot be read.
-
-    Unreadable: not UTF-8, not a JSON object (e.g. an array), nested beyond the parser's recursion
-    limit. Bolt 1.30 treats any form body containing the substring ``payload`` as an interactivity
-    post and, finding no ``payload`` field, parses it to ``{}`` (no listener matches -> 404): a form
-    body without a ``payload`` field is parsed here as the plain form it is.
-    """
-    try:
-        bolt_headers: dict[str, str | Sequence[str]] = dict(headers)
-        request = BoltRequest(body=raw.decode("utf-8"), query=query, headers=bolt_headers)
-    except (UnicodeDecodeError, ValueError, TypeError, AttributeError, RecursionError):
-        return None
-    if not isinstance(request.body, dict):
-        return None
-    text = request.raw_body
-    if not request.body and text and not text.lstrip().startswith("{"):
-        fields = dict(parse_qsl(text, keep_blank_values=True))
-        if fields and "payload" not in fields:
-            request.body = fields
-            request.context = build_context(BoltContext({}), fields)
-    return request
+def bolt_request(payload: Accepted, *, query: str, headers: Mapping[str, Sequence[str]]) -> BoltRequest:
+    """The Bolt request for an accepted payload: its validated fields as a JSON body, with
+    Slack's retry headers (``bot/slack/dedupe.py`` reads them) and no others."""
+    kept: dict[str, str | Sequence[str]] = {name: list(headers[name]) for name in _RETRY_HEADERS if name in headers}
+    kept["content-type"] = "application/json"
+    return BoltRequest(body=json.dumps(payload.body), query=query, headers=kept)
 
 
 # --- the ASGI application ----------------------------------------------------------------------
@@ -306,12 +296,20 @@ class SlackDoor:
         return bytes(body)
 
     def _dispatch(self, raw: bytes, query: str, headers: dict[str, list[str]]) -> _Answer:
-        """Parse and dispatch in a worker thread (Bolt's ``App`` is synchronous)."""
-        request = bolt_request(raw, query=query, headers=headers)
-        if request is None:
+        """Parse, sort and dispatch in a worker thread (Bolt's ``App`` is synchronous)."""
+        content_type = (headers.get("content-type") or [""])[0].split(";")[0].strip().lower() or None
+        body = parse_body(raw, content_type)
+        if body is None:
             return _refuse(400, "a signed body that cannot be parsed", close=False)
+        payload = read_payload(body)
+        if isinstance(payload, Ignored) and payload.malformed:
+            log.info("Slack door: 400 for %s", payload.reason)
+            return _Answer(400)
+        if isinstance(payload, Ignored):
+            log.debug("Slack door: acknowledged and ignored %s", payload.reason)
+            return _EMPTY_200
         try:
-            response = self.app.dispatch(request)
+            response = self.app.dispatch(bolt_request(payload, query=query, headers=headers))
         except Exception:
             reference = new_reference()
             log.exception("unexpected error dispatching a Slack request [ref %s]", reference)
