@@ -41,7 +41,8 @@ from bot.slack.alerts import AlertScheduler, FollowAlerts
 from bot.slack.blocks import apology_text
 from bot.slack.dedupe import StoredDeduper, dedupe_middleware
 from bot.slack.deps import SlackDeps
-from bot.slack.http_door import DoorLimits, RunningServer, SlackDoor, bind, uvicorn_config
+from bot.slack.http_door import DoorLimits, SlackDoor
+from bot.slack.http_server import RunningServer, bind, uvicorn_config
 from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
 from bot.slack.queue import WorkQueue

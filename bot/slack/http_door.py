@@ -35,75 +35,39 @@ form-encoded (computed). A 40,000-character message event (Slack's text limit) w
 copy stays under 0.5 MB even with every character JSON-escaped. Only a click on a message filled
 to the block cap with non-ASCII text (0.9-1.4 MB, by how Slack escapes it) would get a 413.
 
-Server settings (``uvicorn_config``), with reasons:
-
-* h11, not httptools: h11 bounds the header block (``h11_max_incomplete_event_size``, 16 KiB here;
-  Slack's headers are under 2 KB); the httptools parser has no such bound. h11 also rejects a
-  non-numeric ``Content-Length`` itself (400, a one-line warning, no traceback).
-* ``limit_concurrency=512``: open connections (idle ones too) or running requests; above it uvicorn
-  answers 503 (Slack retries). Room for a 200-event burst (``bench/load.py``) and Slack's kept-alive
-  connections; below the common soft limit of 1,024 file descriptors, so a flood gets quick 503s
-  rather than failed accepts. With the 1 MiB cap, request bodies in memory stay under 512 MiB.
-* ``backlog=2048``: Slack delivers in bursts; the kernel caps it at ``net.core.somaxconn``.
-* ``timeout_keep_alive=5``: an idle kept-alive connection is closed after 5 s.
-* ``http=HeadDeadlineProtocol``: uvicorn 0.54 has no timeout for a request whose headers never
-  finish (its keep-alive timer only starts after a first response, and stops at the first byte
-  of the next request), so our h11 protocol adds one: the request line and headers must be
-  complete ``DoorLimits.head_deadline_seconds`` (10 s) after the connection opened or the
-  previous response ended, or the client gets a 408 and the connection is closed. Until then a
-  half-sent request costs an asyncio transport, about 4.4 KB measured (5,000 of them: +17 MiB
-  RSS, no thread), plus at most 16 KiB of unfinished headers; ``limit_concurrency`` bounds how
-  many are open at once.
-* ``timeout_graceful_shutdown=10``: on SIGINT/SIGTERM requests in flight get 10 s to finish.
-* No access log, no ``Server`` header, no proxy headers trusted, no lifespan, no websockets; the
-  asyncio event loop (no uvloop dependency); one worker process (replay memory is per process).
+Served by uvicorn with the settings of ``bot/slack/http_server.py``; the signature check and the
+replay memory are ``bot/slack/signatures.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import heapq
-import hmac
 import json
 import logging
 import re
-import socket
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import h11
-import uvicorn
 from slack_bolt import App, BoltRequest, BoltResponse
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from bot.slack.inbound import Accepted, Ignored, parse_body, read_payload
 from bot.slack.jobs import new_reference
+from bot.slack.signatures import ReplayGuard, SignatureCheck
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
-REPLAY_WINDOW = 60 * 5  # seconds; Slack's documented limit for a request's timestamp
-
-# uvicorn's settings (see the module docstring for the reasons)
-LIMIT_CONCURRENCY = 512
-BACKLOG = 2048
-KEEP_ALIVE_SECONDS = 5
-MAX_HEADER_BYTES = 16 * 1024
-GRACEFUL_SHUTDOWN_SECONDS = 10
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_DIGITS = re.compile(r"[0-9]{1,10}")  # ASCII only (str.isdigit accepts "²"); 10 digits reach year 2286
-_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 _LENGTH = re.compile(r"[0-9]{1,18}")
 _RETRY_HEADERS = ("x-slack-retry-num", "x-slack-retry-reason")
 
@@ -116,73 +80,6 @@ class DoorLimits:
     body_deadline_seconds: float = 10.0  # for the whole body, from the end of the headers
     head_deadline_seconds: float = 10.0  # for the request line and headers (``HeadDeadlineProtocol``)
     dispatch_threads: int = 32  # Bolt's dispatch: middleware, then the ack; a command waits there for a listener thread
-
-
-# --- signatures and replays ------------------------------------------------------------------
-
-
-class SignatureCheck:
-    """Slack's v0 signature: ``v0=hex(HMAC-SHA256(secret, "v0:{timestamp}:{body}"))``.
-
-    Computed on bytes (slack_sdk's verifier decodes the body as UTF-8 first and raises on a body
-    that is not text). Never raises: anything that is not one well-formed header is ``False``.
-    """
-
-    def __init__(self, secret: str, *, window: int = REPLAY_WINDOW, clock: Callable[[], float] = time.time) -> None:
-        self._secret = secret.encode("utf-8")
-        self._window = window
-        self._clock = clock
-
-    def plausible(self, timestamp: str, signature: str) -> bool:
-        """Both headers well formed and the timestamp inside the window (no body needed)."""
-        if not _DIGITS.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
-            return False
-        return abs(self._clock() - int(timestamp)) <= self._window
-
-    def valid(self, timestamp: str, signature: str, body: bytes) -> bool:
-        if not self.plausible(timestamp, signature):
-            return False
-        digest = hmac.new(self._secret, b"v0:" + timestamp.encode("ascii") + b":" + body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(f"v0={digest}", signature)
-
-
-class ReplayGuard:
-    """Every verified (timestamp, signature) until the window no longer accepts it.
-
-    An entry lives until ``timestamp + window`` (a timestamp may be up to ``window`` ahead), so
-    memory is bounded by the signed requests of at most ten minutes; only the holder of the
-    signing secret can add one. In process: one uvicorn worker, and a restart forgets.
-    """
-
-    def __init__(self, *, window: int = REPLAY_WINDOW, clock: Callable[[], float] = time.time) -> None:
-        self._window = window
-        self._clock = clock
-        self._seen: set[tuple[str, str]] = set()
-        self._expiry: list[tuple[int, str, str]] = []
-        self._lock = threading.Lock()
-
-    def first_sight(self, timestamp: str, signature: str) -> bool:
-        """Record the pair; ``False`` when it was already recorded (a replay)."""
-        now = self._clock()
-        with self._lock:
-            while self._expiry and self._expiry[0][0] < now:
-                _, old_ts, old_sig = heapq.heappop(self._expiry)
-                self._seen.discard((old_ts, old_sig))
-            key = (timestamp, signature)
-            if key in self._seen:
-                return False
-            self._seen.add(key)
-            heapq.heappush(self._expiry, (int(timestamp) + self._window, timestamp, signature))
-            return True
-
-    def forget(self, timestamp: str, signature: str) -> None:
-        """The request was not handled (5xx, crash): a redelivery must not be taken for a replay."""
-        with self._lock:
-            self._seen.discard((timestamp, signature))
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._seen)
 
 
 # --- from bytes to a Bolt request --------------------------------------------------------------
@@ -357,125 +254,3 @@ async def _send(send: Send, answer: _Answer) -> None:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": answer.body, "more_body": False})
-
-
-# --- the server --------------------------------------------------------------------------------
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (``OSError`` when the address is taken or not ours)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family, backlog=BACKLOG)
-
-
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class HeadDeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's line and headers, and one answer
-    per request.
-
-    The deadline runs from the connection's start, and again from the end of each response on a
-    kept-alive connection; it is met once h11 has parsed a whole request head. A connection that
-    misses it gets a 408 written directly (h11 cannot answer a request it has not parsed) and is
-    closed. ``head_deadline_seconds`` is set per server by ``uvicorn_config``.
-
-    One answer: when a request's head is valid but what follows is not (an invalid chunk of a
-    ``Transfer-Encoding: chunked`` body), uvicorn 0.55 answers 400 itself and closes, while the
-    door, already started for that request, still sends its own answer (a 411 for a chunked
-    body): h11 refuses a second response, and uvicorn logged that as "Exception in ASGI
-    application" with a traceback, for a request anyone can send. Here the request in flight is
-    marked disconnected as soon as that 400 is written, as uvicorn itself marks it once the
-    connection is lost a moment later: the door's answer is then dropped without a word.
-    """
-
-    head_deadline_seconds: float = DoorLimits.head_deadline_seconds
-    _head_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm_head_deadline()  # the next request on this connection gets its own deadline
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_head_deadline()
-        super().connection_lost(exc)
-
-    def send_400_response(self, msg: str) -> None:
-        super().send_400_response(msg)
-        if self.cycle is not None and not self.cycle.response_complete:
-            self.cycle.disconnected = True  # the server answered it: the app's answer goes nowhere
-
-    def _arm_head_deadline(self) -> None:
-        self._cancel_head_deadline()
-        self._head_timer = self.loop.call_later(self.head_deadline_seconds, self._head_deadline_passed)
-
-    def _cancel_head_deadline(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_deadline_passed(self) -> None:
-        self._head_timer = None
-        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
-            return  # the head arrived (the body has a deadline of its own) or it is closing anyway
-        log.info("closed a connection whose request headers did not arrive within %g s", self.head_deadline_seconds)
-        self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-        self.transport.close()
-
-
-def uvicorn_config(app: ASGIApp) -> uvicorn.Config:
-    limits = getattr(app, "limits", None)
-    head_deadline = limits.head_deadline_seconds if isinstance(limits, DoorLimits) else DoorLimits.head_deadline_seconds
-    protocol = type("HeadDeadlineProtocol", (HeadDeadlineProtocol,), {"head_deadline_seconds": head_deadline})
-    return uvicorn.Config(
-        app,
-        http=protocol,
-        loop="asyncio",
-        ws="none",
-        lifespan="off",
-        interface="asgi3",
-        workers=1,
-        reload=False,
-        access_log=False,
-        log_config=None,  # our logging set-up stays; uvicorn's own lines go through it
-        proxy_headers=False,
-        server_header=False,
-        limit_concurrency=LIMIT_CONCURRENCY,
-        backlog=BACKLOG,
-        timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-    )
-
-
-class RunningServer:
-    """uvicorn serving a door on a socket of its own, in a background thread (tests, benches)."""
-
-    def __init__(self, door: SlackDoor, sock: socket.socket, *, start_timeout: float = 10.0) -> None:
-        self.host, self.port = sock.getsockname()[:2]
-        self._server = uvicorn.Server(uvicorn_config(door))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name="paperbot-uvicorn", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + start_timeout
-        while not self._server.started:  # the socket already listens; this only surfaces a failure
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the HTTP server did not start")
-            self._thread.join(0.01)
-
-    def url(self, path: str = "") -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{path}"
-
-    @property
-    def events_url(self) -> str:
-        return self.url(EVENTS_PATH)
-
-    def shutdown(self, timeout: float = 15.0) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout)

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from bench.load import CHANNEL, CallClock, ServeProcess, mention_body, run_load, signed_headers, wait_quiet
-from bot.slack.http_door import uvicorn_config
+from bot.slack.http_server import uvicorn_config
 from tests.reliability.helpers import FAKE_SECRETS, log_texts, secrets_found
 from tests.slack.stand_in import SlackStandIn
 

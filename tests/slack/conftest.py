@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from bot.slack.app import DEFAULT_LIMITS, SlackRuntime, build_slack
-from bot.slack.http_door import DoorLimits, RunningServer
+from bot.slack.http_door import DoorLimits
+from bot.slack.http_server import RunningServer
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from tests.slack import namesakes

@@ -21,7 +21,9 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 
-from bot.slack.http_door import MAX_HEADER_BYTES, DoorLimits, ReplayGuard, SignatureCheck
+from bot.slack.http_door import DoorLimits
+from bot.slack.http_server import MAX_HEADER_BYTES
+from bot.slack.signatures import ReplayGuard, SignatureCheck
 from tests.slack.conftest import SECRET, Bot, BotFactory
 from tests.slack.helpers import final_answer
 from tests.slack.slack_requests import signature
