@@ -14,15 +14,21 @@ Order of work for ``POST /slack/events``, cheapest refusal first, nothing read t
 5. Replays: a (timestamp, signature) already seen inside the window is answered with an empty
    200 and not dispatched (logged at info), so a replayed slash command or click does not run
    twice. Kept in process memory, expiring with the window (one worker process).
-6. Parsing (in a worker thread, ``inbound.parse_body``): a body that is not UTF-8, not an
-   object, or too deeply nested (``RecursionError``) -> 400.
+6. Parsing (``inbound.parse_body``, on the event loop: a signed body of at most 1 MiB): a body
+   that is not UTF-8, not an object, or too deeply nested (``RecursionError``) -> 400.
 7. The payload's shape (``inbound.read_payload``): a Slack payload of a type paperbot does not
    handle (``view_submission``, other events) -> an empty 200; a malformed one (no type, or
    fields of the wrong type: an ``event`` that is ``null``, a ``channel`` that is a list) ->
    400. Neither reaches Bolt; each is logged in one line.
 8. Bolt's synchronous ``App.dispatch`` of the payload's validated fields (re-encoded as JSON:
-   Bolt's own signature check is off, as it could only check that re-encoding), on a bounded
-   pool of ``dispatch_threads``; an unexpected exception there is logged with a reference -> 500.
+   Bolt's own signature check is off, as it could only check that re-encoding), in a worker
+   thread. An event (``event_callback``) is acknowledged with an empty 200 *before* its
+   dispatch, which runs on ``event_threads`` threads of its own (``BackgroundDispatch``): Bolt
+   answers every event with an empty 200 anyway, and its dispatch waits for the Slack state
+   file (the dedupe middleware writes the event id there), which under a burst took seconds, so
+   an acknowledgement that waited for it missed Slack's 3 s (``docs/performance.md``). Commands,
+   clicks and URL checks, whose answer is Bolt's, wait for it on ``dispatch_threads`` threads; an
+   unexpected exception there is logged with a reference -> 500.
 
 Nothing in the door raises on malformed input and nothing it logs for a refused request carries a
 traceback; refusals are logged at debug.
@@ -45,11 +51,12 @@ import asyncio
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
@@ -67,6 +74,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+T = TypeVar("T")
 
 _LENGTH = re.compile(r"[0-9]{1,18}")
 _RETRY_HEADERS = ("x-slack-retry-num", "x-slack-retry-reason")
@@ -79,7 +87,8 @@ class DoorLimits:
     max_body_bytes: int = 1024 * 1024
     body_deadline_seconds: float = 10.0  # for the whole body, from the end of the headers
     head_deadline_seconds: float = 10.0  # for the request line and headers (``HeadDeadlineProtocol``)
-    dispatch_threads: int = 32  # Bolt's dispatch: middleware, then the ack; a command waits there for a listener thread
+    dispatch_threads: int = 32  # Bolt's dispatch of what is answered after it: commands, clicks, URL checks
+    event_threads: int = 8  # Bolt's dispatch of events, which are acknowledged before it
 
 
 # --- from bytes to a Bolt request --------------------------------------------------------------
@@ -117,9 +126,16 @@ class SlackDoor:
         self.signatures = SignatureCheck(signing_secret, clock=clock)
         self.replays = ReplayGuard(clock=clock)
         self._pool = ThreadPoolExecutor(max_workers=limits.dispatch_threads, thread_name_prefix="paperbot-http")
+        self._events: BackgroundDispatch[_Request] = BackgroundDispatch(
+            lambda request: self._dispatch(request).status, threads=limits.event_threads)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._events.close()
+
+    def pending_events(self) -> int:
+        """Events acknowledged whose dispatch has not finished."""
+        return self._events.pending()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":  # lifespan and websockets are switched off in uvicorn_config
@@ -129,7 +145,7 @@ class SlackDoor:
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
             answer = _Answer(200, b"ok", (("content-type", "text/plain; charset=utf-8"),))
         elif path == EVENTS_PATH and method == "POST":
-            answer = await self._events(scope, receive)
+            answer = await self._post(scope, receive)
             if answer is None:  # the client went away
                 return
         elif path == EVENTS_PATH:
@@ -138,7 +154,7 @@ class SlackDoor:
             answer = _Answer(404, close=True)
         await _send(send, answer)
 
-    async def _events(self, scope: Scope, receive: Receive) -> _Answer | None:
+    async def _post(self, scope: Scope, receive: Receive) -> _Answer | None:
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])
         lengths = _count(headers, b"content-length")
         if lengths == 0:
@@ -165,9 +181,15 @@ class SlackDoor:
             log.info("a replayed Slack request (timestamp %s) was acknowledged and not run again", timestamp)
             return _EMPTY_200
 
-        query = bytes(scope.get("query_string") or b"").decode("latin-1")
-        loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self._pool, self._dispatch, raw, query, _as_dict(headers))
+        fields = _as_dict(headers)
+        payload = _sort(raw, fields)
+        if isinstance(payload, _Answer):
+            return payload
+        request = _Request(payload, bytes(scope.get("query_string") or b"").decode("latin-1"), fields)
+        if payload.kind == "event":  # the answer is empty whatever Bolt does: acknowledge first
+            self._events.submit(request)
+            return _EMPTY_200
+        answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._dispatch, request)
         if answer.status >= 300:  # not handled: a redelivery by Slack is not a replay
             self.replays.forget(timestamp, signature)
         return answer
@@ -192,26 +214,81 @@ class SlackDoor:
             return _refuse(400, "a body shorter than its Content-Length")
         return bytes(body)
 
-    def _dispatch(self, raw: bytes, query: str, headers: dict[str, list[str]]) -> _Answer:
-        """Parse, sort and dispatch in a worker thread (Bolt's ``App`` is synchronous)."""
-        content_type = (headers.get("content-type") or [""])[0].split(";")[0].strip().lower() or None
-        body = parse_body(raw, content_type)
-        if body is None:
-            return _refuse(400, "a signed body that cannot be parsed", close=False)
-        payload = read_payload(body)
-        if isinstance(payload, Ignored) and payload.malformed:
-            log.info("Slack door: 400 for %s", payload.reason)
-            return _Answer(400)
-        if isinstance(payload, Ignored):
-            log.debug("Slack door: acknowledged and ignored %s", payload.reason)
-            return _EMPTY_200
+    def _dispatch(self, request: _Request) -> _Answer:
+        """Bolt's dispatch, in a worker thread (Bolt's ``App`` is synchronous); never raises."""
         try:
-            response = self.app.dispatch(bolt_request(payload, query=query, headers=headers))
+            response = self.app.dispatch(bolt_request(request.payload, query=request.query, headers=request.headers))
         except Exception:
             reference = new_reference()
             log.exception("unexpected error dispatching a Slack request [ref %s]", reference)
             return _Answer(500, close=True)
         return _from_bolt(response)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A verified request of a handled shape, ready for Bolt."""
+
+    payload: Accepted
+    query: str
+    headers: dict[str, list[str]]
+
+
+def _sort(raw: bytes, headers: Mapping[str, Sequence[str]]) -> Accepted | _Answer:
+    """Parse and sort a verified body (``bot/slack/inbound.py``): the payload, or the answer."""
+    content_type = (headers.get("content-type") or [""])[0].split(";")[0].strip().lower() or None
+    body = parse_body(raw, content_type)
+    if body is None:
+        return _refuse(400, "a signed body that cannot be parsed", close=False)
+    payload = read_payload(body)
+    if isinstance(payload, Ignored) and payload.malformed:
+        log.info("Slack door: 400 for %s", payload.reason)
+        return _Answer(400)
+    if isinstance(payload, Ignored):
+        log.debug("Slack door: acknowledged and ignored %s", payload.reason)
+        return _EMPTY_200
+    return payload
+
+
+class BackgroundDispatch(Generic[T]):
+    """Dispatches of requests already answered, on ``threads`` threads of their own.
+
+    ``dispatch`` returns Bolt's status and never raises (the door's ``_dispatch`` logs an
+    exception with a reference and returns 500). The answer has been sent, so a failure is
+    logged and not retried: any other status from 300 up is logged here. ``close`` drops the
+    dispatches not started yet and logs how many were unfinished.
+    """
+
+    def __init__(self, dispatch: Callable[[T], int], *, threads: int) -> None:
+        self._dispatch = dispatch
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paperbot-events")
+        self._lock = threading.Lock()
+        self._pending = 0
+
+    def submit(self, request: T) -> None:
+        with self._lock:
+            self._pending += 1
+        self._pool.submit(self._dispatch, request).add_done_callback(self._done)
+
+    def pending(self) -> int:
+        """Requests submitted whose dispatch has not finished."""
+        with self._lock:
+            return self._pending
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        unfinished = self.pending()
+        if unfinished:
+            log.warning("%d acknowledged Slack event(s) not dispatched, or being dispatched, at shutdown", unfinished)
+
+    def _done(self, future: Future[int]) -> None:
+        if future.cancelled():  # by ``close``: still counted, so reported
+            return
+        with self._lock:
+            self._pending -= 1
+        status = future.result()
+        if status >= 300 and status != 500:
+            log.warning("an acknowledged Slack event was not handled (Bolt answered %d)", status)
 
 
 def _refuse(status: int, why: str, *, close: bool = True) -> _Answer:

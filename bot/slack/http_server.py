@@ -142,6 +142,7 @@ class RunningServer:
 
     def __init__(self, door: SlackDoor, sock: socket.socket, *, start_timeout: float = 10.0) -> None:
         self.host, self.port = sock.getsockname()[:2]
+        self.door = door
         self._server = uvicorn.Server(uvicorn_config(door))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="paperbot-uvicorn", daemon=True)

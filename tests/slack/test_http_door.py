@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 
-from bot.slack.http_door import DoorLimits
+from bot.slack.http_door import BackgroundDispatch, DoorLimits
 from bot.slack.http_server import MAX_HEADER_BYTES
 from bot.slack.signatures import ReplayGuard, SignatureCheck
 from tests.slack.conftest import SECRET, Bot, BotFactory
@@ -441,7 +441,81 @@ def test_a_click_without_actions_is_a_400_and_nothing_is_done(bot: Bot, records:
     assert records.tracebacks() == []
 
 
+# --- acknowledgement before dispatch --------------------------------------------------------------
+
+
+@slow
+def test_an_event_is_acknowledged_before_its_dispatch(bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a burst, dispatching an event waited seconds for the Slack state file (the dedupe
+    middleware's write), and the acknowledgement waited for the dispatch (issue #30 item 9).
+    Here the dispatch is held inside that write until the answer has arrived."""
+    held, release, done = threading.Event(), threading.Event(), threading.Event()
+    deduper = bot.runtime.deps.deduper
+    first = deduper.first
+
+    def held_first(key: str) -> bool:
+        if key.startswith("event:"):
+            held.set()
+            release.wait(15)
+            done.set()
+        return first(key)
+
+    monkeypatch.setattr(deduper, "first", held_first)
+    try:
+        response, ts = bot.sender.mention("graphene magnetophonon resonance")
+        assert response.status_code == 200 and response.text == ""
+        assert not done.is_set()  # answered while its dispatch was still held
+        assert held.wait(10) and bot.server.door.pending_events() == 1
+    finally:
+        release.set()
+    final = final_answer(bot.api)  # dispatched once released, and answered
+    assert "Graphene" in final.text() and bot.api.messages["CGENERAL1"][final.params["ts"]]["thread_ts"] == ts
+    bot.idle()
+    assert bot.server.door.pending_events() == 0
+
+
+@slow
+def test_a_command_is_still_answered_by_its_dispatch(bot: Bot) -> None:
+    """A slash command's answer is Bolt's (the help, an error): it waits for the dispatch."""
+    response = bot.sender.command("summarize --since 20x")
+    assert response.status_code == 200 and "--since takes a year" in response.text
+
+
 # --- the parts, without a server -------------------------------------------------------------------
+
+
+def test_background_dispatch_counts_what_is_unfinished_and_logs_failures(caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+    started: list[str] = []
+
+    def dispatch(name: str) -> int:
+        started.append(name)
+        release.wait(10)
+        return {"ok": 200, "unmatched": 404, "crashed": 500}[name]
+
+    background: BackgroundDispatch[str] = BackgroundDispatch(dispatch, threads=1)
+    with caplog.at_level(logging.WARNING, logger="bot.slack.http_door"):
+        for name in ("ok", "unmatched", "crashed"):
+            background.submit(name)
+        assert background.pending() == 3
+        release.set()
+        stuck = threading.Event()
+        timer = threading.Timer(10, stuck.set)
+        timer.start()
+        while background.pending() and not stuck.wait(0.01):  # polled; a stuck dispatch ends it after 10 s
+            pass
+        timer.cancel()
+        assert background.pending() == 0 and started == ["ok", "unmatched", "crashed"]
+        assert [r.getMessage() for r in caplog.records] == ["an acknowledged Slack event was not handled (Bolt answered 404)"]
+        caplog.clear()
+        release.clear()
+        for name in ("ok", "ok", "ok"):
+            background.submit(name)
+        background.close()  # one running, two never started
+        assert [r.getMessage() for r in caplog.records] == [
+            "3 acknowledged Slack event(s) not dispatched, or being dispatched, at shutdown"]
+        release.set()
+
 
 
 class _Clock:
