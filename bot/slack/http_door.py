@@ -25,13 +25,13 @@ Order of work for ``POST /slack/events``, cheapest refusal first, nothing read t
    thread. An event (``event_callback``) is acknowledged with an empty 200 *before* its
    dispatch, which runs on ``event_threads`` threads of its own (``BackgroundDispatch``): Bolt
    answers every event with an empty 200 anyway, and its dispatch waits for the Slack state
-   file (the dedupe middleware writes the event id there), which under a burst took seconds, so
-   an acknowledgement that waited for it missed Slack's 3 s (``docs/performance.md``). Commands,
+   file (the dedupe middleware writes the event id there), which a burst makes slow enough for
+   an acknowledgement waiting on it to miss Slack's 3 s (``docs/performance.md``). Commands,
    clicks and URL checks, whose answer is Bolt's, wait for it on ``dispatch_threads`` threads; an
    unexpected exception there is logged with a reference -> 500.
 
 Nothing in the door raises on malformed input and nothing it logs for a refused request carries a
-traceback; refusals are logged at debug.
+traceback; refusals are logged at debug, a malformed signed payload at info.
 
 Size cap (``max_body_bytes``, 1 MiB): Slack documents no maximum request size. The largest it
 sends us are ``block_actions`` clicks, which carry the whole message clicked: paperbot's own
@@ -182,14 +182,15 @@ class SlackDoor:
             return _EMPTY_200
 
         fields = _as_dict(headers)
-        payload = _sort(raw, fields)
-        if isinstance(payload, _Answer):
-            return payload
-        request = _Request(payload, bytes(scope.get("query_string") or b"").decode("latin-1"), fields)
-        if payload.kind == "event":  # the answer is empty whatever Bolt does: acknowledge first
-            self._events.submit(request)
-            return _EMPTY_200
-        answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._dispatch, request)
+        sorted_ = _sort(raw, fields)
+        if isinstance(sorted_, _Answer):
+            answer = sorted_
+        else:
+            request = _Request(sorted_, bytes(scope.get("query_string") or b"").decode("latin-1"), fields)
+            if sorted_.kind == "event":  # its answer is empty whatever Bolt does: acknowledged first
+                self._events.submit(request)
+                return _EMPTY_200
+            answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._dispatch, request)
         if answer.status >= 300:  # not handled: a redelivery by Slack is not a replay
             self.replays.forget(timestamp, signature)
         return answer
