@@ -6,11 +6,11 @@ plots) to this queue, so a burst of questions is never dropped and never blocks 
 * ``workers`` jobs run at once (``PAPERBOT_SLACK_WORKERS``);
 * one person runs at most one job at a time; their next questions wait in line, so a single
   user cannot take every worker;
-* people take turns, whatever the number of workers: a free worker takes the next job of the
-  person served longest ago, so someone asking once waits for at most one job of each other
-  person, not for everything another person queued before them (start-time fair queueing: a
-  job's turn is one after its owner's previous job, and never earlier than the turn being
-  served when it arrived; equal turns go in order of arrival);
+* people take turns, whatever the number of workers, so someone asking once does not wait for
+  everything another person queued before them (start-time fair queueing: a job's turn is one
+  after its owner's previous job, and never earlier than the turn being served when it
+  arrived; a free worker takes the earliest turn of people with nothing running, equal turns
+  in order of arrival);
 * one person may have at most ``per_user_limit`` jobs waiting or running
   (``PAPERBOT_SLACK_USER_QUEUE_LIMIT``); beyond that the request is refused politely;
 * :meth:`WorkQueue.submit` returns the position in line (0 = started at once), which the
