@@ -88,6 +88,10 @@ class Assistant:
         self._notice = notice or log.warning
         self._follows: ChannelFollows | None = None
         self._follows_lock = threading.Lock()  # Slack listener threads make it once
+        # The index and the answering service are made once, whichever thread asks first (the Slack
+        # workers and the start-up warm-up at the same moment: two indexes would open Chroma twice
+        # at once, and chromadb's shared in-process system breaks, failing those searches).
+        self._index_lock = threading.RLock()
         self._answering: AnsweringService | None = None
         open_data_dir(settings, notice=self._notice)
 
@@ -117,17 +121,21 @@ class Assistant:
 
     @property
     def index(self) -> PaperIndex:
-        if self._index is None:
-            from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-            from retrieval.index.paper_index import PaperIndex
-            from retrieval.storage.roster import names_of
+        """The index, opened on first use (once, whichever thread asks first)."""
+        if self._index is not None:
+            return self._index
+        with self._index_lock:
+            if self._index is None:
+                from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+                from retrieval.index.paper_index import PaperIndex
+                from retrieval.storage.roster import names_of
 
-            # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode;
-            # author filters follow the roster's aliases ("by Lenny Guo" finds Luanzheng Guo too)
-            cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
-            self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache),
-                                          roster_names=lambda name: names_of(self.settings, name))
-        return self._index
+                # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode;
+                # author filters follow the roster's aliases ("by Lenny Guo" finds Luanzheng Guo too)
+                cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
+                self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache),
+                                              roster_names=lambda name: names_of(self.settings, name))
+            return self._index
 
     @property
     def chat_model(self) -> BaseChatModel | None:
@@ -142,11 +150,14 @@ class Assistant:
     def answering(self) -> AnsweringService:
         """Questions answered over this index (``retrieval.answers.service``): what ``ask`` and
         ``stream_ask`` delegate to."""
-        if self._answering is None:
-            from retrieval.answers.service import AnsweringService
+        if self._answering is not None:
+            return self._answering
+        with self._index_lock:
+            if self._answering is None:
+                from retrieval.answers.service import AnsweringService
 
-            self._answering = AnsweringService(self.index, self.settings, self.chat_model)
-        return self._answering
+                self._answering = AnsweringService(self.index, self.settings, self.chat_model)
+            return self._answering
 
     # --- the three jobs ----------------------------------------------------------------------
 
