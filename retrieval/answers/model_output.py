@@ -26,7 +26,6 @@ context limit. Nothing it writes reaches a door unchecked:
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -243,19 +242,15 @@ class ValidatedStream:
         return added
 
 
-def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int | None = None,
-                   until: float | None = None) -> Iterator[str]:
-    """The text pieces of a streamed reply (langchain message chunks), within its bounds.
+def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int | None = None) -> Iterator[str]:
+    """The text pieces of a streamed reply (langchain message chunks), within its size bounds.
 
-    Raises ``ReplyRejected`` past ``settings.llm_deadline`` seconds for the whole reply (a server
-    that sends SSE pings never trips the per-read timeout), or past ``until`` (a
-    ``time.monotonic()`` instant: the deadline of a whole answer whose earlier model calls took
-    part of it), past ``max_chars``, and when the stream ended incomplete: cut at the token
-    limit (``finish_reason`` "length"), or, from an OpenAI-compatible server, without any
-    ``finish_reason`` (the connection closed mid-reply).
+    Raises ``ReplyRejected`` past ``max_chars``, and when the stream ended incomplete: cut at
+    the token limit (``finish_reason`` "length"), or, from an OpenAI-compatible server, without
+    any ``finish_reason`` (the connection closed mid-reply). Time limits are the stream's own
+    (``retrieval.answers.model_calls.stream_within``).
     """
     max_chars = MAX_REPLY_CHARS if max_chars is None else max_chars
-    deadline = time.monotonic() + settings.llm_deadline if until is None else until
     finish: str | None = None
     openai_style = False
     total = 0
@@ -269,8 +264,6 @@ def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int 
             if total > max_chars:
                 raise ReplyRejected(f"it ran past {max_chars:,} characters")
             yield content
-        if time.monotonic() > deadline:
-            raise ReplyRejected(f"it took longer than {settings.llm_deadline:g} s")
     if finish == "length":
         raise ReplyRejected(f"it was cut at the {settings.llm_max_tokens}-token limit")
     if openai_style and finish is None:

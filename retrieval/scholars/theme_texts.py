@@ -13,7 +13,9 @@ from prompts import Prompt, load_prompt
 from retrieval.answers.attribution import EvidenceAttribution
 from retrieval.answers.citations import validate_answer
 from retrieval.answers.evidence import build_evidence, neutralise, strip_markup
+from retrieval.answers.model_calls import CallLimits, CallReport, ModelTooSlow, stream_within
 from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
+from retrieval.answers.prompt_tokens import approximate_tokens
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerMode, SearchHit
@@ -91,7 +93,7 @@ def llm_texts(
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
+    from retrieval.answers.llm import LLM_FAILURES, describe_failure
 
     fallback = extractive_texts(themes)
     numbers = _numbering(themes)
@@ -104,12 +106,18 @@ def llm_texts(
         themes=_theme_listing(themes, numbers, evidence.boundary),
         records=evidence.render(),
     )
-    try:  # streamed, so a long prompt on a slow server is bounded by the deadline, not a read timeout
-        pieces = bounded_pieces(chat_model.stream([SystemMessage(system_text), HumanMessage(user_text)]), settings)
+    limits = CallLimits.from_settings(settings, prompt_tokens=approximate_tokens(system_text + user_text))
+    call = CallReport()
+    messages = [SystemMessage(system_text), HumanMessage(user_text)]
+    try:  # streamed within the first-token, stall and deadline limits (retrieval.answers.model_calls)
+        pieces = bounded_pieces(stream_within(lambda: chat_model.stream(messages), limits, report=call), settings)
         raw = clean_reply("".join(pieces), evidence.boundary)
     except LLM_FAILURES as exc:
-        reason = describe_failure(exc, model_attempts(chat_model, settings))
+        reason = describe_failure(exc, call.attempts)
         fallback.notice = f"LLM unreachable ({reason}): extractive theme summaries instead."
+        return fallback
+    except ModelTooSlow as slow:
+        fallback.notice = f"The model was too slow ({slow.reason}): extractive theme summaries instead."
         return fallback
     except ReplyRejected as rejected:
         fallback.notice = f"The model's reply was unusable ({rejected.reason}): extractive theme summaries instead."
