@@ -33,7 +33,10 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    not. At the end ``validate_answer`` drops invalid citations, uncited claims, prompt leaks and
    claims whose citation points at another record than the one they name, renumbers, or
    abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is the
-   answer; consumers showing a live stream replace it with that.
+   answer; consumers showing a live stream replace it with that. The model's refusal
+   (``NO_ANSWER``, "I cannot answer...") is one signal, not the verdict: the evidence passed
+   the judgement, so the answer is then the extractive one, with ``MODEL_FOUND_NO_ANSWER`` (small
+   local models refuse readily, issue #29); a mixed question thus keeps its topic answer.
 5. The model failing after its retries (``LLM_FAILURES``) falls back to the extractive
    answer with an "LLM unreachable (...)" notice; a model past a time limit
    (``model_calls.ModelTooSlow``) with "The model was too slow (...)", which says what happened
@@ -119,6 +122,7 @@ NO_LLM_NOTICE = (
 Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
 
 LLM_ABSTAIN_ANSWER = "The indexed papers do not answer this."
+MODEL_FOUND_NO_ANSWER = "The model found no answer in these records; showing the records' own sentences."
 MAX_QUESTION_CHARS = 2000
 # The evidence judgement's probability above which one "NONE" from the model does not empty the
 # evidence (issue #29: a model's refusal is one signal, not the verdict). On the tuning halves a
@@ -486,6 +490,9 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
                              attribution=attribution)
     if (reason := unusable_answer_reason(report, attribution)) is not None:
         yield Final(_unusable(question, relevant, reason), report=report, query=query)
+        return
+    if report.abstained and report.reason == "refusal":  # one signal against evidence that passed the judgement
+        yield Final(extractive_answer(question, relevant, notice=MODEL_FOUND_NO_ANSWER), report=report, query=query)
         return
     yield Final(_llm_result(question, report, evidence), report=report, query=query)
 

@@ -11,6 +11,7 @@ from langchain_core.messages import SystemMessage
 
 from retrieval.answers.chain import (
     LLM_ABSTAIN_ANSWER,
+    MODEL_FOUND_NO_ANSWER,
     NO_LLM_NOTICE,
     AnswerOptions,
     EvidenceContext,
@@ -106,10 +107,21 @@ def test_dropped_sentences_are_reported(retriever: LexicalRetriever) -> None:
     assert event.report.invalid_citations == (12,)
 
 
-@pytest.mark.parametrize("reply", ["I cannot answer this from the provided records.", "NO_ANSWER"])
-def test_model_declining_is_an_abstention(retriever: LexicalRetriever, reply: str) -> None:
+@pytest.mark.parametrize("reply", ["I cannot answer this from the provided records.", "NO_ANSWER", " NO_ANSWER.\n",
+                                   "The records do not address this question."])
+def test_the_model_s_refusal_over_evidence_that_passed_shows_the_records_instead(retriever: LexicalRetriever,
+                                                                                reply: str) -> None:
+    """The refusal is one signal, not the verdict: the evidence passed the judgement."""
     result = answer_question(DDA, retriever=retriever, settings=make_settings(), chat_model=scripted(reply))
-    assert result.abstained and result.answer == LLM_ABSTAIN_ANSWER and result.citations == []
+    assert not result.abstained and result.mode == "extractive" and len(result.citations) == 3
+    assert result.answer != LLM_ABSTAIN_ANSWER
+    assert result.notice == MODEL_FOUND_NO_ANSWER
+
+
+def test_without_evidence_the_model_is_not_asked_and_the_answer_abstains(retriever: LexicalRetriever) -> None:
+    model = scripted("NO_ANSWER")
+    result = answer_question(OFF_TOPIC, retriever=retriever, settings=make_settings(), chat_model=model)
+    assert result.abstained and result.citations == [] and model.seen == []
 
 
 def test_answer_without_any_valid_citation_is_never_returned_uncited(retriever: LexicalRetriever) -> None:
