@@ -136,6 +136,11 @@ class Settings(BaseSettings):
                     "Retry-After), as long as the deadline leaves room; never after a timeout.",
     )
     llm_temperature: float = Field(default=0.0, ge=0, le=2, validation_alias=_env("PAPERBOT_LLM_TEMPERATURE"))
+    llm_frequency_penalty: float = Field(
+        default=0.0, ge=-2, le=2, validation_alias=_env("PAPERBOT_LLM_FREQUENCY_PENALTY"),
+        description="OpenAI's frequency_penalty, sent when not 0: discourages a small model's loops, but also "
+                    "repeated citation marks, so keep it small (0.1-0.3). 0: not sent.",
+    )
     # An answer is five cited sentences: 800 tokens is ample, and a model that runs on (small
     # local ones do, to their context limit) is cut there instead of keeping a worker for minutes.
     llm_max_tokens: int = Field(default=800, ge=16, le=32_768, validation_alias=_env("PAPERBOT_LLM_MAX_TOKENS"))

@@ -132,6 +132,7 @@ def build_chat_model(settings: Settings) -> BaseChatModel | None:
         timeout=openai.Timeout(read, connect=min(CONNECT_SECONDS, settings.llm_timeout)),
         max_retries=0,
         temperature=settings.llm_temperature,
+        frequency_penalty=settings.llm_frequency_penalty or None,  # 0: not sent at all
         max_completion_tokens=settings.llm_max_tokens,  # ChatOpenAI.max_tokens by its alias, OpenAI's current name
         # servers other than OpenAI's (llama.cpp, vLLM, Ollama) may know only the older name
         extra_body={"max_tokens": settings.llm_max_tokens} if settings.openai_base_url else None,

@@ -135,25 +135,39 @@ class CallReport:
 
 
 _CHUNK, _END, _ERROR = "chunk", "end", "error"
+#: Chunks the worker may read ahead of its caller: a caller that stops reading (a degenerate
+#: reply, a size cap) stops the request within this many chunks.
+READ_AHEAD = 4
+_PUT_POLL = 0.05  # seconds between a blocked worker's looks at ``stop``
+
+
+def _hand_over(out: queue.Queue[tuple[str, Any]], item: tuple[str, Any], stop: threading.Event) -> bool:
+    """Put ``item`` on ``out`` once there is room; False when the caller gave up meanwhile."""
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=_PUT_POLL)
+        except queue.Full:
+            continue
+        return True
+    return False
 
 
 def _pump(start: Callable[[], Iterable[Any]], out: queue.Queue[tuple[str, Any]], stop: threading.Event) -> None:
-    """The worker: send the request, pass every chunk (then the end, or the error) to ``out``;
-    stop reading, closing the stream, once ``stop`` is set."""
+    """The worker: send the request, pass every chunk (then the end, or the error) to ``out``, at
+    most ``READ_AHEAD`` ahead of the caller; stop reading, closing the stream, once ``stop`` is set."""
     try:
         chunks = start()
         try:
             for chunk in chunks:
-                if stop.is_set():
+                if not _hand_over(out, (_CHUNK, chunk), stop):
                     return
-                out.put((_CHUNK, chunk))
         finally:
             close = getattr(chunks, "close", None)
             if callable(close):
                 close()
-        out.put((_END, None))
+        _hand_over(out, (_END, None), stop)
     except Exception as exc:  # noqa: BLE001 - raised or retried by the caller, in its own thread
-        out.put((_ERROR, exc))
+        _hand_over(out, (_ERROR, exc), stop)
 
 
 def has_content(chunk: Any) -> bool:
@@ -184,7 +198,7 @@ def stream_within(start: Callable[[], Iterable[Any]], limits: CallLimits, *, rep
     while True:
         report.attempts += 1
         stop = threading.Event()
-        out: queue.Queue[tuple[str, Any]] = queue.Queue()
+        out: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=READ_AHEAD)
         threading.Thread(target=_pump, args=(start, out, stop), name="model-call", daemon=True).start()
         sent = clock()
         last: float | None = None  # when the last piece of content came
