@@ -144,6 +144,12 @@ class Settings(BaseSettings):
     # An answer is five cited sentences: 800 tokens is ample, and a model that runs on (small
     # local ones do, to their context limit) is cut there instead of keeping a worker for minutes.
     llm_max_tokens: int = Field(default=800, ge=16, le=32_768, validation_alias=_env("PAPERBOT_LLM_MAX_TOKENS"))
+    llm_prompt_budget: int = Field(
+        default=1500, ge=300, le=200_000, validation_alias=_env("PAPERBOT_LLM_PROMPT_BUDGET"),
+        description="Tokens a prompt may hold (instructions, question and records): abstracts are trimmed to "
+                    "the sentences that match the question and records that add nothing left out until it "
+                    "fits. Counted by the server's /tokenize when it has one (llama.cpp), else as characters / 4.",
+    )
     llm_deadline: float = Field(
         default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"),
         description="Seconds for all the model calls of one answer together (every attempt, every check), "

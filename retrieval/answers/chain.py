@@ -27,7 +27,9 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
 3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the
    extractive answer (``retrieval.answers.extractive``), with ``NO_LLM_NOTICE``.
 4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
-   over delimited evidence blocks. The reply is untrusted (``retrieval.answers.model_output``): a
+   over delimited evidence blocks, fitted to ``settings.llm_prompt_budget`` tokens
+   (``retrieval.answers.prompt_budget``: abstracts trimmed to the sentences that match the
+   question, then records that add nothing left out; the extractive fallback keeps them all). The reply is untrusted (``retrieval.answers.model_output``): a
    ``TextDelta`` carries only text that passed validation (complete sentences with valid
    citations, no link, no prompt echo), so a live view never shows what the final answer would
    not. At the end ``validate_answer`` drops invalid citations, uncited claims, prompt leaks and
@@ -41,7 +43,7 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    answer with an "LLM unreachable (...)" notice; a model past a time limit
    (``model_calls.ModelTooSlow``) with "The model was too slow (...)", which says what happened
    and which setting to change ("it did not start answering within 60 s for a prompt of ~2,900
-   tokens; raise PAPERBOT_LLM_TIMEOUT or lower the prompt budget"). A reply that came back but
+   tokens; raise PAPERBOT_LLM_TIMEOUT or lower PAPERBOT_LLM_PROMPT_BUDGET"). A reply that came back but
    cannot be used falls back with "The model's reply was unusable (...)": no words (only "[1]"
    or a marker), a listing of the records, a stream cut before its end or at the token limit
    (``llm_max_tokens``), past the character or sentence cap;
@@ -92,7 +94,8 @@ from retrieval.answers.model_output import (
     unusable_answer_reason,
     unusable_reason,
 )
-from retrieval.answers.prompt_tokens import approximate_tokens
+from retrieval.answers.prompt_budget import FittedEvidence, fit_evidence
+from retrieval.answers.prompt_tokens import TokenCounter, token_counter
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.index.background import Background
@@ -161,11 +164,16 @@ def build_answer_chain(model: BaseChatModel) -> Runnable[dict[str, str], BaseMes
     return _answer_prompt() | model
 
 
-def answer_prompt_tokens(inputs: dict[str, str]) -> int:
-    """The answer prompt's size in tokens for ``inputs`` (``chain_inputs``), approximated
-    (``prompt_tokens.approximate_tokens``)."""
-    text = _system_prompt().format() + _user_prompt().format(**inputs)
-    return approximate_tokens(text)
+def fitted_evidence(question: str, relevant: Sequence[SearchHit], settings: Settings,
+                    counter: TokenCounter | None = None) -> FittedEvidence:
+    """The evidence records of the answer prompt for ``question``, fitted to
+    ``settings.llm_prompt_budget`` tokens (``retrieval.answers.prompt_budget``; the focus of
+    every record is the question), counted by ``counter`` (default: ``token_counter``)."""
+    evidence = build_evidence(relevant)
+    fixed = _system_prompt().format() + _user_prompt().format(
+        boundary=evidence.boundary, question=evidence.wrap_question(question), evidence="")
+    return fit_evidence(evidence, [question] * len(evidence), fixed=fixed, budget=settings.llm_prompt_budget,
+                        counter=counter or token_counter(settings))
 
 
 def chain_inputs(question: str, evidence: EvidenceSet) -> dict[str, str]:
@@ -460,12 +468,13 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
                     query=query)
         return
 
-    evidence = build_evidence(relevant)
+    fitted = fitted_evidence(query, relevant, settings)
+    evidence = fitted.evidence
     protected = [_system_prompt().format(), _user_prompt().text]
     attribution = EvidenceAttribution.from_papers([hit.paper for hit in evidence.hits])
     live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected, attribution=attribution)
     inputs = chain_inputs(query, evidence)
-    limits = CallLimits.from_settings(settings, deadline, prompt_tokens=answer_prompt_tokens(inputs))
+    limits = CallLimits.from_settings(settings, deadline, prompt_tokens=fitted.tokens)
     call = CallReport()
     chunks = stream_within(lambda: build_answer_chain(model).stream(inputs), limits, report=call)
     try:

@@ -112,7 +112,7 @@ class CallLimits:
         prompt = f" for a prompt of ~{self.prompt_tokens:,} tokens" if self.prompt_tokens else ""
         if at_deadline and not started:
             return DeadlinePassed(f"it had not started answering when the {self.deadline_seconds:g} s deadline "
-                                  f"passed{prompt}; raise PAPERBOT_LLM_DEADLINE or lower the prompt budget")
+                                  f"passed{prompt}; raise PAPERBOT_LLM_DEADLINE or lower PAPERBOT_LLM_PROMPT_BUDGET")
         if at_deadline:
             return DeadlinePassed(f"it was still writing when the {self.deadline_seconds:g} s deadline passed; "
                                   "raise PAPERBOT_LLM_DEADLINE or lower PAPERBOT_LLM_MAX_TOKENS")
@@ -120,7 +120,7 @@ class CallLimits:
             return ModelStalled(f"it stopped writing for {self.stall:g} s mid-reply; "
                                 "raise PAPERBOT_LLM_STALL_TIMEOUT")
         return FirstTokenLate(f"it did not start answering within {self.first_token:g} s{prompt}; "
-                              "raise PAPERBOT_LLM_TIMEOUT or lower the prompt budget")
+                              "raise PAPERBOT_LLM_TIMEOUT or lower PAPERBOT_LLM_PROMPT_BUDGET")
 
 
 @dataclass

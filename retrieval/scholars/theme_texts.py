@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 from prompts import Prompt, load_prompt
 from retrieval.answers.attribution import EvidenceAttribution
 from retrieval.answers.citations import validate_answer
-from retrieval.answers.evidence import build_evidence, neutralise, strip_markup
+from retrieval.answers.evidence import EvidenceSet, build_evidence, neutralise, strip_markup
 from retrieval.answers.model_calls import CallLimits, CallReport, ModelTooSlow, stream_within
 from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
-from retrieval.answers.prompt_tokens import approximate_tokens
+from retrieval.answers.prompt_budget import fit_evidence
+from retrieval.answers.prompt_tokens import token_counter
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerMode, SearchHit
@@ -77,9 +78,42 @@ def _echoes_label(text: str, label: str) -> bool:
 def _theme_listing(themes: Sequence[ThemeGroup], numbers: Mapping[str, int], boundary: str) -> str:
     lines = []
     for k, theme in enumerate(themes, start=1):
-        refs = ", ".join(f"[{numbers[p.id]}]" for p in theme.papers)
+        refs = ", ".join(f"[{numbers[p.id]}]" for p in theme.papers if p.id in numbers)
         lines.append(f"THEME {k}: {neutralise(theme.label, boundary)} (records {refs})")
     return "\n".join(lines)
+
+
+def _drop_order(themes: Sequence[ThemeGroup], ordered: Sequence[Paper]) -> list[int]:
+    """The records (0-based in ``ordered``) a theme prompt may leave out, in that order: every
+    theme's last papers before any theme's earlier ones, the last theme's first; never a
+    theme's first paper."""
+    position = {paper.id: i for i, paper in enumerate(ordered)}
+    firsts = {position[theme.papers[0].id] for theme in themes if theme.papers}
+    rank: dict[int, int] = {}
+    for theme in themes:
+        for r, paper in enumerate(theme.papers):
+            rank[position[paper.id]] = min(r, rank.get(position[paper.id], r))
+    return sorted((i for i in rank if i not in firsts), key=lambda i: (-rank[i], -i))
+
+
+def _fitted_prompt(themes: Sequence[ThemeGroup], scholar: str, ordered: Sequence[Paper], system_text: str,
+                   settings: Settings) -> tuple[EvidenceSet, str, int]:
+    """The theme prompt's records, its user turn and its tokens, fitted to
+    ``settings.llm_prompt_budget`` (``retrieval.answers.prompt_budget``): abstracts cut to the
+    sentences that match their theme's label, then each theme's later papers left out (its
+    first always stays), then the abstracts shortened. Records are numbered as shown."""
+    evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in ordered])
+
+    def user_text(shown: EvidenceSet, records: str) -> str:
+        numbers = {hit.paper.id: n for n, hit in enumerate(shown.hits, start=1)}
+        return _user_prompt().format(boundary=shown.boundary, scholar=neutralise(scholar, shown.boundary),
+                                     themes=_theme_listing(themes, numbers, shown.boundary), records=records)
+
+    label = {p.id: theme.label for theme in reversed(themes) for p in theme.papers}  # a paper's first theme
+    fitted = fit_evidence(evidence, [label[p.id] for p in ordered], fixed=system_text + user_text(evidence, ""),
+                          budget=settings.llm_prompt_budget, counter=token_counter(settings),
+                          droppable=_drop_order(themes, ordered))
+    return fitted.evidence, user_text(fitted.evidence, fitted.evidence.render()), fitted.tokens
 
 
 def llm_texts(
@@ -96,17 +130,10 @@ def llm_texts(
     from retrieval.answers.llm import LLM_FAILURES, describe_failure
 
     fallback = extractive_texts(themes)
-    numbers = _numbering(themes)
-    ordered = fallback.papers
-    evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in ordered])
     system_text = _system_prompt().format()  # the same for every scholar: servers cache it
-    user_text = _user_prompt().format(
-        boundary=evidence.boundary,
-        scholar=neutralise(scholar, evidence.boundary),
-        themes=_theme_listing(themes, numbers, evidence.boundary),
-        records=evidence.render(),
-    )
-    limits = CallLimits.from_settings(settings, prompt_tokens=approximate_tokens(system_text + user_text))
+    evidence, user_text, tokens = _fitted_prompt(themes, scholar, fallback.papers, system_text, settings)
+    ordered = [hit.paper for hit in evidence.hits]
+    limits = CallLimits.from_settings(settings, prompt_tokens=tokens)
     call = CallReport()
     messages = [SystemMessage(system_text), HumanMessage(user_text)]
     try:  # streamed within the first-token, stall and deadline limits (retrieval.answers.model_calls)

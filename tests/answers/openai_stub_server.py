@@ -14,6 +14,9 @@ scripted ``StubReply`` (the last one, or ``default``, repeats once the script ru
   server still reading the prompt (``stall_at=0``), or one that stopped writing mid-reply;
 * ``raw_body`` to send bytes verbatim (garbage, truncated JSON).
 
+Other POST paths answer 404, except ``/tokenize`` when the server is made with ``tokenize=True``
+(llama.cpp's endpoint: ``{"content": text}`` -> ``{"tokens": [...]}``, one token per word here).
+
 Every request is recorded (method, path, lowercased headers, parsed JSON body) in
 ``server.requests``; ``server.chat_requests`` keeps the chat completions only.
 
@@ -67,8 +70,9 @@ class OpenAIStubServer:
     """Start with ``start()`` or a ``with`` block; ``base_url`` ends in ``/v1``."""
 
     def __init__(self, replies: Iterable[StubReply] = (), *, default: StubReply | None = None,
-                 model: str = "stub-model") -> None:
+                 model: str = "stub-model", tokenize: bool = False) -> None:
         self._script = list(replies)
+        self.tokenize = tokenize
         self._default = default
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -178,6 +182,13 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw.decode("utf-8", "replace")
             server._record(RecordedRequest("POST", self.path, self._headers(), body))
+            if not self.path.endswith("/chat/completions"):
+                content = body.get("content") if isinstance(body, dict) else None
+                if self.path == "/tokenize" and server.tokenize and isinstance(content, str):
+                    self._send_json(200, {"tokens": list(range(len(content.split())))})
+                else:
+                    self._send_json(404, {"error": {"message": "not found", "code": "404"}})
+                return
             reply = server._next_reply()
             server._wait(reply.delay)
             with suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)

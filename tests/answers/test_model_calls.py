@@ -104,7 +104,7 @@ def test_no_first_token_in_time_is_first_token_late(release: threading.Event) ->
         list(stream_within(silent, limits(first_token=0.05), policy=Policy()))
     assert not release.is_set()  # the caller was given up on the call while it still hung
     assert raised.value.reason == ("it did not start answering within 0.05 s for a prompt of ~1,200 tokens; "
-                                   "raise PAPERBOT_LLM_TIMEOUT or lower the prompt budget")
+                                   "raise PAPERBOT_LLM_TIMEOUT or lower PAPERBOT_LLM_PROMPT_BUDGET")
 
 
 def test_chunks_without_content_are_not_an_answer(release: threading.Event) -> None:
@@ -140,7 +140,7 @@ def test_the_deadline_comes_before_the_per_request_limits(release: threading.Eve
         list(stream_within(silent, limits(first_token=5.0, deadline=0.05), policy=Policy()))
     assert not release.is_set()
     assert raised.value.reason == ("it had not started answering when the 0.05 s deadline passed for a prompt of "
-                                   "~1,200 tokens; raise PAPERBOT_LLM_DEADLINE or lower the prompt budget")
+                                   "~1,200 tokens; raise PAPERBOT_LLM_DEADLINE or lower PAPERBOT_LLM_PROMPT_BUDGET")
 
 
 def test_a_failure_before_any_content_is_retried_after_the_back_off() -> None:

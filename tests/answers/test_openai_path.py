@@ -124,7 +124,7 @@ def test_a_server_that_never_answers_is_asked_once(server: OpenAIStubServer, ret
     result = answer_question(DDA, retriever=retriever, settings=llm_settings(server, llm_timeout=0.15, llm_max_retries=2))
     assert result.mode == "extractive" and len(result.citations) == 3
     assert re.fullmatch(r"The model was too slow \(it did not start answering within 0\.15 s for a prompt of "
-                        r"~[\d,]+ tokens; raise PAPERBOT_LLM_TIMEOUT or lower the prompt budget\): extractive "
+                        r"~[\d,]+ tokens; raise PAPERBOT_LLM_TIMEOUT or lower PAPERBOT_LLM_PROMPT_BUDGET\): extractive "
                         r"answer instead\.", result.notice or ""), result.notice
     assert len(server.chat_requests) == 1  # the same prompt would be as slow again: not retried
 
