@@ -21,7 +21,9 @@ MIN_WIDTH = 40
 
 MODE_LABELS = {
     "extractive": "extractive (no LLM: each sentence is taken from the cited record's abstract)",
-    "llm": "llm (written by the model; every claim checked against its cited record)",
+    # what validation establishes (retrieval.answers.citations, .attribution), and no more
+    "llm": ("llm (written by the model; each sentence kept cites a retrieved record that holds its key terms "
+            "and names only that record's authors; the wording is the model's, check it against the sources)"),
 }
 LISTING_LABEL = "extractive (listing: every indexed record matching the filters, newest first)"
 

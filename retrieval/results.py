@@ -46,7 +46,9 @@ class SkippedItem:
 @dataclass(frozen=True)
 class DroppedSentence:
     text: str
-    reason: str  # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation"
+    # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation" | "wrong author" |
+    # "says nothing" | "unsupported" (retrieval.answers.citations, .attribution)
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -206,18 +206,26 @@ def unusable_answer_reason(report: ValidationReport, attribution: Attribution | 
 
     Beyond ``echoes_prompt`` and ``miscites``: a reply that made claims but cited none of them
     validly is the model failing to cite, not the records failing to answer (the evidence
-    passed the relevance policy), so it is unusable rather than an abstention; and a reply whose
-    every kept claim shares no content term with the records it cites ("The answer to the
-    question is [2].") says nothing about them.
+    passed the relevance policy), so it is unusable rather than an abstention; so is one whose
+    every claim went because the records it cites do not support it ("The answer to the
+    question is [2].", "The cited work proves that P equals NP [1].") or name other authors; and
+    a reply whose every kept claim shares no content term with the records it cites says
+    nothing about them.
     """
     if echoes_prompt(report):
         return "it repeated its instructions"
     if miscites(report):
         return "its citations pointed at the wrong records"
     if report.abstained:
-        if report.reason == "no valid citation" and any(
-                d.reason in ("uncited", "invalid citation only") for d in report.dropped):
+        if report.reason != "no valid citation":
+            return None
+        reasons = {d.reason for d in report.dropped}
+        if reasons & {"uncited", "invalid citation only"}:
             return "none of its claims cited a record validly"
+        if reasons & {"says nothing", "unsupported"}:
+            return "its sentences said nothing the cited records say"
+        if "wrong author" in reasons:
+            return "it credited authors with records they did not write"
         return None
     if attribution is not None and not any(
             attribution.says_something(sentence, [report.order[n - 1] for n in cited_numbers(sentence)])

@@ -10,8 +10,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from prompts import Prompt, load_prompt
-from retrieval.answers.attribution import EvidenceAttribution
-from retrieval.answers.citations import validate_answer
+from retrieval.answers.attribution import EvidenceAttribution, claim_terms
+from retrieval.answers.citations import split_sentences, validate_answer
 from retrieval.answers.evidence import EvidenceSet, build_evidence, neutralise, strip_markup
 from retrieval.answers.model_calls import CallLimits, CallReport, ModelTooSlow, stream_within
 from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
@@ -21,7 +21,7 @@ from retrieval.config import Settings
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerMode, SearchHit
 from retrieval.scholars.themes import ThemeGroup, extractive_theme_text
-from retrieval.text import fold
+from retrieval.text import content_terms
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -69,10 +69,15 @@ def _user_prompt() -> Prompt:
     return load_prompt("scholar_themes_user", required={"boundary", "scholar", "themes", "records"})
 
 
-def _echoes_label(text: str, label: str) -> bool:
-    """True when a theme's sentences say nothing but the theme's own label."""
-    said = set(fold(_CITE.sub(" ", text)).split())
-    return not said or said <= set(fold(label).split()) | {"theme", "papers", "paper", "work", "on", "and"}
+def _echoes_label(sentence: str, label: str) -> bool:
+    """True when a sentence says nothing but the theme's own label: no content term beyond the
+    label's ("Graph neural networks (records [1], [2]).", the prompt's header line copied)."""
+    return not claim_terms(sentence) - content_terms(label) - {"theme"}
+
+
+def _said_beyond_label(line: str, label: str) -> str:
+    """``line`` without its sentences that only echo ``label``."""
+    return " ".join(sentence for sentence in split_sentences(line) if not _echoes_label(sentence, label))
 
 
 def _theme_listing(themes: Sequence[ThemeGroup], numbers: Mapping[str, int], boundary: str) -> str:
@@ -165,11 +170,10 @@ def llm_texts(
         if match:
             current = int(match.group(1))
             line = line[match.end() :]
-        if current is not None and 1 <= current <= len(themes) and line.strip():
-            per_theme.setdefault(current, []).append(line.strip())
-    for k in list(per_theme):  # "THEME 2: Graph neural networks [3]." only echoes the label
-        if _echoes_label(" ".join(per_theme[k]), themes[k - 1].label):
-            del per_theme[k]
+        if current is not None and 1 <= current <= len(themes):
+            said = _said_beyond_label(line.strip(), themes[current - 1].label)  # not the header copied back
+            if said:
+                per_theme.setdefault(current, []).append(said)
     if not per_theme:
         fallback.notice = "The model's reply did not follow the THEME format: extractive summaries instead."
         return fallback

@@ -399,3 +399,16 @@ def test_the_theme_prompt_keeps_to_the_prompt_budget(index, settings, directory)
     assert themes and all(refs for refs in themes)  # every theme keeps a record
     cited = {int(n) for refs in themes for n in re.findall(r"\[(\d+)\]", refs)}
     assert cited == set(range(1, shown + 1))  # numbered as shown: no number without its record
+
+
+def test_a_theme_header_copied_back_is_not_a_summary(index, settings, directory):
+    """A small model copies "THEME k: <label> (records [1], ...)" from the prompt: that line
+    says nothing beyond the label; the theme keeps its extractive text, never "label: label"."""
+    baseline = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1))
+    labels = [theme.label for theme in baseline.themes]
+    echo = "\n".join(f"THEME {k}: {label} (records [1], [2])" for k, label in enumerate(labels, start=1))
+    model = ScriptedModel(messages=iter([AIMessage(content=echo)]))
+    result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
+    assert result.mode == "extractive"
+    assert result.notice == "The model's reply did not follow the THEME format: extractive summaries instead."
+    assert labels and not any(f"{label} (records" in result.summary for label in labels)
