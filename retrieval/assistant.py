@@ -40,6 +40,7 @@ from retrieval.results import (
     IndexStats,
     IngestReport,
     KeptAfterRemoval,
+    ModelProbe,
     RemovalReport,
     Scholar,
     ScholarSummaryResult,
@@ -309,6 +310,17 @@ class Assistant:
     def check_consistency(self) -> ConsistencyReport:
         """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""
         return self.index.check_consistency()
+
+    def probe_model(self) -> ModelProbe:
+        """How fast the chat model answers and whether the settings fit it (``paperbot doctor``;
+        ``retrieval.answers.model_probe``): the model given, or a probe-sized one built from the
+        settings; not configured when there is none."""
+        from retrieval.answers import model_probe  # the LLM stack only when a model is measured
+
+        if self._chat_model is None:
+            return ModelProbe(configured=False)
+        given = None if isinstance(self._chat_model, FromSettings) else self._chat_model
+        return model_probe.probe_model(self.settings, given)
 
     def repair(self, *, progress: Callable[[int, int], None] | None = None,
                force: bool = False) -> ConsistencyReport:
