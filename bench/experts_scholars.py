@@ -52,11 +52,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -72,15 +69,13 @@ from bench.common import (
     split_half,
     start_scratch_run,
 )
+from bench.experts import PAPERBOT, ranking_methods
 from bench.people import DEFAULT_DATA, TODAY, Owner, Truth, ground_truth, load_owners, open_index
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
-from retrieval.results import SearchHit
 from retrieval.scholars.cache import directory_for
-from retrieval.scholars.clustering import Vectors
-from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators, rank_experts
-from retrieval.scholars.expertise import Expert, document_model_scores, rank_sum_scores, single_best_scores
-from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
+from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators
+from retrieval.scholars.people import Person, stored_vectors_of
 
 SET_NAME = "experts_scholars"
 CUTOFF = 10
@@ -89,19 +84,8 @@ FOLDS = 3
 PER_FOLD = 3
 MIN_KEPT = 3
 MODES = ("abstract", "title")
-PAPERBOT = "paperbot collaborators"
 EVIDENCE_ONLY = "without work similarity (round 1)"
-PREVIOUS = "previous: sum over ranks"
-BASELINE = "baseline: single best paper"
-# (hits, people, today, query vector, stored vectors) -> ranking
-Method = Callable[[Sequence[SearchHit], PeopleDirectory, date, "np.ndarray | None", "Vectors | None"], list[Expert]]
-METHODS: dict[str, Method] = {
-    PAPERBOT: lambda hits, people, today, query, vectors: rank_experts(hits, people, today, query_vector=query,
-                                                                      vectors=vectors),
-    EVIDENCE_ONLY: lambda hits, people, today, query, vectors: document_model_scores(hits, people, today),
-    PREVIOUS: lambda hits, people, today, query, vectors: rank_sum_scores(hits, people, today),
-    BASELINE: lambda hits, people, today, query, vectors: single_best_scores(hits, people, today),
-}
+METHODS = ranking_methods(EVIDENCE_ONLY)
 TIMED = (PAPERBOT, EVIDENCE_ONLY)
 # The topics of issue #27 item 6, and whose work each is about (owner slug).
 EXAMPLES = (
