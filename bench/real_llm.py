@@ -323,6 +323,7 @@ class Outcome:
     dropped_sentences: list[dict[str, str]] = field(default_factory=list)
     checks: list[SentenceCheck] = field(default_factory=list)
     answer: str = ""
+    cited_ids: list[str] = field(default_factory=list)  # the shown answer's citations, in order
     error: str | None = None
 
     def count(self, verdict: str) -> int:
@@ -436,6 +437,7 @@ def run_question(assistant: Any, recorder: Recorder, q: Question, k: int) -> Out
     _, records, call = _model_fields(outcome, recorder.take())
     _notice_fields(outcome, result.notice)
     outcome.answer = result.answer
+    outcome.cited_ids = [citation.id for citation in result.citations]
     if result.abstained:
         outcome.mode = "abstained"
         report = final.report
