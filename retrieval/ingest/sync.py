@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from retrieval.index.paper_index import PaperIndex
     from retrieval.sources.apis.arxiv import ArxivSource
     from retrieval.sources.apis.crossref import CrossrefSource
-    from retrieval.sources.apis.openalex import OpenAlexAuthor, OpenAlexSource
+    from retrieval.sources.apis.openalex import OpenAlexSource
+    from retrieval.sources.providers.openalex import OpenAlexAuthor
 
 #: Works fetched per scholar and source in one sync; the first sync of a prolific author stops here.
 MAX_RESULTS = 500

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from retrieval.errors import InputError, SourceError
-from retrieval.sources.apis.arxiv import ArxivSource, author_query, parse_atom
+from retrieval.sources.apis.arxiv import ArxivSource, author_query
+from retrieval.sources.providers.arxiv import parse_atom
 from tests.sources.replay import FIXTURES, FakeClock, Replay, ReplayServer, body_bytes, load, make_settings, recording
 
 API = "https://export.arxiv.org/api/query"

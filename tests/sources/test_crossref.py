@@ -11,14 +11,14 @@ import httpx
 import pytest
 
 from retrieval.errors import InputError, ParseError, SourceError
-from retrieval.sources.apis.crossref import (
-    CrossrefSource,
+from retrieval.sources.apis.crossref import CrossrefSource
+from retrieval.sources.markup.jats import jats_to_text
+from retrieval.sources.providers.crossref import (
     date_from_parts,
     parse_crossref_page,
     parse_crossref_work,
     publication_date,
 )
-from retrieval.sources.markup.jats import jats_to_text
 from tests.sources.replay import FIXTURES, FakeClock, Replay, ReplayServer, load, make_settings, recording
 
 API = "https://api.crossref.org"

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from retrieval.errors import InputError, ParseError, SourceError
-from retrieval.sources.apis.openalex import OpenAlexSource, parse_author, parse_work, parse_works_page, rebuild_abstract
+from retrieval.sources.apis.openalex import OpenAlexSource
+from retrieval.sources.providers.openalex import parse_author, parse_work, parse_works_page, rebuild_abstract
 from tests.sources.replay import FIXTURES, FakeClock, Replay, ReplayServer, load, make_settings, recording
 
 API = "https://api.openalex.org"

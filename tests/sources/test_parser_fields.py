@@ -17,13 +17,15 @@ from typing import Any
 import pytest
 
 from retrieval.records.paper import Paper
-from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page, parse_crossref_work
-from retrieval.sources.apis.openalex import OpenAlexSource, parse_work
+from retrieval.sources.apis.crossref import CrossrefSource
+from retrieval.sources.apis.openalex import OpenAlexSource
 from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.oai import parse_oai_dc
 from retrieval.sources.files.ris import parse_ris
+from retrieval.sources.providers.arxiv import parse_atom
+from retrieval.sources.providers.crossref import parse_crossref_page, parse_crossref_work
+from retrieval.sources.providers.openalex import parse_work
 from tests.sources.replay import FIXTURES, FakeClock, Replay, body_bytes, load, make_settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project

@@ -19,9 +19,11 @@ import pytest
 from retrieval.errors import ParseError
 from retrieval.records.paper import Paper
 from retrieval.sources.apis.arxiv import ArxivSource
-from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page
-from retrieval.sources.apis.openalex import OpenAlexSource, parse_works_page
+from retrieval.sources.apis.crossref import CrossrefSource
+from retrieval.sources.apis.openalex import OpenAlexSource
 from retrieval.sources.files.detect import FORMATS, detect_format, parse_file, parse_text
+from retrieval.sources.providers.crossref import parse_crossref_page
+from retrieval.sources.providers.openalex import parse_works_page
 from tests.sources.replay import FakeClock, Replay, load, make_settings
 
 _SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project
