@@ -156,11 +156,12 @@ def test_search_pages_by_start_and_max_results_politely():
         "q_testing_s0_m10_bc5a6c384fe9", "q_testing_s10_m10_34e56e15aaac", "q_testing_s20_m10_348a237fecab"))
     clock = FakeClock()
     source = _source(replay, clock)
-    papers = list(source.search("testing", max_results=30, page_size=10))
+    found = source.search("testing", max_results=30, page_size=10).collect()
+    papers = found.items
     assert len(papers) == 30 and len({p.arxiv_id for p in papers}) == 30
     assert [(p["start"], p["max_results"]) for p in replay.params] == [("0", "10"), ("10", "10"), ("20", "10")]
     assert clock.waits == [3.0, 3.0]  # settings.arxiv_delay between calls, none before the first
-    assert source.skipped == []
+    assert found.skipped == []
     # the recorder stored UTF-8 as Latin-1; the client sees arXiv's real bytes
     assert "Aurora Ramírez" in [a.name for p in papers for a in p.authors]
 
@@ -208,25 +209,28 @@ def test_by_ids_handles_versions_unknown_and_malformed_ids():
         load("arxiv/id_quant-ph_0201082v1_s0_m100_86989fe779ef.json"),
     ])
     source = _source(replay)
-    [paper] = source.by_ids(["arXiv:2104.12255v1", "abc"])
+    fetched = source.by_ids(["arXiv:2104.12255v1", "abc"])
+    [paper] = fetched.items
     assert (paper.arxiv_id, paper.arxiv_version) == ("2104.12255", "v1")
-    assert [(s.item, s.reason) for s in source.skipped] == [("arXiv id 'abc'", "not an arXiv identifier")]
+    assert [(s.item, s.reason) for s in fetched.skipped] == [("arXiv id 'abc'", "not an arXiv identifier")]
     assert replay.params[0]["id_list"] == "2104.12255v1"
 
-    papers = source.by_ids(["0808.05394", "1707.08567"])
+    fetched = source.by_ids(["0808.05394", "1707.08567"])
+    papers = fetched.items
     assert [p.arxiv_id for p in papers] == ["1707.08567"]
     assert "Dirk Wübben" in papers[0].author_names
-    assert [(s.item, s.reason) for s in source.skipped] == [("arXiv id 0808.05394", "arXiv has no paper with this id")]
+    assert [(s.item, s.reason) for s in fetched.skipped] == [("arXiv id 0808.05394", "arXiv has no paper with this id")]
 
-    [old] = source.by_ids(["https://arxiv.org/abs/quant-ph/0201082v1"])
+    [old] = source.by_ids(["https://arxiv.org/abs/quant-ph/0201082v1"]).items
     assert (old.arxiv_id, old.arxiv_version) == ("quant-ph/0201082", "v1")
 
 
 def test_unknown_id_lookup_is_empty_and_reported():
     replay = Replay([load("arxiv/id_0000.0000_s0_m100_8b51d9633a68.json")])
     source = _source(replay)
-    assert source.by_ids(["0000.0000"]) == []
-    assert source.skipped[0].reason == "arXiv has no paper with this id"
+    fetched = source.by_ids(["0000.0000"])
+    assert fetched.items == []
+    assert fetched.skipped[0].reason == "arXiv has no paper with this id"
 
 
 def test_by_author_sorts_by_submission_and_stops_before_since():

@@ -178,8 +178,8 @@ def test_work_by_doi_found_and_unknown():
     # Crossref answers an unknown DOI with 404; the recorded 404 body (a bad cursor) re-served here
     missing = load("crossref/test-cursor__test_cursor_fails_cursor_value__0.json", url=f"{API}/works/10.9999/nothing")
     source = _source(Replay([found, missing]))
-    paper = source.work_by_doi("doi:10.1002/JOR.1100150407")
-    assert paper is not None and paper.title.startswith("Growth hormone secretagogue")
+    fetched = source.work_by_doi("doi:10.1002/JOR.1100150407")
+    assert fetched is not None and fetched.items[0].title.startswith("Growth hormone secretagogue")
     assert source.work_by_doi("10.9999/nothing") is None
 
 
@@ -199,8 +199,9 @@ def test_untitled_single_work_is_skipped_not_raised():
     body = _body("test-works__test_works_with_many_ids__1.json")
     body["message"]["title"] = []
     source = _source(Replay([recording(f"{API}/works/10.1002/jor.1100150407", body)]))
-    assert source.work_by_doi("10.1002/jor.1100150407") is None
-    assert source.skipped[0].reason == "no title"
+    fetched = source.work_by_doi("10.1002/jor.1100150407")
+    assert fetched is not None and fetched.items == []
+    assert fetched.skipped[0].reason == "no title"
 
 
 def test_malformed_json_is_a_source_error():
@@ -213,7 +214,7 @@ def test_through_a_real_local_server():
     replay = Replay([load("crossref/test-works__test_works_with_many_ids__1.json")])
     with ReplayServer(replay) as server:
         source = CrossrefSource(make_settings(crossref_url=server.url))
-        paper = source.work_by_doi("10.1002/jor.1100150407")
+        fetched = source.work_by_doi("10.1002/jor.1100150407")
         source.close()
-    assert paper is not None and paper.doi == "10.1002/jor.1100150407"
+    assert fetched is not None and fetched.items[0].doi == "10.1002/jor.1100150407"
     assert replay.unmatched == [] and server.paths == ["/works/10.1002/jor.1100150407"]

@@ -208,8 +208,10 @@ def test_work_by_doi_and_unknown_doi():
     missing = load("openalex/test_doi_search_paper_attributes0___2.json",
                    url=f"{API}/works/https://doi.org/10.9999/nothing-here", status_code=404)
     source = _source(Replay([found, missing]))
-    paper = source.work_by_doi("https://doi.org/10.1016/j.xgen.2025.100814")
-    assert paper is not None and paper.title == "High-throughput screening of human genetic variants by pooled prime editing"
+    fetched = source.work_by_doi("https://doi.org/10.1016/j.xgen.2025.100814")
+    assert fetched is not None
+    [paper] = fetched.items
+    assert paper.title == "High-throughput screening of human genetic variants by pooled prime editing"
     assert source.work_by_doi("10.9999/nothing-here") is None
     with pytest.raises(InputError):
         source.work_by_doi("not a doi")
@@ -236,9 +238,9 @@ def test_find_authors_skips_deleted_profiles():
     results = [_entity("A5023888391.json"), _entity("A5317838346.json"), _entity("A-api-response.json")]
     url = _url("/authors", search="Jason Priem", **{"per-page": 10})
     source = _source(Replay([recording(url, {"meta": {"count": 3}, "results": results})]))
-    authors = source.find_authors("Jason Priem")
-    assert [a.id for a in authors] == ["A5023888391", "A2150889177"]
-    assert [(s.item, s.reason) for s in source.skipped] == [("OpenAlex author A5317838346", "profile was deleted")]
+    found = source.find_authors("Jason Priem")
+    assert [a.id for a in found.items] == ["A5023888391", "A2150889177"]
+    assert [(s.item, s.reason) for s in found.skipped] == [("OpenAlex author A5317838346", "profile was deleted")]
 
 
 def test_author_lookup_by_orcid_deleted_and_merged():
@@ -277,7 +279,7 @@ def test_through_a_real_local_server():
     replay = Replay([load("openalex/test_doi_search_paper_attributes0___2.json")])
     with ReplayServer(replay) as server:
         source = OpenAlexSource(make_settings(openalex_url=server.url))
-        paper = source.work_by_doi("10.1016/j.xgen.2025.100814")
+        fetched = source.work_by_doi("10.1016/j.xgen.2025.100814")
         source.close()
-    assert paper is not None and paper.doi == "10.1016/j.xgen.2025.100814"
+    assert fetched is not None and fetched.items[0].doi == "10.1016/j.xgen.2025.100814"
     assert replay.unmatched == []

@@ -18,6 +18,7 @@ from retrieval.config import Settings
 from retrieval.errors import InputError, ParseError, SourceError
 from retrieval.records.paper import Paper, clean_text, split_arxiv_id
 from retrieval.results import SkippedItem
+from retrieval.sources.fetched import Fetched, PaperStream
 from retrieval.sources.http import ApiSource
 from retrieval.sources.providers.arxiv import SOURCE, AtomPage, describe_error, read_feed
 
@@ -73,8 +74,9 @@ def author_query(name: str) -> str:
 class ArxivSource(ApiSource):
     """Search, author listings and id lookups against the arXiv API.
 
-    After each call (once its iterator is exhausted) ``skipped`` holds the entries that could
-    not become papers, and ids that arXiv did not return, each with the reason.
+    Each call returns its outcome (``PaperStream`` or ``Fetched``): the papers, the entries that
+    could not become papers and the ids arXiv did not return, each with the reason. A failed
+    request raises ``SourceError`` naming the request and, for an error feed, the API's message.
     """
 
     SOURCE = SOURCE
@@ -92,61 +94,67 @@ class ArxivSource(ApiSource):
         )
         self.url = settings.arxiv_url
 
-    def search(self, query: str, *, max_results: int = 100, page_size: int = 100) -> Iterator[Paper]:
+    def search(self, query: str, *, max_results: int = 100, page_size: int = 100) -> PaperStream:
         """Papers matching a raw arXiv ``search_query`` (``all:graph AND cat:cs.LG``), by relevance.
 
-        Pages are fetched lazily as the iterator is consumed; papers of pages already fetched
-        stay with the caller if a later page fails.
+        Pages are fetched lazily as the stream is consumed; papers of pages already fetched
+        stay with the caller if a later page fails. ``InputError`` for an empty query.
         """
         query = clean_text(query)
         if not query:
             raise InputError("Give something to search arXiv for.")
-        return self._paged(query, "relevance", max_results, page_size, what=f"search {query!r}")
+        return PaperStream(lambda stream: self._paged(
+            stream, query, "relevance", max_results, page_size, what=f"search {query!r}"))
 
-    def by_author(self, name: str, *, since: date | None = None, max_results: int = 500) -> Iterator[Paper]:
-        """An author's papers, newest submission first, stopping at the first one before ``since``."""
+    def by_author(self, name: str, *, since: date | None = None, max_results: int = 500) -> PaperStream:
+        """An author's papers, newest submission first, stopping at the first one before ``since``
+        (``author_query`` builds the query; ``InputError`` for an empty name)."""
         query = author_query(name)
-        papers = self._paged(query, "submittedDate", max_results, 100, what=f"papers of {name!r}")
-        return papers if since is None else _until(papers, since)
 
-    def by_ids(self, ids: Sequence[str]) -> list[Paper]:
-        """Papers for arXiv ids (with or without version); unknown and malformed ids are skipped."""
-        self._reset()
+        def pages(stream: PaperStream) -> Iterator[Paper]:
+            papers = self._paged(stream, query, "submittedDate", max_results, 100, what=f"papers of {name!r}")
+            return papers if since is None else _until(papers, since)
+
+        return PaperStream(pages)
+
+    def by_ids(self, ids: Sequence[str]) -> Fetched[Paper]:
+        """Papers for arXiv ids (with or without version), fetched ``ID_BATCH`` at a time; malformed
+        ids, entries that cannot become papers and ids arXiv does not know are ``skipped``."""
+        fetched: Fetched[Paper] = Fetched()
         wanted: list[tuple[str, str]] = []  # (as sent, id without version)
         for raw in ids:
             parts = split_arxiv_id(raw)
             if parts is None:
-                self.skipped.append(SkippedItem(f"arXiv id {raw!r}", "not an arXiv identifier"))
+                fetched.skipped.append(SkippedItem(f"arXiv id {raw!r}", "not an arXiv identifier"))
                 continue
             sent = parts[0] + (parts[1] or "")
             if sent not in (w[0] for w in wanted):
                 wanted.append((sent, parts[0]))
-        papers: list[Paper] = []
         for offset in range(0, len(wanted), ID_BATCH):
             batch = wanted[offset : offset + ID_BATCH]
             sent = ",".join(w[0] for w in batch)
             page = self._fetch("", sent, "relevance", 0, ID_BATCH, what=f"lookup of arXiv ids {_ids_label(batch)}")
-            papers.extend(page.papers)
+            fetched.items.extend(page.papers)
+            fetched.skipped.extend(page.skipped)
+            fetched.warnings.extend(page.warnings)
             found = {p.arxiv_id for p in page.papers} | {_skipped_id(s) for s in page.skipped}
             for sent_id, base_id in batch:
                 if base_id not in found:
-                    self.skipped.append(SkippedItem(f"arXiv id {sent_id}", "arXiv has no paper with this id"))
-        return papers
+                    fetched.skipped.append(SkippedItem(f"arXiv id {sent_id}", "arXiv has no paper with this id"))
+        return fetched
 
     # --- paging ----------------------------------------------------------------------------
 
-    def _reset(self) -> None:
-        self.skipped = []
-        self.warnings = []
-
-    def _paged(self, query: str, sort_by: str, max_results: int, page_size: int, *, what: str) -> Iterator[Paper]:
-        self._reset()
+    def _paged(self, stream: PaperStream, query: str, sort_by: str, max_results: int, page_size: int, *,
+               what: str) -> Iterator[Paper]:
+        """The papers of a listing, page by page; each page's skips and warnings go to ``stream``."""
         page_size = max(1, min(page_size, MAX_PAGE_SIZE))
         start = 0
         delivered = 0
         while delivered < max_results:
             size = min(page_size, max_results - delivered)
             page = self._fetch(query, "", sort_by, start, size, what=what)
+            stream.note(page.skipped, page.warnings)
             for paper in page.papers:
                 if delivered >= max_results:
                     return
@@ -154,7 +162,7 @@ class ArxivSource(ApiSource):
                 yield paper
             if page.entries == 0 and start < page.total_results:
                 # arXiv occasionally answers a valid page with no entries; say so, don't loop.
-                self.warnings.append(SkippedItem(
+                stream.warnings.append(SkippedItem(
                     f"results from {start} of {page.total_results}",
                     "arXiv returned an empty page; the listing may be incomplete, try again later",
                 ))
@@ -177,8 +185,6 @@ class ArxivSource(ApiSource):
         except ParseError as exc:
             raise SourceError(SOURCE, f"{what} (results from {start}): {exc.user_message}",
                               status=response.status_code) from None
-        self.skipped.extend(page.skipped)
-        self.warnings.extend(page.warnings)
         return page
 
 

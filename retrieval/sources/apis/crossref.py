@@ -17,6 +17,7 @@ import httpx
 from retrieval.config import Settings
 from retrieval.errors import InputError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_orcid
+from retrieval.sources.fetched import Fetched, PaperStream
 from retrieval.sources.http import ApiSource
 from retrieval.sources.providers.crossref import SOURCE, describe_error, parse_crossref_page, read_work, unwrap
 
@@ -26,7 +27,8 @@ MAX_ROWS = 1_000
 class CrossrefSource(ApiSource):
     """Works from the Crossref REST API (``settings.crossref_url``).
 
-    ``skipped``/``warnings`` describe the items the most recent call could not use.
+    Each call returns its outcome (``Fetched`` or ``PaperStream``): the works, and the items it
+    could not use with the reason. A failed request raises ``SourceError``.
     """
 
     SOURCE = SOURCE
@@ -42,9 +44,9 @@ class CrossrefSource(ApiSource):
         super().__init__(settings, client, sleep, clock=clock, describe_error=describe_error)
         self.base = settings.crossref_url
 
-    def work_by_doi(self, doi: str) -> Paper | None:
-        """The work with this DOI, or None when Crossref does not know it (HTTP 404)."""
-        self.skipped, self.warnings = [], []
+    def work_by_doi(self, doi: str) -> Fetched[Paper] | None:
+        """The work with this DOI (in ``items``, or in ``skipped`` with the reason when it cannot
+        become a paper), or None when Crossref does not know it (HTTP 404)."""
         bare = normalize_doi(doi)
         if not bare:
             raise InputError(f"{doi!r} is not a DOI (they look like 10.1234/abcd).")
@@ -53,10 +55,9 @@ class CrossrefSource(ApiSource):
         if payload is None:
             return None
         outcome = read_work(unwrap(payload))
-        self.skipped, self.warnings = outcome.skipped, outcome.warnings
-        return outcome.papers[0] if outcome.papers else None
+        return Fetched(outcome.papers, outcome.skipped, outcome.warnings)
 
-    def works_by_orcid(self, orcid: str, *, since: date | None = None, max_results: int = 1000) -> Iterator[Paper]:
+    def works_by_orcid(self, orcid: str, *, since: date | None = None, max_results: int = 1000) -> PaperStream:
         """Works whose metadata carries this ORCID, newest first."""
         bare = normalize_orcid(orcid)
         if not bare:
@@ -67,7 +68,7 @@ class CrossrefSource(ApiSource):
         params = {"filter": filter_, "sort": "published", "order": "desc"}
         return self._paged(params, max_results, what=f"works of ORCID {bare}")
 
-    def search(self, query: str, *, max_results: int = 100) -> Iterator[Paper]:
+    def search(self, query: str, *, max_results: int = 100) -> PaperStream:
         """Bibliographic search, by relevance."""
         query = clean_text(query)
         if not query:
@@ -76,8 +77,11 @@ class CrossrefSource(ApiSource):
 
     # --- plumbing --------------------------------------------------------------------------
 
-    def _paged(self, params: dict[str, Any], max_results: int, *, what: str) -> Iterator[Paper]:
-        self.skipped, self.warnings = [], []
+    def _paged(self, params: dict[str, Any], max_results: int, *, what: str) -> PaperStream:
+        return PaperStream(lambda stream: self._pages(stream, params, max_results, what=what))
+
+    def _pages(self, stream: PaperStream, params: dict[str, Any], max_results: int, *, what: str) -> Iterator[Paper]:
+        """The works of a listing, cursor page by page; each page's skips and warnings go to ``stream``."""
         rows = max(1, min(max_results, MAX_ROWS))
         cursor = "*"
         delivered = 0
@@ -85,8 +89,7 @@ class CrossrefSource(ApiSource):
         while delivered < max_results:
             payload = self._json(f"{self.base}/works", {**params, "rows": rows, "cursor": cursor}, what=what)
             page = parse_crossref_page(payload)
-            self.skipped.extend(page.skipped)
-            self.warnings.extend(page.warnings)
+            stream.note(page.skipped, page.warnings)
             for paper in page.papers:
                 if delivered >= max_results:
                     return

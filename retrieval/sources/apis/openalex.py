@@ -18,6 +18,7 @@ from retrieval.config import Settings
 from retrieval.errors import InputError, ParseError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_openalex_id, normalize_orcid
 from retrieval.results import SkippedItem
+from retrieval.sources.fetched import Fetched, PaperStream
 from retrieval.sources.files.base import json_object
 from retrieval.sources.http import ApiSource
 from retrieval.sources.providers.openalex import (
@@ -35,7 +36,8 @@ MAX_PER_PAGE = 200
 class OpenAlexSource(ApiSource):
     """Authors and works from the OpenAlex API (``settings.openalex_url``).
 
-    ``skipped``/``warnings`` describe the items the most recent call could not use.
+    Each call that reads several items returns its outcome (``Fetched`` or ``PaperStream``): the
+    items, and the ones it could not use with the reason. A failed request raises ``SourceError``.
     """
 
     SOURCE = SOURCE
@@ -54,9 +56,10 @@ class OpenAlexSource(ApiSource):
 
     # --- authors ---------------------------------------------------------------------------
 
-    def find_authors(self, name: str, *, limit: int = 10) -> list[OpenAlexAuthor]:
-        """Profiles matching a name, best match first, for choosing between namesakes."""
-        self._reset()
+    def find_authors(self, name: str, *, limit: int = 10) -> Fetched[OpenAlexAuthor]:
+        """Profiles matching a name, best match first, for choosing between namesakes; unusable
+        and deleted profiles are ``skipped``. ``InputError`` for an empty name."""
+        found: Fetched[OpenAlexAuthor] = Fetched()
         name = clean_text(name)
         if not name:
             raise InputError("Give a name to look up on OpenAlex.")
@@ -65,23 +68,24 @@ class OpenAlexSource(ApiSource):
         results = json_object(payload).get("results")
         if not isinstance(results, list):
             raise SourceError(SOURCE, f"author search {name!r}: the response has no 'results'; the API may have changed.")
-        authors: list[OpenAlexAuthor] = []
         for position, obj in enumerate(results):
             item = f"OpenAlex author result #{position + 1}"
             try:
                 author = parse_author(obj)
             except ParseError as exc:
-                self.skipped.append(SkippedItem(exc.item or item, exc.user_message))
+                found.skipped.append(SkippedItem(exc.item or item, exc.user_message))
                 continue
             if author.deleted:
-                self.skipped.append(SkippedItem(f"OpenAlex author {author.id}", "profile was deleted"))
+                found.skipped.append(SkippedItem(f"OpenAlex author {author.id}", "profile was deleted"))
                 continue
-            authors.append(author)
-        return authors[:limit]
+            found.items.append(author)
+        del found.items[limit:]
+        return found
 
     def author(self, author_id_or_orcid: str) -> OpenAlexAuthor:
-        """One profile by OpenAlex id (``A...`` or URL) or ORCID; merged ids follow the redirect."""
-        self._reset()
+        """One profile by OpenAlex id (``A...`` or URL) or ORCID; merged ids follow the redirect.
+
+        ``InputError`` for an unknown or deleted profile; ``SourceError`` for an unusable one."""
         key = _author_key(author_id_or_orcid)
         payload = self._json(f"/authors/{key}", {}, what=f"author {author_id_or_orcid}", not_found_is_empty=True)
         if payload is None:
@@ -105,23 +109,23 @@ class OpenAlexSource(ApiSource):
 
     # --- works -----------------------------------------------------------------------------
 
-    def works_by_author(self, author_id: str, *, since: date | None = None, max_results: int = 1000) -> Iterator[Paper]:
+    def works_by_author(self, author_id: str, *, since: date | None = None, max_results: int = 1000) -> PaperStream:
         """An author's works, newest first; ``since`` keeps works published on or after it."""
         bare = normalize_openalex_id(author_id)
         if not bare or not bare.startswith("A"):
             raise InputError(f"{author_id!r} is not an OpenAlex author id (they look like A5023888391).")
         return self._works(f"author.id:{bare}", since, max_results, what=f"works of author {bare}")
 
-    def works_by_orcid(self, orcid: str, *, since: date | None = None, max_results: int = 1000) -> Iterator[Paper]:
+    def works_by_orcid(self, orcid: str, *, since: date | None = None, max_results: int = 1000) -> PaperStream:
         """Works whose authorships carry this ORCID, newest first."""
         bare = normalize_orcid(orcid)
         if not bare:
             raise InputError(f"{orcid!r} is not an ORCID (they look like 0000-0002-1825-0097).")
         return self._works(f"author.orcid:{bare}", since, max_results, what=f"works of ORCID {bare}")
 
-    def work_by_doi(self, doi: str) -> Paper | None:
-        """The work with this DOI, or None when OpenAlex does not know it."""
-        self._reset()
+    def work_by_doi(self, doi: str) -> Fetched[Paper] | None:
+        """The work with this DOI (in ``items``, or in ``skipped`` with the reason when it cannot
+        become a paper), or None when OpenAlex does not know it."""
         bare = normalize_doi(doi)
         if not bare:
             raise InputError(f"{doi!r} is not a DOI (they look like 10.1234/abcd).")
@@ -130,10 +134,9 @@ class OpenAlexSource(ApiSource):
         if payload is None:
             return None
         outcome = read_work(payload)
-        self._collect(outcome.skipped, outcome.warnings)
-        return outcome.papers[0] if outcome.papers else None
+        return Fetched(outcome.papers, outcome.skipped, outcome.warnings)
 
-    def search(self, query: str, *, max_results: int = 100) -> Iterator[Paper]:
+    def search(self, query: str, *, max_results: int = 100) -> PaperStream:
         """Full-text search over titles, abstracts and fulltext, by relevance."""
         query = clean_text(query)
         if not query:
@@ -142,20 +145,23 @@ class OpenAlexSource(ApiSource):
 
     # --- plumbing --------------------------------------------------------------------------
 
-    def _works(self, filter_: str, since: date | None, max_results: int, *, what: str) -> Iterator[Paper]:
+    def _works(self, filter_: str, since: date | None, max_results: int, *, what: str) -> PaperStream:
         if since is not None:
             filter_ += f",from_publication_date:{since.isoformat()}"
         return self._paged({"filter": filter_, "sort": "publication_date:desc"}, max_results, what=what)
 
-    def _paged(self, params: dict[str, Any], max_results: int, *, what: str) -> Iterator[Paper]:
-        self._reset()
+    def _paged(self, params: dict[str, Any], max_results: int, *, what: str) -> PaperStream:
+        return PaperStream(lambda stream: self._pages(stream, params, max_results, what=what))
+
+    def _pages(self, stream: PaperStream, params: dict[str, Any], max_results: int, *, what: str) -> Iterator[Paper]:
+        """The works of a listing, cursor page by page; each page's skips and warnings go to ``stream``."""
         delivered = 0
         cursor: str | None = "*"
         per_page = max(1, min(max_results, MAX_PER_PAGE))
         while cursor and delivered < max_results:
             payload = self._json("/works", {**params, "per-page": per_page, "cursor": cursor}, what=what)
             page = parse_works_page(payload)
-            self._collect(page.skipped, page.warnings)
+            stream.note(page.skipped, page.warnings)
             for paper in page.papers:
                 if delivered >= max_results:
                     return
@@ -181,14 +187,6 @@ class OpenAlexSource(ApiSource):
                 "Try again in a minute.",
                 status=response.status_code,
             ) from None
-
-    def _reset(self) -> None:
-        self.skipped = []
-        self.warnings = []
-
-    def _collect(self, skipped: list[SkippedItem], warnings: list[SkippedItem]) -> None:
-        self.skipped.extend(skipped)
-        self.warnings.extend(warnings)
 
 
 def _author_key(value: str) -> str:
