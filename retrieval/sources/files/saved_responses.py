@@ -23,8 +23,8 @@ pages too, as API snapshots are shipped), refuse an API error response with the 
 words (``ParseError`` naming the file, never "no title"), take the records out of the envelope,
 parse each one; a record that cannot become a paper is skipped with its reason.
 
-``detect_saved_json`` and ``is_arxiv_atom`` recognise these formats from the start of a file
-for ``files.detect_format``; see their docstrings for what each rule keys on.
+``sniff`` recognises these formats from the start of a file (``sniff.saved_api_format``,
+``sniff.arxiv_atom``); ``formats.READERS`` names the parser of each.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -47,94 +46,6 @@ from retrieval.sources.providers import arxiv, crossref, dblp, openalex, semanti
 
 _NOTHING = object()  # no document decoded (``null`` is one)
 
-SEMANTIC_SCHOLAR = semantic_scholar.FORMAT
-DBLP = dblp.FORMAT
-ARXIV_ATOM = arxiv.FORMAT
-#: Format names this module reads, in the order ``files.FORMATS`` lists them.
-FORMATS: tuple[str, ...] = (ARXIV_ATOM, openalex.SOURCE, crossref.SOURCE, SEMANTIC_SCHOLAR, DBLP)
-
-# --- detection ------------------------------------------------------------------------------
-
-_KEY = re.compile(r'"(@?[A-Za-z_][\w-]*)"\s*:')
-_FIRST_KEY = re.compile(r'^\{\s*"([^"\\]*)"\s*:')
-_OPENALEX_ID = re.compile(r'"id"\s*:\s*"https?://openalex\.org/[WASICFPTwasicfpt]\d+"')
-_LIST_TITLE = re.compile(r'"(?:container-)?title"\s*:\s*\[')
-# Keys only OpenAlex work objects carry (CSL, Crossref and Paper records have none of them).
-_OPENALEX_KEYS = frozenset({
-    "authorships", "primary_location", "publication_year", "abstract_inverted_index", "host_venue",
-    "cited_by_api_url", "counts_by_year", "best_oa_location", "referenced_works", "is_authors_truncated",
-    "oa_status", "any_repository_has_fulltext",  # ``select=open_access,...`` answers
-    "db_response_time_ms", "groups_count",  # a list's ``meta``: an empty works list has nothing else
-})  # fmt: skip
-# Keys only Crossref work records carry (CSL-JSON shares DOI, URL, issued, container-title...).
-_CROSSREF_KEYS = frozenset({
-    "reference-count", "is-referenced-by-count", "references-count", "content-domain",
-    "short-container-title", "deposited", "indexed", "member", "prefix",
-})  # fmt: skip
-_S2_LIST_KEYS = frozenset({"total", "offset", "next", "token", "data"})  # an empty list has only these
-_S2_KEYS = frozenset({
-    "externalIds", "authorId", "citationCount", "influentialCitationCount", "referenceCount",
-    "fieldsOfStudy", "s2FieldsOfStudy", "publicationDate", "publicationTypes", "publicationVenue",
-    "isOpenAccess", "openAccessPdf", "corpusId",
-})  # fmt: skip
-_ATOM_NS = arxiv.ATOM_NAMESPACE
-_FEED_ROOT = re.compile(r"^(?:<\?xml[^>]*\?>\s*)?(?:<!--.*?-->\s*)*<(?:[\w.-]+:)?feed[\s>]", re.DOTALL)
-
-
-def detect_saved_json(head: str) -> str | None:
-    """The saved-response format of a JSON text from its start (``head``), else None.
-
-    Rules, first match wins:
-
-    - an object whose first key is ``error``: an error answer of OpenAlex (it also has
-      ``message``) or Semantic Scholar (``error`` alone); ``{"message", "code"}`` is Semantic
-      Scholar's rate-limit answer, and an object of only ``data`` with ``total``/``offset``/
-      ``next``/``token`` is its (empty) list;
-    - a ``message-type`` key: Crossref's envelope (a work, a work list or a failure);
-    - a first key ``result`` with ``@``-keys (``@code``, ``@total``: DBLP's rendering of XML
-      attributes), or ``result`` with ``hits``, or ``info`` with ``@score``: a DBLP search answer;
-    - otherwise scores, each needing two signals: OpenAlex (an ``"id": "https://openalex.org/W..."``
-      counts as three, plus keys like ``authorships``, ``primary_location``,
-      ``abstract_inverted_index``, ``host_venue``), Crossref without its envelope (keys like
-      ``reference-count``, ``is-referenced-by-count``, ``indexed``, ``deposited``, ``member``,
-      ``prefix``, plus ``title``/``container-title`` as arrays; a list title alone is not enough,
-      some CSL exporters write one), Semantic Scholar (``paperId`` counts as three, plus
-      camelCase keys like ``externalIds``, ``authorId``, ``publicationDate``).
-
-    CSL-JSON, JSON Lines of papers and the arXiv snapshot have none of these keys, so they stay
-    with the rules in ``files``.
-    """
-    head = head.lstrip("\ufeff \t\r\n")
-    keys = set(_KEY.findall(head))
-    first = _FIRST_KEY.match(head)
-    first_key = first.group(1) if first else None
-    if first_key == "error":
-        return openalex.SOURCE if "message" in keys else SEMANTIC_SCHOLAR
-    if first_key in {"message", "code"} and keys <= {"message", "code"}:
-        return SEMANTIC_SCHOLAR
-    if "data" in keys and len(keys) > 1 and keys <= _S2_LIST_KEYS:
-        return SEMANTIC_SCHOLAR
-    if "message-type" in keys:
-        return crossref.SOURCE
-    at_keys = any(key.startswith("@") for key in keys)  # DBLP renders XML attributes as "@code"
-    if (first_key == "result" and at_keys) or {"result", "hits"} <= keys or {"info", "@score"} <= keys:
-        return DBLP
-    crossref_only = len(keys & _CROSSREF_KEYS)
-    scores = {
-        openalex.SOURCE: 3 * bool(_OPENALEX_ID.search(head)) + len(keys & _OPENALEX_KEYS),
-        crossref.SOURCE: crossref_only + bool(_LIST_TITLE.search(head)) if crossref_only else 0,
-        SEMANTIC_SCHOLAR: 3 * ("paperId" in keys) + len(keys & _S2_KEYS),
-    }
-    best = max(scores, key=lambda fmt: scores[fmt])
-    return best if scores[best] >= 2 else None
-
-
-def is_arxiv_atom(head: str) -> bool:
-    """True when the XML text is an Atom feed (root ``feed`` in the Atom namespace) from arXiv
-    (its namespace ``arxiv.org/schemas/atom`` or an ``arxiv.org`` link or id near the start)."""
-    head = head.lstrip("\ufeff \t\r\n")
-    return bool(_FEED_ROOT.match(head)) and _ATOM_NS in head and "arxiv.org" in head
-
 
 # --- arXiv Atom -----------------------------------------------------------------------------
 
@@ -144,19 +55,19 @@ def parse_arxiv_atom(text: str, name: str = "<text>") -> ParseOutcome:
     try:
         root = parse_xml(text.lstrip("\ufeff"))
     except UnsafeXMLError as exc:
-        raise _file_error(name, ARXIV_ATOM, f"{name} was refused: {exc}.") from None
+        raise _file_error(name, arxiv.FORMAT, f"{name} was refused: {exc}.") from None
     except ET.ParseError as exc:
         raise _file_error(
-            name, ARXIV_ATOM, f"{name} is not a well-formed Atom feed ({exc}); the download may be cut "
+            name, arxiv.FORMAT, f"{name} is not a well-formed Atom feed ({exc}); the download may be cut "
             "short: save the arXiv response again.",
         ) from None
-    if root.tag != f"{{{_ATOM_NS}}}feed":
-        raise _file_error(name, ARXIV_ATOM, f"{name} is not an Atom feed (its root is <{root.tag}>).")
+    if root.tag != f"{{{arxiv.ATOM_NAMESPACE}}}feed":
+        raise _file_error(name, arxiv.FORMAT, f"{name} is not an Atom feed (its root is <{root.tag}>).")
     message = arxiv.feed_error(root)
     if message is not None:
-        raise _api_error(name, ARXIV_ATOM, "arXiv", message)
-    outcome = ParseOutcome(format=ARXIV_ATOM)
-    for position, entry in enumerate(root.iterfind(f"{{{_ATOM_NS}}}entry")):
+        raise _api_error(name, arxiv.FORMAT, "arXiv", message)
+    outcome = ParseOutcome(format=arxiv.FORMAT)
+    for position, entry in enumerate(root.iterfind(f"{{{arxiv.ATOM_NAMESPACE}}}entry")):
         if not outcome.budget.take(f"entry {position + 1}"):
             break
         outcome.add(arxiv.read_entry(entry, position))
@@ -284,12 +195,3 @@ def parse_dblp(text: str, name: str = "<text>") -> ParseOutcome:
     """A saved DBLP publication search answer (JSON) -> papers."""
     return _parse_json(text, name, _DBLP)
 
-
-#: Format name -> parser ``(text, name) -> ParseOutcome``, for ``files``.
-PARSERS: dict[str, Callable[[str, str], ParseOutcome]] = {
-    ARXIV_ATOM: parse_arxiv_atom,
-    openalex.SOURCE: parse_openalex,
-    crossref.SOURCE: parse_crossref,
-    SEMANTIC_SCHOLAR: parse_semantic_scholar,
-    DBLP: parse_dblp,
-}
