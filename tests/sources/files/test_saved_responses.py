@@ -26,9 +26,9 @@ from retrieval.sources.providers.crossref import parse_crossref_page
 from retrieval.sources.providers.openalex import parse_works_page
 from tests.sources.replay import FakeClock, Replay, load, make_settings
 
-_SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project
+_SHARED_FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "fixtures"  # ../shared beside the project
 SHARED = _SHARED_FIXTURES if _SHARED_FIXTURES.is_dir() else None
-FILES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
+FILES = Path(__file__).resolve().parents[2] / "fixtures" / "files"
 SAVED_FORMATS = ("arxiv-atom", "openalex", "crossref", "semantic-scholar", "dblp")
 
 
