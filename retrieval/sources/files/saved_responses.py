@@ -100,7 +100,8 @@ def _api_error(name: str, fmt: str, label: str, message: str) -> ParseError:
 
 
 def _error_of(api: _Api, document: Any) -> str | None:
-    """``api.error_of(document)``; None when the document nests too deeply to describe."""
+    """``api.error_of(document)``; None (not an error answer) when its values nest too deeply to
+    read (OpenAlex and Crossref describe such an error answer without its values themselves)."""
     try:
         return api.error_of(document)
     except RecursionError:

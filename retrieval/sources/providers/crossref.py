@@ -341,7 +341,11 @@ def error_of(document: Any) -> str | None:
     failed = (isinstance(status, str) and status != "ok") or (isinstance(kind, str) and kind.endswith("failure"))
     if not failed:
         return None
-    return describe_error_body(document) or f"status {status!r}"
+    try:
+        described = describe_error_body(document)
+    except RecursionError:  # a value nested too deeply to print
+        described = None
+    return described or f"status {status!r}"
 
 
 def _not_works(name: str, what: str, instead: str) -> ParseError:

@@ -417,7 +417,11 @@ def error_of(document: Any) -> str | None:
     no ``results`` or ``id``), else None."""
     if not isinstance(document, Mapping) or "error" not in document or "results" in document or "id" in document:
         return None
-    return describe_error_body(document) or "unspecified error"
+    try:
+        described = describe_error_body(document)
+    except RecursionError:  # a value nested too deeply to print
+        described = None
+    return described or "unspecified error"
 
 
 def works_of(document: Any, name: str) -> list[Any]:
