@@ -8,7 +8,8 @@ Validation rules for a model's answer over evidence records 1..k (``validate_ans
    is a lead-in ending with ``:`` or a bare heading. A claim left with no valid citation is
    dropped (``dropped``); so is any sentence that leaks the prompt: it contains a ``forbidden``
    string (the boundary token), shares 8 consecutive words with a ``protected`` text (the system
-   prompt), or is itself a run of 5+ words of one. With an ``attribution``
+   prompt), or is itself a run of 5+ words of one; a sentence holding two of the record blocks'
+   field labels ("id: … title: … authors: …") is a record copied back ("record copied"). With an ``attribution``
    (``retrieval.answers.attribution``), a claim whose citations point at another record than the one
    it is about is dropped as a "wrong citation"; one the cited records do not support as "says
    nothing" (no content term), "unsupported" (too few of its terms in them) or "wrong author"
@@ -143,6 +144,11 @@ _SHINGLE = 8  # a sentence sharing this many consecutive words with a protected 
 _MIN_QUOTE = 5  # ...and so does a whole sentence of at least this many words found inside one
 
 
+#: A field label of the prompt's record blocks (``evidence.EvidenceSet.render``): a sentence
+#: holding two is a record copied back, not something said about it.
+_RECORD_FIELD = re.compile(r"(?<![\w-])(?:id|title|authors|year|venue|abstract):(?=\s)", re.IGNORECASE)
+
+
 def _leaks(sentence: str, forbidden: Sequence[str], protected: Sequence[str],
            shingles: frozenset[tuple[str, ...]]) -> bool:
     if any(item and item in sentence for item in forbidden):
@@ -232,6 +238,9 @@ def validate_answer(
                 first_sentence = sentence
             if _leaks(sentence, forbidden, protected_words, shingles):
                 work.dropped.append(DroppedSentence(sentence, "prompt leak"))
+                continue
+            if len(_RECORD_FIELD.findall(sentence)) >= 2:  # "[1] id: arxiv:… title: … authors: …"
+                work.dropped.append(DroppedSentence(sentence, "record copied"))
                 continue
             rewritten, valid = _clean_groups(sentence, evidence_count, work)
             if not _is_claim(sentence):

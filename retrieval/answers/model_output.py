@@ -226,6 +226,8 @@ def unusable_answer_reason(report: ValidationReport, attribution: Attribution | 
             return "its sentences said nothing the cited records say"
         if "wrong author" in reasons:
             return "it credited authors with records they did not write"
+        if "record copied" in reasons:
+            return "it copied the records back instead of answering"
         return None
     if attribution is not None and not any(
             attribution.says_something(sentence, [report.order[n - 1] for n in cited_numbers(sentence)])

@@ -12,6 +12,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from prompts import load_prompt
 from retrieval.answers.chain import answer_question, stream_answer
+from retrieval.answers.citations import validate_answer
 from retrieval.answers.model_output import (
     MAX_REPLY_CHARS,
     ReplyRejected,
@@ -179,3 +180,15 @@ def test_claims_the_cited_records_do_not_support_are_not_shown(retriever: Lexica
                              "extractive answer instead.")
     mixed = _answer(retriever, "The theory paper analyses convergence [1]. It also shows vaccines cause autism [2].")
     assert mixed.mode == "llm" and mixed.answer == "The theory paper analyses convergence [1]."
+
+
+def test_records_copied_back_field_by_field_are_no_answer(retriever: LexicalRetriever) -> None:
+    # the 0.5B model answered with the prompt's record blocks, each after its number
+    copied = ("[1] id: arxiv:1234.5678 title: The discrete dipole approximation: an overview and recent "
+              "developments authors: Maxim Yurkin year: 2007 abstract: (no abstract)\n"
+              "[3] id: doi:10.1/x title: Convergence of the discrete dipole approximation authors: M. Yurkin")
+    result = _answer(retriever, copied)
+    assert result.mode == "extractive" and "copied the records back" in (result.notice or "")
+    report = validate_answer(copied + "\nThe overview reviews the method [1].", 3)
+    assert report.text == "The overview reviews the method [1]."
+    assert {d.reason for d in report.dropped} == {"record copied"}
