@@ -28,7 +28,8 @@ the measures of issue #29 and their goals on the held-out half:
 * **unanswerable abstained** (by the judgement or by the model);
 * **listings complete** (no model is asked);
 * **median seconds** of the questions that called the model (goal: within the default limits);
-* **citations**: kept citation marks naming no evidence record (goal 0), and the share of kept
+* **citations**: citation marks of the shown answer naming none of its records (goal 0; those
+  of the raw reply that validation removed in parentheses), and the share of kept
   cited sentences whose cited record is their best word-overlap match (``bench.real_llm``'s
   *supported*, a proxy).
 """
@@ -64,6 +65,7 @@ from bench.common import (
 )
 from bench.people import DEFAULT_DATA, load_owners, open_index
 from bench.real_llm import Outcome, Question, Recorder, print_report, probe, run_question, summarise
+from retrieval.answers.citations import cited_numbers
 from retrieval.records.paper import Paper
 
 GOALS = {"written_with_gold": 0.70, "false_refusals": 0.10, "invalid_citations": 0}
@@ -88,7 +90,10 @@ def judged(outcome: Outcome, q: SetQuestion, expected: Expected) -> dict[str, An
         "abstained": outcome.mode == "abstained",
         "listing_complete": listing_complete,
         "kept_sentences": len(outcome.checks), "supported": outcome.count("supported"),
-        "invalid_kept": len(outcome.invalid_citations) if outcome.mode == "llm" else 0,
+        # marks of the shown answer that name none of its citations (validation's promise: none)
+        "invalid_kept": sum(not 1 <= n <= len(outcome.cited_ids) for n in cited_numbers(outcome.answer))
+        if outcome.mode == "llm" else 0,
+        "invalid_removed": len(outcome.invalid_citations),  # in the raw reply, removed by validation
     }
 
 
@@ -124,6 +129,7 @@ def by_half(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "max_seconds": round(max(called), 1) if called else None,
                 "kept_sentences": kept, "supported": sum(r["supported"] for r in mine),
                 "invalid_kept": sum(r["invalid_kept"] for r in mine),
+                "invalid_removed": sum(r["invalid_removed"] for r in mine),
             })
     return table
 
@@ -138,11 +144,12 @@ def halves_table(table: Sequence[dict[str, Any]]) -> str:
              f"{_f(h['unanswerable_abstained'])} of {h['unanswerable']}",
              f"{_f(h['listing_complete'])} of {h['listing']}",
              f"{h['median_seconds']} / {h['max_seconds']} ({h['model_questions']})",
-             f"{h['supported']}/{h['kept_sentences']}", h["invalid_kept"]) for h in table]
+             f"{h['supported']}/{h['kept_sentences']}", f"{h['invalid_kept']} ({h['invalid_removed']})")
+            for h in table]
     return markdown_table(["set", "half", "answerable", "written, gold cited", "written", "gold cited (shown)",
                            "false refusals", "other fallbacks", "judgement abstained", "unanswerable abstained",
                            "listings complete", "median / max s (model questions)", "supported / kept sentences",
-                           "invalid kept citations"], rows)
+                           "invalid citations kept (removed)"], rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
