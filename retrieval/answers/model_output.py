@@ -177,11 +177,17 @@ def unusable_reason(text: str, titles: Sequence[str] = ()) -> str | None:
     words = _BOUNDARY_PIECE.sub(" ", visible_text(_CITATION.sub(" ", text)))
     if not re.search(r"[^\W\d_]{2,}", words):
         return "it held no words, only citation marks or markers"
-    known = {fold(title) for title in titles if title}
-    lines = [line for line in text.split("\n") if line.strip()]
-    if known and lines and all(_is_title_line(line, known) for line in lines):
+    if only_titles(text, titles):
         return "it only listed the records' titles back"
     return None
+
+
+def only_titles(text: str, titles: Sequence[str]) -> bool:
+    """True when every non-empty line of ``text`` is one of ``titles`` (with citation marks or a
+    list marker at most): the records listed back, nothing said about them."""
+    known = {fold(title) for title in titles if title}
+    lines = [line for line in text.split("\n") if line.strip()]
+    return bool(known and lines) and all(_is_title_line(line, known) for line in lines)
 
 
 def _is_title_line(line: str, titles: set[str]) -> bool:

@@ -14,7 +14,13 @@ from retrieval.answers.attribution import EvidenceAttribution, claim_terms
 from retrieval.answers.citations import split_sentences, validate_answer
 from retrieval.answers.evidence import EvidenceSet, build_evidence, neutralise, strip_markup
 from retrieval.answers.model_calls import CallLimits, CallReport, ModelTooSlow, stream_within
-from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
+from retrieval.answers.model_output import (
+    ReplyRejected,
+    bounded_pieces,
+    clean_reply,
+    only_titles,
+    unusable_answer_reason,
+)
 from retrieval.answers.prompt_budget import fit_evidence
 from retrieval.answers.prompt_tokens import token_counter
 from retrieval.config import Settings
@@ -128,7 +134,8 @@ def llm_texts(
 
     Lines of the model's reply start ``THEME k:``. Invalid ``[n]`` are removed and sentences
     left without a valid citation dropped (``retrieval.answers.citations.validate_answer``); a theme
-    whose every sentence was dropped falls back to its extractive sentence.
+    whose every sentence was dropped, or whose line only names a record's title (the header or the
+    records copied back: ``model_output.only_titles``), falls back to its extractive sentence.
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -164,6 +171,8 @@ def llm_texts(
         fallback.notice = "The model's theme summaries cited no record validly: extractive summaries instead."
         return fallback
     per_theme: dict[int, list[str]] = {}
+    titles = [paper.title for paper in ordered]
+    titles_only = 0  # theme lines that only named a record (they keep their extractive sentence)
     current: int | None = None
     for line in strip_markup(report.text, evidence.boundary).splitlines():
         match = _THEME_LINE.match(line)
@@ -172,8 +181,14 @@ def llm_texts(
             line = line[match.end() :]
         if current is not None and 1 <= current <= len(themes):
             said = _said_beyond_label(line.strip(), themes[current - 1].label)  # not the header copied back
-            if said:
+            if said and only_titles(said, titles):
+                titles_only += 1
+            elif said:
                 per_theme.setdefault(current, []).append(said)
+    if not per_theme and titles_only:
+        fallback.notice = ("The model's theme summaries only named the records' titles: extractive summaries "
+                           "instead.")
+        return fallback
     if not per_theme:
         fallback.notice = "The model's reply did not follow the THEME format: extractive summaries instead."
         return fallback

@@ -412,3 +412,19 @@ def test_a_theme_header_copied_back_is_not_a_summary(index, settings, directory)
     assert result.mode == "extractive"
     assert result.notice == "The model's reply did not follow the THEME format: extractive summaries instead."
     assert labels and not any(f"{label} (records" in result.summary for label in labels)
+
+
+def test_a_theme_line_that_only_names_a_record_is_not_a_summary(index, settings, directory):
+    """The 1.5B model wrote each theme as its header and then one record's title with citation
+    marks ("Mosaic Learning: A Framework ... [1] [2] [3]"): nothing said about the work, so the
+    themes keep their extractive texts and the notice says why."""
+    baseline = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1))
+    lines = []
+    for k, theme in enumerate(baseline.themes, start=1):
+        title = baseline.papers[theme.citations[0] - 1].title
+        lines += [f"THEME {k}: {theme.label} (records [{k}])", f"{title} [{k}] [{k + 1}]"]
+    model = ScriptedModel(messages=iter([AIMessage(content="\n".join(lines))]))
+    result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
+    assert result.mode == "extractive"
+    assert result.notice == "The model's theme summaries only named the records' titles: extractive summaries instead."
+    assert result.summary == baseline.summary
