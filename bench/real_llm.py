@@ -292,6 +292,7 @@ _NOTICE = re.compile(
     r"LLM unreachable \((?P<unreachable>.*?)\): |The model was too slow \((?P<slow>.*?)\): "
     r"|The model's reply was unusable \((?P<unusable>.*?)\): |(?P<refused>The model found no answer in these records)"
     r"|(?P<format>The model's theme summaries cited no record validly"
+    r"|The model's theme summaries only named the records' titles"
     r"|The model's reply did not follow the THEME format)"
 )
 
