@@ -16,6 +16,7 @@ logged with a reference id and shown only as a short apology.
     └── StorageError           the data directory cannot be written (disk full, permissions)
         ├── BusyError              another process is writing to the data dir (names its pid)
         ├── DataDirReadOnlyError   a write was asked of a read-only data dir (names the cause)
+        ├── DatabaseDamagedError   the database's file or pages are damaged (names it, says what to do)
         └── PartlySavedError       a write failed part-way: how much was saved, how to finish
 """
 
@@ -145,6 +146,18 @@ class DataDirReadOnlyError(StorageError):
         self.doing = doing
         self.data_dir = data_dir
         self.reason = reason
+
+
+class DatabaseDamagedError(StorageError):
+    """The database (``storage.database``) is damaged: SQLite says its file is not a database or
+    is malformed, or PostgreSQL reports corrupted data. ``where`` names the database (a path, or
+    a URL without its password); nothing was changed by the failed call."""
+
+    def __init__(self, doing: str, *, where: str) -> None:
+        super().__init__(f"Cannot {doing}: the database {where} is damaged; nothing was changed.",
+                         hint="Restore it from a backup (docs/postgres.md says how to take one).")
+        self.doing = doing
+        self.where = where
 
 
 class BusyError(StorageError):
