@@ -112,9 +112,9 @@ def _doctor(data_dir: Path, *extra: str) -> dict:
 
 
 def _synced_sources(data_dir: Path) -> dict[str, set[str]]:
-    """``name -> sources with a sync mark``, read from the roster file."""
-    roster = json.loads((data_dir / "roster.json").read_text(encoding="utf-8"))
-    return {entry["name"]: set(entry.get("last_synced") or {}) for entry in roster["scholars"]}
+    """``name -> sources with a sync mark``, read from the roster's table in the data dir's database."""
+    rows = query(data_dir / "paperbot.sqlite3", "SELECT name, last_synced FROM scholars")
+    return {name: set(json.loads(marks)) for name, marks in rows}
 
 
 def _distinct(data_dir: Path, column: str) -> tuple[int, int]:

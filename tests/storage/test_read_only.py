@@ -26,7 +26,7 @@ from retrieval.errors import DataDirReadOnlyError
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.locks import hold_writer_lock
 from retrieval.storage.records import RecordStore
-from retrieval.storage.roster import Roster, roster_path
+from retrieval.storage.roster import Roster
 from retrieval.storage.sqlite import SqliteFile
 from tests.support.read_only import read_only_runner, tree_state
 
@@ -159,8 +159,9 @@ def test_sqlite_files_are_read_in_a_read_only_dir_without_a_write(tmp_path: Path
 @pytest.fixture
 def read_only(monkeypatch: pytest.MonkeyPatch) -> str:
     """The stores see their data dir as read-only (``config.unwritable_reason`` says so)."""
-    for module in ("retrieval.storage.sqlite", "retrieval.storage.locks", "retrieval.storage.roster"):
+    for module in ("retrieval.storage.sqlite", "retrieval.storage.locks"):
         monkeypatch.setattr(f"{module}.unwritable_reason", lambda path: REASON)
+    monkeypatch.setattr("retrieval.storage.database.unwritable", lambda path: REASON)
     return REASON
 
 
@@ -221,4 +222,4 @@ def test_write_paths_refuse_a_read_only_dir_before_touching_it(tmp_path: Path, r
     state = data_dir / "slack" / "state.sqlite3"
     with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the test state file .*: the data dir {data_dir} is"):
         SqliteFile(state, "CREATE TABLE t (n)", label=f"the test state file {state}", data_dir=data_dir)
-    assert list(data_dir.iterdir()) == [] and not roster_path(settings).exists()
+    assert list(data_dir.iterdir()) == [] and not settings.database_path.exists()
