@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from retrieval.index.paper_index import PaperIndex
     from retrieval.ingest.fetchers import ProgressBars
     from retrieval.ingest.pipeline import Progress
+    from retrieval.storage.database import SchemaStatus
     from retrieval.storage.locks import Activity
 
 log = logging.getLogger(__name__)
@@ -294,6 +295,18 @@ class Assistant:
             return self._follows
 
     # --- checks ------------------------------------------------------------------------------
+
+    def database_status(self) -> SchemaStatus:
+        """The database's backend, place and schema revision, read without changing anything (``paperbot doctor``)."""
+        from retrieval.storage.database import schema_status
+
+        return schema_status(self.settings)
+
+    def upgrade_database(self, notice: Callable[[str], None] | None = None) -> tuple[SchemaStatus, SchemaStatus]:
+        """Bring the database to this code's schema now (``paperbot db upgrade``); before and after."""
+        from retrieval.storage.migrate import upgrade_database
+
+        return upgrade_database(self.settings, notice=notice)
 
     def check_consistency(self) -> ConsistencyReport:
         """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""

@@ -30,13 +30,22 @@ writer) itself, so that schema changes are transactional too and a migration is 
 A data dir this process cannot write (``config.unwritable_reason``) is opened read-only
 (``storage.sqlite.open_read_only``: ``mode=ro``, or ``immutable`` when the log is empty), with no
 pragma that writes.
+
+Meant to carry the record store and the embedding cache next (they keep their own files for
+now): their tables join ``storage.schema`` through a new revision, a data migration imports
+their files as 0001 imports the roster's; their writers pass a ``lock`` of their own, so an
+ingest's batches and a roster change do not wait for each other on PostgreSQL; bulk writes are
+``connection.execute(insert(table), rows)`` (one executemany). Still to add for them: the
+``immutable`` read of a WAL file on a full disk (``storage.sqlite.open_snapshot``).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +63,8 @@ WRITERS = 0x70627772  # pg_advisory_xact_lock key every writer of the small stor
 MIGRATION = 0x70626D67  # pg_advisory_xact_lock key of schema upgrades ("pbmg")
 _WRITE_OPTION = "paperbot_write"  # execution option: begin this transaction as a writer
 _BACKENDS = {"sqlite": "sqlite+pysqlite", "postgresql": "postgresql+psycopg"}
+
+log = logging.getLogger(__name__)
 
 
 def database_url(settings: Settings) -> URL:
@@ -160,8 +171,12 @@ class Database:
             raise self.error(exc, doing) from exc
 
     @contextmanager
-    def writing(self, doing: str) -> Iterator[Connection]:
-        """One write transaction under the database's writer lock (see the module docstring)."""
+    def writing(self, doing: str, *, lock: int = WRITERS) -> Iterator[Connection]:
+        """One write transaction under the database's writer lock (see the module docstring).
+
+        ``lock`` is the PostgreSQL advisory lock taken (SQLite has one lock, its file's): a store
+        whose writers must not wait for the small stores' (an ingest's long batches) names its own.
+        """
         if self.read_only is not None:
             raise DataDirReadOnlyError(doing, data_dir=str(self.data_dir), reason=self.read_only)
         try:
@@ -169,7 +184,7 @@ class Database:
                 connection.execution_options(**{_WRITE_OPTION: True})
                 with connection.begin():
                     if self.backend == "postgresql":
-                        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITERS})
+                        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock})
                     yield connection
         except DBAPIError as exc:
             raise self.error(exc, doing) from exc
@@ -195,6 +210,42 @@ def stored_revision(connection: Connection) -> str | None:
     return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Which database these settings use and its schema revision (``paperbot doctor --json``:
+    ``database``). ``revision`` is None before the first upgrade; ``head`` is this code's."""
+
+    backend: str  # "sqlite" or "postgresql"
+    where: str  # the SQLite file, or the server's URL without its password
+    revision: str | None
+    head: str
+
+    @property
+    def current(self) -> bool:
+        return self.revision == self.head
+
+    def describe(self) -> str:
+        """One line, e.g. for ``paperbot doctor``."""
+        kind = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}.get(self.backend, self.backend)
+        if self.current:
+            state = f"schema {self.revision} (current)"
+        else:
+            state = (f"schema {self.revision or '(not created yet)'}, this paperbot's is {self.head}: "
+                     "upgraded on next use, or now with `paperbot db upgrade`")
+        return f"Database: {kind} {self.where}, {state}."
+
+
+def schema_status(settings: Settings) -> SchemaStatus:
+    """The database's revision as it is, read without upgrading or writing anything."""
+    from retrieval.storage.schema import HEAD
+
+    database = Database(database_url(settings), data_dir=settings.data_dir)
+    try:
+        return SchemaStatus(backend=database.backend, where=database.where, revision=database.revision(), head=HEAD)
+    finally:
+        database.dispose()
+
+
 # --- one Database per database and process -----------------------------------------------------
 
 _OPEN: dict[tuple[str, Path], Database] = {}
@@ -207,7 +258,8 @@ def open_database(settings: Settings, *, notice: Callable[[str], None] | None = 
 
     Made once per process and database. The first call compares the stored revision with
     ``schema.HEAD`` (one query); only when they differ is Alembic imported and the schema
-    upgraded (``storage.migrate.upgrade``, under the migration lock; ``notice`` is told). A
+    upgraded (``storage.migrate.upgrade``, under the migration lock; ``notice`` is told, else the
+    log at INFO level). A
     read-only SQLite data dir is never upgraded: its users read what is there
     (``Database.revision`` tells them whether it is current) and refuse writes.
     """
@@ -224,7 +276,7 @@ def open_database(settings: Settings, *, notice: Callable[[str], None] | None = 
         if database.revision() != HEAD:
             from retrieval.storage.migrate import upgrade
 
-            upgrade(database, notice=notice)
+            upgrade(database, notice=notice or log.info)
         _CURRENT.add(key)
         return database
 

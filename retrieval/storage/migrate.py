@@ -25,8 +25,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 
+from retrieval.config import Settings
 from retrieval.errors import StorageError
-from retrieval.storage.database import MIGRATION, Database, stored_revision
+from retrieval.storage.database import MIGRATION, Database, SchemaStatus, database_url, schema_status, stored_revision
 
 SCRIPT_LOCATION = "retrieval.storage:migrations"
 
@@ -83,3 +84,14 @@ def upgrade(database: Database, *, notice: Callable[[str], None] | None = None) 
         except DBAPIError as exc:
             raise database.error(exc, doing) from exc
     return True
+
+
+def upgrade_database(settings: Settings, *, notice: Callable[[str], None] | None = None) -> tuple[SchemaStatus, SchemaStatus]:
+    """``paperbot db upgrade``: the database of these settings before and after ``upgrade``."""
+    before = schema_status(settings)
+    database = Database(database_url(settings), data_dir=settings.data_dir)
+    try:
+        upgrade(database, notice=notice)
+    finally:
+        database.dispose()
+    return before, schema_status(settings)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.storage.schema import HEAD
 from tests.reliability.helpers import (
     count_records,
     lexical_documents,
@@ -174,6 +175,8 @@ def test_sigkill_between_scholars_then_doctor_and_rerun(tmp_path: Path, model_ca
         found = _doctor(killed)
         assert found["records"] == len(kept)
         assert found["missing_vectors"] == [] and found["stale_vectors"] == []
+        assert found["database"] == {"backend": "sqlite", "where": str((killed / "paperbot.sqlite3").resolve()),
+                                     "revision": HEAD, "head": HEAD, "current": True}  # the roster's
 
         # 2. doctor --repair makes the stores agree
         assert _doctor(killed, "--repair")["repaired"] is True

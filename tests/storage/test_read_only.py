@@ -223,3 +223,17 @@ def test_write_paths_refuse_a_read_only_dir_before_touching_it(tmp_path: Path, r
     with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the test state file .*: the data dir {data_dir} is"):
         SqliteFile(state, "CREATE TABLE t (n)", label=f"the test state file {state}", data_dir=data_dir)
     assert list(data_dir.iterdir()) == [] and not settings.database_path.exists()
+
+
+def test_a_read_only_dir_never_upgraded_reads_its_roster_from_roster_json(tmp_path: Path, read_only: str) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    old = {"version": 1, "scholars": [{"name": "Ada Lovelace", "orcid": "0000-0002-1825-0097",
+                                       "added_at": "2025-01-01T00:00:00+00:00", "last_synced": {}}]}
+    (data_dir / "roster.json").write_text(json.dumps(old), encoding="utf-8")
+    settings = _settings(data_dir)
+    roster = Roster.load(settings)
+    assert [(s.name, s.orcid) for s in roster.list()] == [("Ada Lovelace", "0000-0002-1825-0097")]
+    with pytest.raises(DataDirReadOnlyError, match=r"^Cannot change the roster: the data dir .* is read-only"):
+        roster.add("Charles Babbage")
+    assert sorted(p.name for p in data_dir.iterdir()) == ["roster.json"]  # no database was made
