@@ -1,12 +1,12 @@
 """A small SQLite file in the data dir, opened once and shared by threads behind one lock.
 
-The Slack state (``slack/state.sqlite3``) and the follows store (``follows.sqlite3``) open their
-files the same way: create the directory, connect in autocommit mode (``isolation_level=None``:
+The Slack state (``slack/state.sqlite3``) opens its file this way (the roster and the follows
+moved to ``storage.database``): create the directory, connect in autocommit mode (``isolation_level=None``:
 each statement commits by itself unless it runs inside ``transaction``), apply their pragmas and
 their ``CREATE ... IF NOT EXISTS`` schema. Every failure to open, and every SQLite failure inside
 ``call`` or ``transaction``, becomes a ``StorageError`` that names the file and the fix.
 
-    file = SqliteFile(path, _SCHEMA, label=f"the follows store at {path}", pragmas=("foreign_keys = ON",))
+    file = SqliteFile(path, _SCHEMA, label=f"the Slack state file {path}", pragmas=("foreign_keys = ON",))
     with file.transaction() as db:
         db.execute("INSERT ...")
 
