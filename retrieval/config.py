@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(
         default=None,
         validation_alias=_env("PAPERBOT_DATABASE_URL"),
-        description="The database holding the roster and the follows (retrieval.storage.database): "
+        description="The database holding the roster, the follows and the Slack state (retrieval.storage.database): "
                     "postgresql+psycopg://user@host/dbname for a PostgreSQL server. Unset = SQLite in the data dir "
                     "(paperbot.sqlite3). Secret: it may carry a password.",
     )

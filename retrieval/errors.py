@@ -100,11 +100,12 @@ class DiskFullError(StorageError):
     """The disk holding the data directory is full: a recoverable state, nothing was lost.
 
     ``doing`` says what could not be done ("write to the record store /data/records.sqlite3");
-    ``where`` is the data directory on that disk, when known. Free space and run it again.
+    ``where`` is the data directory on that disk, when known; ``disk`` says which disk (a database
+    server's, for PostgreSQL). Free space and run it again.
     """
 
-    def __init__(self, doing: str, *, where: str | None = None) -> None:
-        place = f"the disk holding PAPERBOT_DATA_DIR, {where}" if where else "the disk holding PAPERBOT_DATA_DIR"
+    def __init__(self, doing: str, *, where: str | None = None, disk: str = "the disk holding PAPERBOT_DATA_DIR") -> None:
+        place = f"{disk}, {where}" if where else disk
         super().__init__(f"Cannot {doing}: the disk is full ({place}); nothing was changed.",
                          hint="Free some disk space and retry; nothing was lost.")
         self.doing = doing

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "db",
-        help="the database (roster, follows): upgrade its schema",
-        description="The database holds the roster and the follows: SQLite in the data dir, or the PostgreSQL "
+        help="the database (roster, follows, Slack state): upgrade its schema",
+        description="The database holds the roster, the follows and the Slack state: SQLite in the data dir, or the PostgreSQL "
         "server PAPERBOT_DATABASE_URL names (docs/postgres.md).",
     )
     actions = parser.add_subparsers(dest="db_action", metavar="ACTION")

@@ -2,9 +2,9 @@
 
 ``PAPERBOT_DATABASE_URL`` picks it (``database_url``): unset, it is the SQLite file
 ``<data dir>/paperbot.sqlite3`` (no server); ``postgresql+psycopg://user@host/dbname`` puts the
-same tables on a PostgreSQL server (``docs/postgres.md``). It holds the roster and the follows
-(``storage.schema`` lists its tables); the record store and the embedding cache keep their own
-SQLite files for now, and are meant to move here through the same ``Database``.
+same tables on a PostgreSQL server (``docs/postgres.md``). It holds the roster, the follows and
+the Slack state (``storage.schema`` lists its tables); the record store and the embedding cache
+keep their own SQLite files for now, and are meant to move here through the same ``Database``.
 
     db = open_database(settings)            # cached per process, upgraded to the code's schema
     with db.writing("change the roster") as connection:

@@ -86,7 +86,7 @@ def storage_error(exc: BaseException, *, doing: str, where: str, path: Path | No
     error = driver_error(exc)
     if isinstance(error, OSError) and error.errno is not None:
         if error.errno in _FULL_ERRNOS:
-            return DiskFullError(doing)
+            return DiskFullError(f"{doing} ({where})")
         if error.errno == errno.EROFS and path is not None:
             return _read_only(doing, path, data_dir)
     code = sqlite_code(error)
@@ -103,11 +103,11 @@ def storage_error(exc: BaseException, *, doing: str, where: str, path: Path | No
 def _from_sqlite(code: int, error: BaseException, *, doing: str, where: str, path: Path | None,
                  data_dir: Path | None) -> PaperbotError:
     if code == sqlite3.SQLITE_FULL:
-        return DiskFullError(doing)
+        return DiskFullError(f"{doing} ({where})")
     if code == sqlite3.SQLITE_IOERR and path is not None:
         free = free_bytes(path)
         if free is not None and free < LOW_SPACE:  # all SQLite says when it cannot grow its -shm file
-            return DiskFullError(doing)
+            return DiskFullError(f"{doing} ({where})")
     if code == sqlite3.SQLITE_READONLY and path is not None:
         return _read_only(doing, path, data_dir)
     if code in _SQLITE_BUSY:
@@ -120,7 +120,7 @@ def _from_sqlite(code: int, error: BaseException, *, doing: str, where: str, pat
 
 def _from_postgres(state: str | None, error: BaseException, *, doing: str, where: str) -> PaperbotError:
     if state == "53100":
-        return DiskFullError(doing, where=f"the database server's disk ({where})")
+        return DiskFullError(f"{doing} ({where})", disk="the database server's disk")
     if state == "25006":
         failure = DataDirReadOnlyError(doing, data_dir=where, reason="the server accepts no writes")
         failure.hint = "Point PAPERBOT_DATABASE_URL at the primary server, not a read-only standby."

@@ -1,9 +1,9 @@
 """The side files of a data dir made before the database: read once, when it is upgraded.
 
 ``roster.json`` (the roster, format version 1) and ``follows.sqlite3`` (follows, their inbox and
-what each announced) are imported by revision ``0001_roster_and_follows``; both files are left
-where they were, untouched, and never read again by a current paperbot (they stay as a
-backup). A file that cannot be read is a ``StorageError`` that names it and how to fix it, and
+what each announced) are imported by revision ``0001_roster_and_follows``, ``slack/state.sqlite3``
+(answers, votes, threads, deliveries) by ``0002_slack_state``; the files are left where they
+were, untouched, and never read again by a current paperbot (they stay as a backup). A file that cannot be read is a ``StorageError`` that names it and how to fix it, and
 the upgrade imports nothing (it is one transaction). A read-only data dir, which cannot be
 upgraded, reads its roster from ``roster.json`` directly (``read_roster``).
 """
@@ -22,6 +22,7 @@ from retrieval.results import Scholar
 
 ROSTER_FILE = "roster.json"
 FOLLOWS_FILE = "follows.sqlite3"
+SLACK_FILE = "slack/state.sqlite3"
 
 
 class _RosterFile(BaseModel):
@@ -58,26 +59,47 @@ def roster_rows(data_dir: Path) -> list[dict[str, Any]]:
 def follows_rows(data_dir: Path) -> dict[str, list[dict[str, Any]]]:
     """The data dir's ``follows.sqlite3`` as rows of ``follows``, ``follow_inbox`` and
     ``follow_announced`` (ids kept); empty lists when there is no such file. Opened read-only."""
-    path = data_dir / FOLLOWS_FILE
-    empty: dict[str, list[dict[str, Any]]] = {"follows": [], "follow_inbox": [], "follow_announced": []}
+    sources = {"follows": "follows", "follow_inbox": "inbox", "follow_announced": "announced"}
+    return _tables(data_dir, FOLLOWS_FILE, sources, label="the follows store", lost="follows")
+
+
+def slack_rows(data_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """The data dir's ``slack/state.sqlite3`` as rows of the ``slack_*`` tables (answers in the order
+    they were saved, their cited ids decoded from JSON); empty lists when there is no such file."""
+    sources = {"slack_answers": "answers", "slack_feedback": "feedback", "slack_threads": "threads",
+               "slack_deliveries": "deliveries"}
+    rows = _tables(data_dir, SLACK_FILE, sources, label="the Slack state file", lost="the Slack state")
+    path = data_dir / SLACK_FILE
+    for table in ("slack_answers", "slack_feedback"):
+        for row in rows[table]:
+            try:
+                row["cited_ids"] = json.loads(row["cited_ids"])
+            except (TypeError, json.JSONDecodeError):
+                raise _damaged(path, f"cited ids that are not JSON: {row['cited_ids']!r}", label="the Slack state file",
+                               lost="the Slack state") from None
+    return rows
+
+
+def _tables(data_dir: Path, name: str, sources: dict[str, str], *, label: str, lost: str) -> dict[str, list[dict[str, Any]]]:
+    """Every row of each ``sources`` table (target name -> table in the file), in rowid order."""
+    path = data_dir / name
     if not data_dir.is_dir() or not path.exists():
-        return empty
+        return {target: [] for target in sources}
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
-        raise _damaged(path, exc) from None
+        raise _damaged(path, str(exc), label=label, lost=lost) from None
     try:
         db.row_factory = sqlite3.Row
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        sources = {"follows": "follows", "follow_inbox": "inbox", "follow_announced": "announced"}
         return {target: [dict(row) for row in db.execute(f"SELECT * FROM {source} ORDER BY rowid")]
                 if source in tables else [] for target, source in sources.items()}
     except sqlite3.Error as exc:
-        raise _damaged(path, exc) from None
+        raise _damaged(path, str(exc), label=label, lost=lost) from None
     finally:
         db.close()
 
 
-def _damaged(path: Path, exc: sqlite3.Error) -> StorageError:
-    return StorageError(f"Cannot read the follows store {path} to import it: {exc}; it was left untouched.",
-                        hint="Move the file away to start without follows, or restore it from a backup.")
+def _damaged(path: Path, detail: str, *, label: str, lost: str) -> StorageError:
+    return StorageError(f"Cannot read {label} {path} to import it: {detail}; it was left untouched.",
+                        hint=f"Move the file away to start without {lost}, or restore it from a backup.")

@@ -5,14 +5,28 @@ what the code of *this* revision expects, and ``HEAD`` names that revision
 (``tests/storage/test_migrations.py`` checks both against Alembic's own view). A store opens the
 database through ``database.open_database``, which upgrades a database behind ``HEAD`` first.
 
-Times are ISO-8601 text (as the stores always wrote them); lists and maps of the roster are JSON.
+Times are ISO-8601 text (as the stores always wrote them); lists and maps are JSON. The Slack
+tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; nothing in the
+core reads them).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, CheckConstraint, Column, ForeignKey, Integer, MetaData, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
-HEAD = "0001_roster_and_follows"  # the newest revision in storage/migrations/versions
+HEAD = "0002_slack_state"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -51,4 +65,46 @@ follow_announced = Table(
     Column("follow_id", Integer, ForeignKey("follows.id", ondelete="CASCADE"), primary_key=True),
     Column("paper_id", Text, primary_key=True),
     Column("announced_at", Text, nullable=False),
+)
+
+# --- the Slack door's state (bot/slack/store.py) -------------------------------------------------
+
+slack_answers = Table(
+    "slack_answers", metadata,  # every posted answer, so its buttons work after a restart
+    Column("seq", Integer, primary_key=True, autoincrement=True),  # the order answers were saved in
+    Column("id", Text, nullable=False, unique=True),  # what the buttons carry
+    Column("created_at", Text, nullable=False),
+    Column("team", Text),
+    Column("channel", Text, nullable=False),
+    Column("thread_ts", Text),
+    Column("user", Text),
+    Column("kind", Text, nullable=False),
+    Column("question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("cited_ids", JSON, nullable=False),
+)
+
+slack_feedback = Table(
+    "slack_feedback", metadata,  # one vote per person per answer, with what was voted on
+    Column("answer_id", Text, primary_key=True),
+    Column("user", Text, primary_key=True),
+    Column("vote", Text, CheckConstraint("vote IN ('up', 'down')", name="slack_feedback_vote"), nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("cited_ids", JSON, nullable=False),
+)
+
+slack_threads = Table(
+    "slack_threads", metadata,  # threads the bot answered in
+    Column("channel", Text, primary_key=True),
+    Column("thread_ts", Text, primary_key=True),
+    Column("created_at", Text, nullable=False),
+)
+
+slack_deliveries = Table(
+    "slack_deliveries", metadata,  # event ids and message keys handled, until they expire
+    Column("key", Text, primary_key=True),
+    Column("expires_at", Float, nullable=False),
+    Index("slack_deliveries_expiry", "expires_at"),
 )

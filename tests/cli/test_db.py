@@ -18,21 +18,21 @@ def test_db_upgrade_says_what_it_did_then_that_there_is_nothing_to_do(tmp_path: 
         {"name": "Ada Lovelace", "orcid": "0000-0002-1825-0097", "aliases": ["A. Lovelace"],
          "added_at": "2025-01-01T00:00:00+00:00", "last_synced": {"arxiv": "2025-02-01T00:00:00+00:00"}}]}),
         encoding="utf-8")
-    env = {"PAPERBOT_DATABASE_URL": database_url} if database_url else {}
+    url = database_url or ""  # blank: unset, SQLite in the data dir
 
-    first = paperbot_here("db", "upgrade", data_dir=data_dir, **env)
+    first = paperbot_here("db", "upgrade", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
     assert first.code == 0, first.stderr
     where = str((data_dir / "paperbot.sqlite3").resolve()) if database_url is None else database_url
     assert first.stdout.startswith(f"Upgraded the database {where}") and first.stdout.rstrip().endswith(
         f"from schema (none) to {HEAD}.")
     close_databases()
-    again = paperbot_here("db", "upgrade", "--json", data_dir=data_dir, **env)
+    again = paperbot_here("db", "upgrade", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
     assert again.code == 0, again.stderr
     report = again.json()
     assert (report["before"], report["after"], report["upgraded"]) == (HEAD, HEAD, False)
     assert report["database"]["current"] is True and report["database"]["backend"] == (
         "sqlite" if database_url is None else "postgresql")
-    listed = paperbot_here("scholars", "list", "--json", data_dir=data_dir, **env)
+    listed = paperbot_here("scholars", "list", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
     assert [(s["name"], s["last_synced"]) for s in listed.json()] == [("Ada Lovelace", {"arxiv": "2025-02-01T00:00:00+00:00"})]
 
 

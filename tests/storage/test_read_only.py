@@ -3,7 +3,7 @@
 The detection (``config.unwritable_reason``) and SQLite's read-only opens (``open_read_only``)
 run in a subprocess for which the directory really is read-only (``tests/support/read_only.py``:
 a read-only bind mount for root, no write permission for anyone else). The stores' reactions
-to a read-only dir (the record store, the writer lock, the roster, a SQLite state file) are
+to a read-only dir (the record store, the writer lock, the roster, the follows, the Slack state) are
 checked in this process with the detection saying "read-only"; the whole of it, through the
 real CLI, is ``tests/reliability/test_read_only_data_dir.py``.
 """
@@ -21,13 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from bot.slack.store import SlackStore
+from retrieval.alerts.follows import FollowStore
 from retrieval.config import Settings, unwritable_reason
 from retrieval.errors import DataDirReadOnlyError
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.locks import hold_writer_lock
 from retrieval.storage.records import RecordStore
 from retrieval.storage.roster import Roster
-from retrieval.storage.sqlite import SqliteFile
 from tests.support.read_only import read_only_runner, tree_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,9 +220,10 @@ def test_write_paths_refuse_a_read_only_dir_before_touching_it(tmp_path: Path, r
     assert str(ingest.value).startswith(f"Cannot ingest: the data dir {data_dir} is read-only ({REASON});")
     with pytest.raises(DataDirReadOnlyError, match=r"^Cannot change the roster: the data dir .* is read-only"):
         Roster.load(settings).add("Ada Lovelace")
-    state = data_dir / "slack" / "state.sqlite3"
-    with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the test state file .*: the data dir {data_dir} is"):
-        SqliteFile(state, "CREATE TABLE t (n)", label=f"the test state file {state}", data_dir=data_dir)
+    with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the Slack state: the data dir {data_dir} is"):
+        SlackStore.for_settings(settings)
+    with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the follows store: the data dir {data_dir} is"):
+        FollowStore.for_settings(settings)
     assert list(data_dir.iterdir()) == [] and not settings.database_path.exists()
 
 
