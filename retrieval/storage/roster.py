@@ -8,8 +8,9 @@ A data dir made before the database had ``roster.json``: the first upgrade impor
 (``storage.legacy``; the file stays, no longer read). A read-only data dir that was never
 upgraded is read from that file, and refuses changes (``DataDirReadOnlyError``).
 
-SQLAlchemy is imported when the roster is first used, not with this module: opening the index
-binds ``names_of`` without paying for it unless a search filters by author.
+SQLAlchemy is imported when the roster is first read or changed, not with this module, and not
+at all for a data dir without a roster (no database, no ``roster.json``): opening the index binds
+``names_of``, and ``summarize`` loads the roster, without paying for it there.
 """
 
 from __future__ import annotations
@@ -59,19 +60,22 @@ def _check_openalex_author(value: str | None) -> str | None:
 class Roster:
     """The roster of one installation; every change is committed before it returns."""
 
-    def __init__(self, database: Database, scholars: list[Scholar]) -> None:
-        self.database = database
+    def __init__(self, settings: Settings, scholars: list[Scholar]) -> None:
+        self.settings = settings
         self._scholars = scholars
 
     # --- persistence -----------------------------------------------------------------------
 
     @classmethod
     def load(cls, settings: Settings) -> Roster:
-        """The roster of these settings' database (upgraded first if it is behind)."""
-        from retrieval.storage.database import open_database
+        """The roster of these settings' database (upgraded first if it is behind); empty, without
+        opening anything, for a data dir that has neither a database nor a ``roster.json``."""
+        return cls(settings, [] if _nothing_stored(settings) else _read(_open_database(settings)))
 
-        database = open_database(settings)
-        return cls(database, _read(database))
+    @property
+    def database(self) -> Database:
+        """The database the roster is in (opened, and upgraded if behind, on first use)."""
+        return _open_database(self.settings)
 
     def reload(self) -> Roster:
         self._scholars = _read(self.database)
@@ -207,9 +211,26 @@ def names_of(settings: Settings, query: str) -> list[str]:
 
     ``query`` may be any of the scholar's names, aliases, arXiv name, ORCID or OpenAlex id:
     an author filter "by Lenny Guo" then also selects the papers written as "Luanzheng Guo".
+    A data dir with neither a database nor a ``roster.json`` has no roster: a search there
+    creates no database and imports no SQLAlchemy.
     """
+    if _nothing_stored(settings):
+        return [query]
     scholar = Roster.load(settings).find(query)
     return scholar.names if scholar else [query]
+
+
+def _nothing_stored(settings: Settings) -> bool:
+    """True when no roster can exist yet: SQLite in the data dir, no database file, no ``roster.json``."""
+    return (settings.database_url is None and not settings.database_path.exists()
+            and not (settings.data_dir / ROSTER_FILE).exists())
+
+
+def _open_database(settings: Settings) -> Database:
+    """``storage.database.open_database``, imported on first use (see the module docstring)."""
+    from retrieval.storage.database import open_database
+
+    return open_database(settings)
 
 
 def _read(database: Database) -> list[Scholar]:

@@ -26,8 +26,9 @@ NOT_FOR_HELP = (
     "pydantic", "pydantic_settings", "rich", "httpx", "sqlalchemy", "alembic", "psycopg",
 )
 LLM_STACK = ("langchain_core", "langchain_openai", "openai")
+# and, on a data dir without a roster (this one), no database layer at all
 NOT_FOR_ANSWERS = (*LLM_STACK, "matplotlib", "slack_bolt", "slack_sdk", "torch", "sentence_transformers", "transformers",
-                   "psycopg")
+                   "sqlalchemy", "alembic", "psycopg")
 
 
 def _python(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
 from retrieval.results import Scholar
 from retrieval.storage.database import Database, close_databases, database_url
-from retrieval.storage.roster import Roster
+from retrieval.storage.roster import Roster, names_of
 
 
 @pytest.fixture
@@ -187,3 +187,16 @@ def test_every_scholar_field_has_a_column() -> None:
     from retrieval.storage.schema import scholars
 
     assert set(Scholar.model_fields) == {column.name for column in scholars.columns} - {"id"}
+
+
+def test_author_names_widen_through_the_roster(settings: Settings) -> None:
+    assert names_of(settings, "Lenny Guo") == ["Lenny Guo"]
+    Roster.load(settings).add("Luanzheng Guo", aliases=["Lenny Guo"])
+    assert names_of(settings, "lenny guo") == ["Luanzheng Guo", "Lenny Guo"]
+
+
+def test_a_search_in_a_data_dir_without_a_roster_creates_no_database(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")
+    (tmp_path / "data").mkdir()
+    assert names_of(settings, "Lenny Guo") == ["Lenny Guo"]
+    assert list(settings.data_dir.iterdir()) == []
