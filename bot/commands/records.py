@@ -70,8 +70,8 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
                       "database": {**dataclasses.asdict(database), "current": database.current}})
     else:
         ctx.out(str(report))
-        ctx.out(hang(database.describe(), ctx.width))
         if report.encoder_choice:
             ctx.out(report.encoder_choice)
         ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
+        ctx.out(database.describe())
     return 0 if (args.repair or report.ok) else 3

@@ -95,7 +95,7 @@ def test_a_write_that_raises_is_rolled_back(database: Database) -> None:
 
 
 def test_writers_are_serialised_so_a_read_then_write_loses_nothing(settings: Settings, database: Database) -> None:
-    """Writer A reads, then waits (at most 2 s) for writer B to read too: under the lock B cannot
+    """Writer A reads, then waits (at most 1 s) for writer B to read too: under the lock B cannot
     read before A commits, so B reads 1 and the count ends at 2. Without the lock B would read 0
     (PostgreSQL: a lost update) or fail to upgrade its read lock (SQLite: busy)."""
     other = Database(database_url(settings), data_dir=settings.data_dir)  # as another process would
@@ -111,7 +111,7 @@ def test_writers_are_serialised_so_a_read_then_write_loses_nothing(settings: Set
                 seen[name] = connection.execute(select(counter.c.n)).scalar_one()
                 if name == "A":
                     a_in.set()
-                    b_read.wait(2)
+                    b_read.wait(1)
                 else:
                     b_read.set()
                 connection.execute(update(counter).values(n=seen[name] + 1))

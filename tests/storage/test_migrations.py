@@ -48,7 +48,7 @@ def test_the_migrated_schema_is_the_one_the_code_queries(settings: Settings) -> 
 
 
 def test_two_processes_starting_together_migrate_once(settings: Settings) -> None:
-    """Each upgrader, once it holds the lock, waits (at most 2 s) for the other to arrive there
+    """Each upgrader, once it holds the lock, waits (at most 1 s) for the other to arrive there
     too: with the lock the other is still waiting for it, and finds the schema current after."""
     inside: list[str] = []
     arrived = threading.Event()
@@ -64,7 +64,7 @@ def test_two_processes_starting_together_migrate_once(settings: Settings) -> Non
             if len(inside) > 1:
                 arrived.set()
             else:
-                arrived.wait(2)
+                arrived.wait(1)
 
         try:
             ready.wait(10)
