@@ -83,7 +83,7 @@ def database_url(settings: Settings) -> URL:
     if backend not in _BACKENDS or url.drivername not in (backend, _BACKENDS[backend]):
         raise ConfigError(f"Invalid setting PAPERBOT_DATABASE_URL: {url.drivername} is not supported.",
                           hint="Use postgresql+psycopg://... for PostgreSQL, or leave it unset for SQLite in the data dir.")
-    if backend == "sqlite" and not url.database:
+    if backend == "sqlite" and url.database in (None, "", ":memory:"):
         raise ConfigError("Invalid setting PAPERBOT_DATABASE_URL: a SQLite URL needs a file (sqlite:////path/to/file).")
     return url.set(drivername=_BACKENDS[backend])
 
@@ -118,7 +118,8 @@ class Database:
             engine = create_engine("sqlite+pysqlite://", creator=lambda: open_read_only(
                 path, label=label, data_dir=self.data_dir, reason=reason))
         else:
-            engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000})
+            engine = create_engine(URL.create("sqlite+pysqlite", database=str(path)),
+                                   connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000})
         writable = reason is None
 
         @event.listens_for(engine, "connect")

@@ -59,10 +59,12 @@ def test_the_default_is_sqlite_in_the_data_dir_and_postgresql_means_psycopg(tmp_
     assert "s3cret" not in Database(url, data_dir=tmp_path).where and "s3cret" not in repr(server)
     assert isinstance(server.database_url, SecretStr)
     assert database_url(Settings(_env_file=None, data_dir=tmp_path, database_url="  ")) == default
+    elsewhere = database_url(Settings(_env_file=None, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/other.db"))
+    assert elsewhere.drivername == "sqlite+pysqlite" and elsewhere.database == f"{tmp_path}/other.db"
 
 
 @pytest.mark.parametrize("url", ["mysql://bot@db/papers", "postgresql+psycopg2://bot@db/papers", "sqlite://",
-                                 "not a url"])
+                                 "sqlite:///:memory:", "not a url"])
 def test_an_unsupported_url_is_a_config_error_naming_the_variable(tmp_path: Path, url: str) -> None:
     with pytest.raises(ConfigError, match="PAPERBOT_DATABASE_URL"):
         database_url(Settings(_env_file=None, data_dir=tmp_path, database_url=url))
