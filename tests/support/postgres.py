@@ -52,6 +52,9 @@ def _mirror(package: Path, target: Path) -> Path:
     libs = package.with_name(package.name + ".libs")
     if libs.is_dir():
         shutil.copytree(libs, target / libs.name, copy_function=_link_or_copy)
+    for folder in (target, *target.rglob("*")):  # made under the process's umask (the tests' is 0o077 at times)
+        if folder.is_dir():
+            folder.chmod(0o755)
     return target / package.name / "pginstall" / "bin"
 
 
