@@ -15,6 +15,10 @@ answer and the server has been quiet for a moment, and reports:
   connection the server did not accept (Slack would retry it minutes later). Both must be 0;
 * ack latency p50 / p95 / max (Slack's limit is 3 s), answer latency p95 (event sent ->
   final answer recorded);
+* ``/healthz`` p95 while the events are acknowledged (one probe at a time, every 50 ms): what
+  the host and the event loop cost any request, signed or not;
+* the host's 1-minute load average (``os.getloadavg()``) just before the burst and once every
+  event is acknowledged: the acknowledgement times are only comparable at a similar load;
 * the server's peak RSS (``VmHWM`` of the process).
 
 Exit status 1 when an event was not acknowledged with 200, an answer is missing, duplicated or
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import subprocess
@@ -178,6 +183,9 @@ class LoadReport:
     ack_seconds: list[float]
     answer_seconds: list[float]
     peak_rss_mb: float
+    load_before: float = float("nan")  # the host's 1-minute load average just before the burst
+    load_after: float = float("nan")  # ... and once every event was acknowledged
+    health_seconds: list[float] = field(default_factory=list)  # /healthz while the events were acknowledged
     non_200: int = 0
     errors: list[str] = field(default_factory=list)  # threads with an error reply
     unfinished: list[str] = field(default_factory=list)  # threads where a progress message was left behind
@@ -201,12 +209,13 @@ class LoadReport:
             str(len(self.duplicated)), str(len(self.transport_errors)),
             f"{percentile_ms(self.ack_seconds, 50):.0f} ms", f"{percentile_ms(self.ack_seconds, 95):.0f} ms",
             f"{max(self.ack_seconds, default=float('nan')) * 1000:.0f} ms",
+            f"{percentile_ms(self.health_seconds, 95):.0f} ms", f"{self.load_before:.1f} → {self.load_after:.1f}",
             f"{percentile_ms(self.answer_seconds, 95) / 1000:.1f} s", f"{self.peak_rss_mb:.0f} MiB",
         ]
 
 
 HEADERS = ["N", "acked 200", "answered once", "lost", "duplicated", "reset", "ack p50", "ack p95", "ack max",
-           "answer p95", "peak RSS"]
+           "healthz p95", "load avg", "answer p95", "peak RSS"]
 
 
 class CallClock:
@@ -283,12 +292,18 @@ def run_load(server: ServeProcess, api: SlackStandIn, questions: Sequence[str], 
         if status == 200:
             acked.add(ts)
 
+    load_before = host_load()
+    probe = HealthProbe(server.events_url.replace("/slack/events", "/healthz"))
     try:
         with ThreadPoolExecutor(max_workers=n, thread_name_prefix="load") as pool:
-            for future in [pool.submit(send, *event) for event in events]:
+            futures = [pool.submit(send, *event) for event in events]
+            probe.start()
+            for future in futures:
                 future.result()
     finally:
+        probe.stop()
         http.close()
+    load_after = host_load()
 
     def all_final() -> bool | None:
         """Every acknowledged event has its answer (an unacknowledged one never will)."""
@@ -320,9 +335,45 @@ def run_load(server: ServeProcess, api: SlackStandIn, questions: Sequence[str], 
     return LoadReport(
         n=n, answered_once=n - len(dropped) - len(duplicated), dropped=dropped, duplicated=duplicated,
         ack_seconds=acks, answer_seconds=answer_seconds, peak_rss_mb=server.peak_rss_mb(),
+        load_before=load_before, load_after=load_after, health_seconds=probe.seconds,
         non_200=sum(1 for status in statuses if status != 200), errors=errors, unfinished=unfinished,
         transport_errors=failures,
     )
+
+
+def host_load() -> float:
+    """The host's 1-minute load average (NaN where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+class HealthProbe:
+    """``GET /healthz`` one at a time, every ``interval`` seconds, from ``start`` to ``stop``."""
+
+    def __init__(self, url: str, *, interval: float = 0.05) -> None:
+        self.url = url
+        self.interval = interval
+        self.seconds: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-healthz", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=35)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=30, trust_env=False) as http:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                with suppress(httpx.TransportError):
+                    http.get(self.url)
+                    self.seconds.append(time.monotonic() - started)
+                self._stop.wait(self.interval)
 
 
 def _final_times(clock: CallClock, api: SlackStandIn) -> dict[str, float]:

@@ -49,8 +49,9 @@ Metrics (decided before any figure was seen):
   entry (``--max-queries-per-owner`` caps per owner, lowest record ids first), the query is the
   abstract's first two sentences (split after . ! ? followed by a space and a capital, digit or
   bracket) and ``find_collaborators(limit=10)`` ranks people over an index wrapper whose
-  ``search`` drops the held-out record from one more hit than asked (the rest keep the full
-  index's order; the record still weighs in BM25 statistics). Approximation: the directory is
+  ``retrieve`` drops the held-out record from one more hit than asked (the rest keep the full
+  index's order; the record still weighs in BM25 statistics) and whose stored vectors leave it
+  out (the work similarity never sees it). Approximation: the directory is
   built once per policy over all records, so the held-out paper still counts as identity
   evidence (co-authors, names, topics) and in paper counts; only retrieval loses it. The owner is found
   at rank r when the r-th person is the owner's resolved person (*strict*). For the baseline,
@@ -84,10 +85,12 @@ import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -104,9 +107,10 @@ from bench.common import (
 from retrieval.config import Settings
 from retrieval.errors import PaperbotError, UnknownScholarError
 from retrieval.index.paper_index import PaperIndex
+from retrieval.index.search import SearchOutcome
 from retrieval.records.merge import same_paper
 from retrieval.records.paper import Paper, title_key
-from retrieval.results import ScholarSummaryResult, SearchFilters, SearchHit
+from retrieval.results import ScholarSummaryResult, SearchFilters
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.sources.files.bibtex_names import parse_name as decode_bibtex_name
 from retrieval.sources.files.detect import parse_file
@@ -437,18 +441,23 @@ def et_al_people(directory: PeopleDirectory) -> list[str]:
 
 
 class HeldOut:
-    """The index with one record hidden from ``search``; hits are shared across policies."""
+    """The index with one record hidden from ``retrieve`` and from its stored vectors; searches
+    are shared across policies."""
 
-    def __init__(self, index: PaperIndex, cache: dict[tuple[str, int], list[SearchHit]]) -> None:
+    def __init__(self, index: PaperIndex, cache: dict[tuple[str, int], SearchOutcome]) -> None:
         self.index = index
         self.cache = cache
         self.held: str | None = None
 
-    def search(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> list[SearchHit]:
+    def retrieve(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> SearchOutcome:
         key = (query, k)
         if key not in self.cache:
-            self.cache[key] = self.index.search(query, k=k + 1, filters=filters)
-        return [h for h in self.cache[key] if h.paper.id != self.held][:k]
+            self.cache[key] = self.index.retrieve(query, k=k + 1, filters=filters)
+        found = self.cache[key]
+        return replace(found, hits=[h for h in found.hits if h.paper.id != self.held][:k])
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.index.dense.vectors([i for i in ids if i != self.held])
 
     def iter_papers(self) -> Iterator[Paper]:
         return self.index.iter_papers()

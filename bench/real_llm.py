@@ -26,7 +26,8 @@ seconds: the raw reply is what the server sent, before any cleaning.
 Per question:
 
 * **mode**: ``llm`` (a validated model answer), ``fallback`` (the extractive answer, with the
-  notice's reason: "LLM unreachable (...)" or "The model's reply was unusable (...)", or for a
+  notice's reason: "LLM unreachable (...)", "The model was too slow (...)", "The model's reply
+  was unusable (...)" or "The model found no answer in these records" (a refusal), or for a
   summary "cited no record validly" / "did not follow the THEME format"), ``abstained`` (by the
   evidence policy before any model call, or by the model: NO_ANSWER, no valid citation left),
   ``listing`` (a filter-only question: no model) or ``extractive``;
@@ -288,7 +289,8 @@ def check_support(sentence: str, cited: Sequence[int], records: dict[int, Record
 # One question -----------------------------------------------------------------------------------
 
 _NOTICE = re.compile(
-    r"LLM unreachable \((?P<unreachable>.*?)\): |The model's reply was unusable \((?P<unusable>.*?)\): "
+    r"LLM unreachable \((?P<unreachable>.*?)\): |The model was too slow \((?P<slow>.*?)\): "
+    r"|The model's reply was unusable \((?P<unusable>.*?)\): |(?P<refused>The model found no answer in these records)"
     r"|(?P<format>The model's theme summaries cited no record validly"
     r"|The model's reply did not follow the THEME format)"
 )
@@ -304,7 +306,7 @@ class Outcome:
     model_calls: int = 0
     model_seconds: float = 0.0
     finish_reason: str | None = None
-    fallback: str | None = None  # "unreachable" | "unusable"
+    fallback: str | None = None  # "unreachable" | "too slow" | "unusable" | "refused"
     fallback_reason: str | None = None  # the notice's parenthesis
     notice: str | None = None
     abstained_by: str | None = None  # "evidence policy" | "model: refusal" | "model: no valid citation" ...
@@ -349,6 +351,10 @@ def _notice_fields(outcome: Outcome, notice: str | None) -> None:
         return
     if match.group("unreachable") is not None:
         outcome.fallback, outcome.fallback_reason = "unreachable", match.group("unreachable")
+    elif match.group("slow") is not None:
+        outcome.fallback, outcome.fallback_reason = "too slow", match.group("slow")
+    elif match.group("refused") is not None:  # the model's NO_ANSWER over evidence that passed
+        outcome.fallback, outcome.fallback_reason = "refused", "the model found no answer"
     else:
         outcome.fallback = "unusable"
         outcome.fallback_reason = match.group("unusable") or match.group("format")

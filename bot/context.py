@@ -1,6 +1,7 @@
 """What every CLI command receives: settings, the assistant (the only way into the core), and where to write.
 
-rich is imported when the first message or progress bar is shown, not before.
+rich is imported when the first message or progress bar is shown, not before. Progress is a rich
+bar at a terminal and plain lines elsewhere (``progress``).
 """
 
 from __future__ import annotations
@@ -71,8 +72,24 @@ class CliContext:
         return self.console
 
     @contextmanager
-    def progress(self, description: str, total: int | None = None) -> Iterator[Callable[[int, int | None], None]]:
-        """A progress bar on stderr; yields ``update(done, total)`` (total None: not known)."""
+    def progress(self, description: str, total: int | None = None, *,
+                 unit: str = "records") -> Iterator[Callable[[int, int | None], None]]:
+        """Progress on stderr; yields ``update(done, total)`` (total None: not known).
+
+        At a terminal, a rich bar. Otherwise (a file, a pipe: cron, nohup, CI, a container log),
+        where a bar shows nothing until the end, plain lines (``bot.progress.line_progress``): one
+        at least every ``settings.progress_interval`` seconds however rarely ``update`` is
+        called, and a last one saying how it ended. ``unit`` names what ``done`` counts.
+        """
+        console = self._stderr()
+        if not console.is_terminal:
+            from bot.progress import line_progress
+
+            with line_progress(description, self.note, total=total, unit=unit,
+                               interval=self.settings.progress_interval) as update:
+                yield update
+            return
+
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -88,7 +105,7 @@ class CliContext:
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=self._stderr(),
+            console=console,
             transient=False,
         )
         with bar:

@@ -14,14 +14,17 @@ import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from retrieval.results import AnswerResult, Citation, SearchResult
+    from retrieval.config import Settings
+    from retrieval.results import AnswerResult, Citation, ModelProbe, SearchResult
 
 MAX_WIDTH = 100  # wider terminals still get lines a reader can follow
 MIN_WIDTH = 40
 
 MODE_LABELS = {
     "extractive": "extractive (no LLM: each sentence is taken from the cited record's abstract)",
-    "llm": "llm (written by the model; every claim checked against its cited record)",
+    # what validation establishes (retrieval.answers.citations, .attribution), and no more
+    "llm": ("llm (written by the model; each sentence kept cites a retrieved record that holds its key terms "
+            "and names only that record's authors; the wording is the model's, check it against the sources)"),
 }
 LISTING_LABEL = "extractive (listing: every indexed record matching the filters, newest first)"
 
@@ -130,3 +133,24 @@ def render_search(result: SearchResult, *, width: int | None = None) -> str:
     if not result.results:
         return "No indexed paper matches this query."
     return "\n".join(hang(f"{citation_line(c)}  (score {c.score:.3f})", width) for c in result.results)
+
+
+def model_probe_text(probe: ModelProbe, settings: Settings) -> str:
+    """``paperbot doctor``'s lines on the chat model: none configured, what failed, or its speed
+    and whether the settings fit it (with the advice when they do not)."""
+    if not probe.configured:
+        return ("Model: none configured (extractive answers; set OPENAI_BASE_URL or OPENAI_API_KEY for "
+                "written ones).")
+    if probe.error is not None:
+        return visible(f"Model {probe.model}: {probe.error}.")
+    lines = [visible(f"Model {probe.model}: reads about {probe.prompt_tokens_per_second or 0:g} prompt tokens/s "
+                     f"and writes about {probe.generation_tokens_per_second or 0:g} tokens/s (a "
+                     f"{probe.prompt_tokens or 0:,}-token prompt, first token after {probe.first_token_seconds:g} s).")]
+    if probe.budget_first_token_seconds is not None:
+        verdict = "the settings fit" if probe.fits else f"the settings do not fit: {probe.advice}"
+        lines.append(f"  A {settings.llm_prompt_budget:,}-token prompt (PAPERBOT_LLM_PROMPT_BUDGET) would start "
+                     f"answering after about {probe.budget_first_token_seconds:g} s (PAPERBOT_LLM_TIMEOUT "
+                     f"{settings.llm_timeout:g} s), a typical answer end after about "
+                     f"{probe.typical_answer_seconds:g} s (PAPERBOT_LLM_DEADLINE {settings.llm_deadline:g} s): "
+                     f"{verdict}.")
+    return "\n".join(lines)

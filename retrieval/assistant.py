@@ -40,6 +40,7 @@ from retrieval.results import (
     IndexStats,
     IngestReport,
     KeptAfterRemoval,
+    ModelProbe,
     RemovalReport,
     Scholar,
     ScholarSummaryResult,
@@ -89,6 +90,10 @@ class Assistant:
         self._notice = notice or log.warning
         self._follows: ChannelFollows | None = None
         self._follows_lock = threading.Lock()  # Slack listener threads make it once
+        # The index and the answering service are made once, whichever thread asks first (the Slack
+        # workers and the start-up warm-up at the same moment: two indexes would open Chroma twice
+        # at once, and chromadb's shared in-process system breaks, failing those searches).
+        self._index_lock = threading.RLock()
         self._answering: AnsweringService | None = None
         open_data_dir(settings, notice=self._notice)
 
@@ -118,17 +123,21 @@ class Assistant:
 
     @property
     def index(self) -> PaperIndex:
-        if self._index is None:
-            from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-            from retrieval.index.paper_index import PaperIndex
-            from retrieval.storage.roster import names_of
+        """The index, opened on first use (once, whichever thread asks first)."""
+        if self._index is not None:
+            return self._index
+        with self._index_lock:
+            if self._index is None:
+                from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
+                from retrieval.index.paper_index import PaperIndex
+                from retrieval.storage.roster import names_of
 
-            # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode;
-            # author filters follow the roster's aliases ("by Lenny Guo" finds Luanzheng Guo too)
-            cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
-            self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache),
-                                          roster_names=lambda name: names_of(self.settings, name))
-        return self._index
+                # vectors cached by (encoder, text hash): re-indexing and repairs never re-encode;
+                # author filters follow the roster's aliases ("by Lenny Guo" finds Luanzheng Guo too)
+                cache = EmbeddingCache(default_cache_path(self.settings.cache_dir))
+                self._index = PaperIndex.open(self.settings, embed=paper_embedder(cache),
+                                              roster_names=lambda name: names_of(self.settings, name))
+            return self._index
 
     @property
     def chat_model(self) -> BaseChatModel | None:
@@ -143,11 +152,14 @@ class Assistant:
     def answering(self) -> AnsweringService:
         """Questions answered over this index (``retrieval.answers.service``): what ``ask`` and
         ``stream_ask`` delegate to."""
-        if self._answering is None:
-            from retrieval.answers.service import AnsweringService
+        if self._answering is not None:
+            return self._answering
+        with self._index_lock:
+            if self._answering is None:
+                from retrieval.answers.service import AnsweringService
 
-            self._answering = AnsweringService(self.index, self.settings, self.chat_model)
-        return self._answering
+                self._answering = AnsweringService(self.index, self.settings, self.chat_model)
+            return self._answering
 
     # --- the three jobs ----------------------------------------------------------------------
 
@@ -311,6 +323,17 @@ class Assistant:
     def check_consistency(self) -> ConsistencyReport:
         """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""
         return self.index.check_consistency()
+
+    def probe_model(self) -> ModelProbe:
+        """How fast the chat model answers and whether the settings fit it (``paperbot doctor``;
+        ``retrieval.answers.model_probe``): the model given, or a probe-sized one built from the
+        settings; not configured when there is none."""
+        from retrieval.answers import model_probe  # the LLM stack only when a model is measured
+
+        if self._chat_model is None:
+            return ModelProbe(configured=False)
+        given = None if isinstance(self._chat_model, FromSettings) else self._chat_model
+        return model_probe.probe_model(self.settings, given)
 
     def repair(self, *, progress: Callable[[int, int], None] | None = None,
                force: bool = False) -> ConsistencyReport:

@@ -109,6 +109,14 @@ class Settings(BaseSettings):
                     "Default: <user cache dir>/paperbot/encoders.",
     )
 
+    # --- command line ----------------------------------------------------------------------
+    progress_interval: float = Field(
+        default=10.0, gt=0, validation_alias=_env("PAPERBOT_PROGRESS_INTERVAL"),
+        description="When stderr is not a terminal (a log file, cron, CI, a container), long commands "
+                    "(ingest, demo, fetch, sync, doctor --repair) print a progress line at least this "
+                    "often, in seconds, instead of a progress bar.",
+    )
+
     # --- LLM -------------------------------------------------------------------------------
     openai_api_key: SecretStr | None = Field(
         default=None, validation_alias=_env("OPENAI_API_KEY"),
@@ -119,14 +127,41 @@ class Settings(BaseSettings):
         description="Base URL of an OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, Azure...).",
     )
     llm_model: str = Field(default="gpt-4o-mini", validation_alias=_env("PAPERBOT_LLM_MODEL"))
-    llm_timeout: float = Field(default=60.0, gt=0, validation_alias=_env("PAPERBOT_LLM_TIMEOUT"))
-    llm_max_retries: int = Field(default=2, ge=0, le=10, validation_alias=_env("PAPERBOT_LLM_MAX_RETRIES"))
+    llm_timeout: float = Field(
+        default=60.0, gt=0, validation_alias=_env("PAPERBOT_LLM_TIMEOUT"),
+        description="Seconds the model may take to start answering a request, reading the prompt included "
+                    "(a small local model reads a few dozen prompt tokens a second). A request that passes it "
+                    "is not retried: the same prompt would be as slow again.",
+    )
+    llm_stall_timeout: float = Field(
+        default=30.0, gt=0, validation_alias=_env("PAPERBOT_LLM_STALL_TIMEOUT"),
+        description="Seconds the model may pause between two pieces of its reply once it has started.",
+    )
+    llm_max_retries: int = Field(
+        default=2, ge=0, le=10, validation_alias=_env("PAPERBOT_LLM_MAX_RETRIES"),
+        description="Requests repeated after a connection failure, HTTP 408/409/429 or 5xx (honouring "
+                    "Retry-After), as long as the deadline leaves room; never after a timeout.",
+    )
     llm_temperature: float = Field(default=0.0, ge=0, le=2, validation_alias=_env("PAPERBOT_LLM_TEMPERATURE"))
+    llm_frequency_penalty: float = Field(
+        default=0.0, ge=-2, le=2, validation_alias=_env("PAPERBOT_LLM_FREQUENCY_PENALTY"),
+        description="OpenAI's frequency_penalty, sent when not 0: discourages a small model's loops, but also "
+                    "repeated citation marks, so keep it small (0.1-0.3). 0: not sent.",
+    )
     # An answer is five cited sentences: 800 tokens is ample, and a model that runs on (small
     # local ones do, to their context limit) is cut there instead of keeping a worker for minutes.
     llm_max_tokens: int = Field(default=800, ge=16, le=32_768, validation_alias=_env("PAPERBOT_LLM_MAX_TOKENS"))
-    # The whole reply, however the server trickles it (SSE pings keep per-read timeouts quiet).
-    llm_deadline: float = Field(default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"))
+    llm_prompt_budget: int = Field(
+        default=1500, ge=300, le=200_000, validation_alias=_env("PAPERBOT_LLM_PROMPT_BUDGET"),
+        description="Tokens a prompt may hold (instructions, question and records): abstracts are trimmed to "
+                    "the sentences that match the question and records that add nothing left out until it "
+                    "fits. Counted by the server's /tokenize when it has one (llama.cpp), else as characters / 4.",
+    )
+    llm_deadline: float = Field(
+        default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"),
+        description="Seconds for all the model calls of one answer together (every attempt, every check), "
+                    "however the server trickles its reply: past it the answer is the extractive one.",
+    )
     # Two short calls before the answer (retrieval.answers.model_checks), inside the same deadline.
     # Off by default: with the 1.5B local model measured so far they cost answers (docs/performance.md).
     llm_field_terms: bool = Field(

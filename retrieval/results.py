@@ -46,7 +46,30 @@ class SkippedItem:
 @dataclass(frozen=True)
 class DroppedSentence:
     text: str
-    reason: str  # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation"
+    # "uncited" | "invalid citation only" | "prompt leak" | "wrong citation" | "wrong author" |
+    # "says nothing" | "unsupported" (retrieval.answers.citations, .attribution)
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelProbe:
+    """What ``retrieval.answers.model_probe.probe_model`` measured (``paperbot doctor``'s
+    ``model``); None where it could not be measured. Seconds and rates are rounded."""
+
+    configured: bool
+    reachable: bool | None = None
+    model: str | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    first_token_seconds: float | None = None
+    reply_tokens: int | None = None
+    seconds: float | None = None
+    prompt_tokens_per_second: float | None = None
+    generation_tokens_per_second: float | None = None
+    budget_first_token_seconds: float | None = None  # a prompt of the budget's size, at the measured speed
+    typical_answer_seconds: float | None = None  # that, plus a typical answer
+    fits: bool | None = None
+    advice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -295,6 +318,9 @@ class ExpertCandidate(BaseModel):
     affiliation: str | None
     reason: str
     papers: list[Citation]
+    # mean cosine of the topic with the person's five closest indexed papers (missing ones 0);
+    # None when it was not measured (no stored vectors, or ranked beyond the first hundred)
+    work_similarity: float | None = None
 
 
 class CollaboratorsResult(BaseModel):

@@ -72,6 +72,11 @@ DOOR_EXCEPTIONS = {
         "a pure text utility: the question is cleaned as the core cleans every text before the door "
         "shows it and stores it in the Slack state (lone surrogates cannot be stored)",
     ),
+    ("bot/slack/formatting.py", "retrieval.records.paper"): (
+        {"clean_text"},
+        "the same pure text utility: what people type in Slack (questions, follows) loses bidi controls, "
+        "zero-width characters and terminal escapes at the door, as records do in the core",
+    ),
 }
 
 

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from bot.render import hang, hang_items
+from bot.render import hang, hang_items, model_probe_text
 from retrieval.errors import InputError
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     doctor.add_argument("--force", action="store_true",
                         help="with --repair: drop the vectors even when the record store looks lost "
                              "(empty, or missing most of the indexed papers)")
+    doctor.add_argument("--no-model", action="store_true",
+                        help="do not measure the configured chat model (by default one short request)")
     doctor.add_argument("--json", action="store_true", help="print the check (and any repair) as one JSON object")
     doctor.set_defaults(handler=run_doctor)
 
@@ -65,13 +67,18 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     else:
         report = ctx.assistant.check_consistency()
     database = ctx.assistant.database_status()
+    # the model is measured by a check only (a repair is about the index); it never changes the exit status
+    probe = None if (args.repair or args.no_model) else ctx.assistant.probe_model()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok,
-                      "database": {**dataclasses.asdict(database), "current": database.current}})
+                      "database": {**dataclasses.asdict(database), "current": database.current},
+                      **({"model": dataclasses.asdict(probe)} if probe is not None else {})})
     else:
         ctx.out(str(report))
         if report.encoder_choice:
             ctx.out(report.encoder_choice)
         ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
         ctx.out(database.describe())
+        if probe is not None:
+            ctx.out(model_probe_text(probe, ctx.settings))
     return 0 if (args.repair or report.ok) else 3

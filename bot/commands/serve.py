@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.slack.app import build_slack
-    from bot.slack.http_door import EVENTS_PATH, bind
+    from bot.slack.http_door import EVENTS_PATH
+    from bot.slack.http_server import bind
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")

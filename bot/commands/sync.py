@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             "The roster is empty: there is nobody to sync.",
             hint='Add a scholar first: paperbot scholars add "Zhao Zhang" --orcid 0000-0002-1825-0097',
         )
-    with ctx.progress("Syncing scholars", total=len(scholars)) as update:
+    with ctx.progress("Syncing scholars", total=len(scholars), unit="scholars") as update:
         report = ctx.assistant.sync(progress=_progress(ctx, update))
     if report.new_paper_ids:
         try:

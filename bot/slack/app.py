@@ -2,7 +2,8 @@
 
 Socket Mode (``SLACK_APP_TOKEN``) needs no public URL; HTTP mode serves ``/slack/events``
 (events, the slash command and interactivity share it) and ``/healthz`` on uvicorn
-(``bot/slack/http_door.py``: size, time and signature checks before Bolt sees a request), and
+(``bot/slack/http_door.py``: size, time, signature and payload-shape checks before Bolt sees
+a request; Socket Mode sorts payloads the same way, ``bot/slack/socket_door.py``), and
 requires ``SLACK_SIGNING_SECRET``. ``SLACK_API_URL`` replaces the Web API base URL (proxies, tests).
 
 Concurrency: Bolt acknowledges every request at once and runs our listeners on a small pool;
@@ -24,12 +25,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.error import URLError
 
 import uvicorn
-from slack_bolt import App, BoltRequest, BoltResponse
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt import App, BoltResponse
 from slack_bolt.error import BoltError
 from slack_bolt.logger import get_bolt_logger
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
-from slack_bolt.middleware import Middleware
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
@@ -42,10 +41,12 @@ from bot.slack.alerts import AlertScheduler, FollowAlerts
 from bot.slack.blocks import apology_text
 from bot.slack.dedupe import StoredDeduper, dedupe_middleware
 from bot.slack.deps import SlackDeps
-from bot.slack.http_door import DoorLimits, RunningServer, SlackDoor, bind, uvicorn_config
+from bot.slack.http_door import DoorLimits, SlackDoor
+from bot.slack.http_server import RunningServer, bind, uvicorn_config
 from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
 from bot.slack.queue import WorkQueue
+from bot.slack.socket_door import SocketDoor
 from bot.slack.store import SlackStore
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
@@ -149,9 +150,10 @@ class SlackRuntime:
         """uvicorn serving the door in a background thread; ``shutdown()`` stops it."""
         return RunningServer(self.http_door(limits), bind(host, port))
 
-    def socket_mode_handler(self) -> SocketModeHandler:
+    def socket_mode_handler(self) -> SocketDoor:
+        """Bolt's Socket Mode handler, sorting every payload first (``bot/slack/socket_door.py``)."""
         assert self.credentials.app_token
-        return SocketModeHandler(self.app, app_token=self.credentials.app_token, web_client=self.app.client)
+        return SocketDoor(self.app, app_token=self.credentials.app_token, web_client=self.app.client)
 
     def close(self) -> None:
         for door in self._doors:
@@ -194,8 +196,9 @@ def build_slack(
     try:
         app = App(
             client=client,  # carries the token, base URL and retry handlers
-            signing_secret=creds.signing_secret if http else None,
-            request_verification_enabled=http,
+            # HTTP mode: the door checks the signature over the bytes Slack sent, then hands Bolt
+            # the validated payload re-encoded (http_door.py), which Bolt's own check cannot verify
+            request_verification_enabled=False,
             process_before_response=False,
             listener_executor=ThreadPoolExecutor(max_workers=8, thread_name_prefix="paperbot-listener"),
             raise_error_for_unhandled_request=False,
@@ -226,7 +229,6 @@ def build_slack(
         update_interval=update_interval,
         secrets=_secrets(settings),
     )
-    app.use(_ClickWithoutActions())  # before any function middleware: Bolt raises building their arguments
     app.use(dedupe_middleware(deps.deduper))  # next: a retried refusal is not sent twice
     app.use(access_middleware(settings, client, deps.run_in_background))
     register_all(app, deps)
@@ -256,22 +258,3 @@ def _log_unhandled(error: Exception, body: dict[str, Any]) -> BoltResponse:
         payload = {"response_type": "ephemeral", "text": apology_text(reference)}
         return BoltResponse(status=200, body=json.dumps(payload), headers={"content-type": "application/json"})
     return BoltResponse(status=200, body="")
-
-
-class _ClickWithoutActions(Middleware):
-    """Acknowledges a ``block_actions`` / ``interactive_message`` payload with no usable action.
-
-    Bolt 1.30 reads ``actions[0]`` of such a payload to build the arguments of every function
-    middleware, listener and error handler (``to_action``), so an empty ``actions`` list raised
-    ``IndexError`` before any of our code ran: a 500 in HTTP mode, an error in Socket Mode. A click
-    without an action has nothing to do: an empty 200, in both modes.
-    """
-
-    def process(self, *, req: BoltRequest, resp: BoltResponse,
-                next: Callable[[], BoltResponse]) -> BoltResponse | None:
-        body = req.body
-        if body.get("type") in ("block_actions", "interactive_message"):
-            actions = body.get("actions")
-            if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
-                return BoltResponse(status=200, body="")
-        return next()

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from retrieval.records.paper import clean_text
+
 Block = dict[str, Any]
 
 SECTION_LIMIT = 3000
@@ -91,7 +93,10 @@ def incoming_text(text: str | None, *, bot_user_id: str | None = None) -> str:
     """What a person typed, from Slack's encoded message text: plain characters, no markup.
 
     Mentions of the bot are removed, other mentions/channels/links become their labels, and
-    ``&amp;`` ``&lt;`` ``&gt;`` are decoded (everything is escaped again on the way out).
+    ``&amp;`` ``&lt;`` ``&gt;`` are decoded (everything is escaped again on the way out). Terminal
+    escapes, control and format characters (bidi overrides, zero-width characters) are removed
+    and whitespace is collapsed (``clean_text``, as for records): nothing typed can reorder or
+    hide text where it is stored or shown again (follows, their alerts, echoed questions).
     """
     if not text:
         return ""
@@ -106,7 +111,7 @@ def incoming_text(text: str | None, *, bot_user_id: str | None = None) -> str:
     plain = _INCOMING_LINK.sub(lambda m: m.group(2) or m.group(1), plain)
     plain = _INCOMING_SPECIAL.sub(lambda m: "@" + (m.group(2) or m.group(1)), plain)
     plain = plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    return " ".join(plain.split())
+    return clean_text(plain)
 
 
 def mentions_other_user(text: str | None, bot_user_id: str | None) -> bool:

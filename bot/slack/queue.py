@@ -1,4 +1,4 @@
-"""A work queue for slow requests: a global pool of workers, one running job per user.
+"""A work queue for slow requests: a global pool of workers, taken in turns by the people waiting.
 
 Bolt acknowledges a request within milliseconds and hands the slow part (retrieval, the LLM,
 plots) to this queue, so a burst of questions is never dropped and never blocks the ack:
@@ -6,16 +6,23 @@ plots) to this queue, so a burst of questions is never dropped and never blocks 
 * ``workers`` jobs run at once (``PAPERBOT_SLACK_WORKERS``);
 * one person runs at most one job at a time; their next questions wait in line, so a single
   user cannot take every worker;
+* people take turns, whatever the number of workers, so someone asking once does not wait for
+  everything another person queued before them (start-time fair queueing: a job's turn is one
+  after its owner's previous job, and never earlier than the turn being served when it
+  arrived; a free worker takes the earliest turn of people with nothing running, equal turns
+  in order of arrival);
 * one person may have at most ``per_user_limit`` jobs waiting or running
   (``PAPERBOT_SLACK_USER_QUEUE_LIMIT``); beyond that the request is refused politely;
 * :meth:`WorkQueue.submit` returns the position in line (0 = started at once), which the
   Slack layer shows as "you're in position N".
 
-Jobs are assigned to workers under the lock, so the reported position is exact at submit time.
+Jobs are assigned to workers under the lock. The position is the job's place in the order at
+submit time: a later first question of someone else may still take a turn before it.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import Counter, deque
@@ -35,19 +42,28 @@ class QueueFullError(InputError):
 class _Job:
     user: str
     run: Callable[[], None]
+    turn: int  # its owner's turn: jobs go in order of (turn, arrival)
+    arrival: int
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return self.turn, self.arrival
 
 
 class WorkQueue:
-    """Global pool of ``workers`` threads; jobs of one user run one after the other."""
+    """Global pool of ``workers`` threads; people take turns, and one person's jobs run one after the other."""
 
     def __init__(self, workers: int, per_user_limit: int, *, name: str = "paperbot-worker") -> None:
         if workers < 1 or per_user_limit < 1:
             raise ValueError("workers and per_user_limit must be at least 1")
         self._per_user_limit = per_user_limit
         self._lock = threading.Condition()
-        self._waiting: deque[_Job] = deque()
+        self._waiting: list[_Job] = []
         self._ready: deque[_Job] = deque()
         self._running: Counter[str] = Counter()
+        self._next_turn: dict[str, int] = {}  # per person: the turn after their last job
+        self._serving = 0  # the turn of the last job started (never decreases)
+        self._arrivals = itertools.count()
         self._idle = workers
         self._closed = False
         self._threads = [
@@ -67,12 +83,14 @@ class WorkQueue:
                     f"You already have {queued} request(s) in line.",
                     hint="I'll get to them in order; ask again once one is answered.",
                 )
-            entry = _Job(user=user, run=job)
+            turn = max(self._serving, self._next_turn.get(user, 0))
+            self._next_turn[user] = turn + 1
+            entry = _Job(user=user, run=job, turn=turn, arrival=next(self._arrivals))
             self._waiting.append(entry)
             self._dispatch()
             if entry not in self._waiting:
                 return 0
-            return self._waiting.index(entry) + 1
+            return 1 + sum(1 for item in self._waiting if item.order < entry.order)
 
     def waiting(self) -> int:
         """Jobs not yet started."""
@@ -99,16 +117,25 @@ class WorkQueue:
     # --- internals: always called with the lock held ---------------------------------------
 
     def _dispatch(self) -> None:
-        """Hand eligible waiting jobs (their user has nothing running) to idle workers."""
+        """Hand waiting jobs to idle workers, earliest (turn, arrival) first among people with nothing running."""
         while self._idle > 0:
-            entry = next((item for item in self._waiting if self._running[item.user] == 0), None)
-            if entry is None:
+            eligible = [item for item in self._waiting if self._running[item.user] == 0]
+            if not eligible:
                 return
+            entry = min(eligible, key=lambda item: item.order)
             self._waiting.remove(entry)
             self._running[entry.user] += 1
+            self._serving = max(self._serving, entry.turn)
+            self._forget_finished_turns()
             self._idle -= 1
             self._ready.append(entry)
             self._lock.notify()
+
+    def _forget_finished_turns(self) -> None:
+        """Drop the turns of people whose next turn is not ahead of the one being served (they
+        would start from it anyway), so the map holds only people with a turn still to come."""
+        for user in [user for user, turn in self._next_turn.items() if turn <= self._serving]:
+            del self._next_turn[user]
 
     def _work(self) -> None:
         while True:
@@ -129,3 +156,5 @@ class WorkQueue:
                         del self._running[entry.user]
                     self._idle += 1
                     self._dispatch()
+                    if not self._waiting and not self._running:
+                        self._next_turn.clear()  # idle: whoever asks next starts at once anyway

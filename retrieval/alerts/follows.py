@@ -28,7 +28,7 @@ from sqlalchemy import ColumnElement, Connection, Row, delete, func, insert, sel
 from retrieval.config import Settings
 from retrieval.errors import DataDirReadOnlyError, InputError
 from retrieval.records.names import names_compatible
-from retrieval.records.paper import Paper, normalize_openalex_id, normalize_orcid
+from retrieval.records.paper import Paper, clean_text, normalize_openalex_id, normalize_orcid
 from retrieval.results import Follow, FollowAlert, FollowKind
 from retrieval.storage.database import Database, open_database
 from retrieval.storage.schema import follow_announced, follow_inbox, follows
@@ -44,9 +44,11 @@ def parse_follow(text: str) -> tuple[FollowKind | None, str]:
     """Split "scholar Zhao Zhang" / "topic: graph networks" / "graph networks" into (kind, query).
 
     The kind is None when the text does not say; the caller decides (e.g. by looking the name
-    up among indexed authors).
+    up among indexed authors). The query is plain text: terminal escapes, control and format
+    characters (bidi overrides, zero-width characters) are removed (``clean_text``), since it is
+    stored and shown in every alert of the follow.
     """
-    cleaned = " ".join(text.split()).strip().strip("\"'")
+    cleaned = clean_text(text).strip("\"'")
     match = _KIND_PREFIX.match(cleaned)
     kind: FollowKind | None = None
     if match:

@@ -17,25 +17,36 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    records are about the question (``settings.llm_judge_relevance``): only those are cited; its
    "NONE" empties the evidence unless the judgement found it strong (``STRONG_EVIDENCE``); an
    unreadable, late or failing check leaves the judgement's evidence. A question the judgement
-   finds clearly off the index (``MODEL_CHECK_FLOOR``) gets no check. Both checks and the
-   answer share one deadline (``settings.llm_deadline``) and add their notes to the notice.
+   finds clearly off the index (``MODEL_CHECK_FLOOR``) gets no check. Every model call of the
+   answer (the follow-up rewrite, both checks, the answer and every retry of each) shares one
+   deadline, ``settings.llm_deadline`` seconds from the start of the answer, and each is held to
+   the first-token and stall limits (``retrieval.answers.model_calls``); the checks add their
+   notes to the notice.
    No evidence -> abstention ("No indexed paper addresses this.") whose notice says why
    (``judgement.why_not``), without the answer call.
 3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the
    extractive answer (``retrieval.answers.extractive``), with ``NO_LLM_NOTICE``.
 4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
-   over delimited evidence blocks. The reply is untrusted (``retrieval.answers.model_output``): a
+   over delimited evidence blocks, fitted to ``settings.llm_prompt_budget`` tokens
+   (``retrieval.answers.prompt_budget``: abstracts trimmed to the sentences that match the
+   question, then records that add nothing left out; the extractive fallback keeps them all). The reply is untrusted (``retrieval.answers.model_output``): a
    ``TextDelta`` carries only text that passed validation (complete sentences with valid
    citations, no link, no prompt echo), so a live view never shows what the final answer would
    not. At the end ``validate_answer`` drops invalid citations, uncited claims, prompt leaks and
    claims whose citation points at another record than the one they name, renumbers, or
    abstains ("The indexed papers do not answer this."). ``Final.result.answer`` is the
-   answer; consumers showing a live stream replace it with that.
-5. The model failing after the SDK's retries (``LLM_FAILURES``) falls back to the extractive
-   answer with an "LLM unreachable (...)" notice. A reply that came back but cannot be used
-   falls back with "The model's reply was unusable (...)": no words (only "[1]" or a marker),
-   a listing of the records, a stream cut before its end or at the token limit
-   (``llm_max_tokens``), past ``llm_deadline`` seconds, past the character or sentence cap;
+   answer; consumers showing a live stream replace it with that. The model's refusal
+   (``NO_ANSWER``, "I cannot answer...") is one signal, not the verdict: the evidence passed
+   the judgement, so the answer is then the extractive one, with ``MODEL_FOUND_NO_ANSWER`` (small
+   local models refuse readily, issue #29); a mixed question thus keeps its topic answer.
+5. The model failing after its retries (``LLM_FAILURES``) falls back to the extractive
+   answer with an "LLM unreachable (...)" notice; a model past a time limit
+   (``model_calls.ModelTooSlow``) with "The model was too slow (...)", which says what happened
+   and which setting to change ("it did not start answering within 60 s for a prompt of ~2,900
+   tokens; raise PAPERBOT_LLM_TIMEOUT or lower PAPERBOT_LLM_PROMPT_BUDGET"). A reply that came back but
+   cannot be used falls back with "The model's reply was unusable (...)": no words (only "[1]"
+   or a marker), a listing of the records, a stream cut before its end or at the token limit
+   (``llm_max_tokens``), past the character or sentence cap;
    or, once validated (``unusable_answer_reason``), an echo of the instructions, citations
    that point at the wrong records, claims none of which cites a record validly, or claims
    that share no word with the records they cite.
@@ -73,7 +84,8 @@ from retrieval.answers.evidence import (
 )
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER, SentenceScorer, abstention, extractive_answer
 from retrieval.answers.judgement import Verdict, matched_by_meaning, why_not
-from retrieval.answers.model_checks import ReplyTimedOut, field_query, judge_relevance, merge_hits
+from retrieval.answers.model_calls import CallLimits, CallReport, ModelTooSlow, stream_within
+from retrieval.answers.model_checks import field_query, judge_relevance, merge_hits
 from retrieval.answers.model_output import (
     ReplyRejected,
     ValidatedStream,
@@ -82,6 +94,8 @@ from retrieval.answers.model_output import (
     unusable_answer_reason,
     unusable_reason,
 )
+from retrieval.answers.prompt_budget import FittedEvidence, fit_evidence
+from retrieval.answers.prompt_tokens import TokenCounter, token_counter
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.index.background import Background
@@ -111,6 +125,7 @@ NO_LLM_NOTICE = (
 Retriever = Callable[[str, int, SearchFilters | None], list[SearchHit]]
 
 LLM_ABSTAIN_ANSWER = "The indexed papers do not answer this."
+MODEL_FOUND_NO_ANSWER = "The model found no answer in these records; showing the records' own sentences."
 MAX_QUESTION_CHARS = 2000
 # The evidence judgement's probability above which one "NONE" from the model does not empty the
 # evidence (issue #29: a model's refusal is one signal, not the verdict). On the tuning halves a
@@ -149,6 +164,18 @@ def build_answer_chain(model: BaseChatModel) -> Runnable[dict[str, str], BaseMes
     return _answer_prompt() | model
 
 
+def fitted_evidence(question: str, relevant: Sequence[SearchHit], settings: Settings,
+                    counter: TokenCounter | None = None) -> FittedEvidence:
+    """The evidence records of the answer prompt for ``question``, fitted to
+    ``settings.llm_prompt_budget`` tokens (``retrieval.answers.prompt_budget``; the focus of
+    every record is the question), counted by ``counter`` (default: ``token_counter``)."""
+    evidence = build_evidence(relevant)
+    fixed = _system_prompt().format() + _user_prompt().format(
+        boundary=evidence.boundary, question=evidence.wrap_question(question), evidence="")
+    return fit_evidence(evidence, [question] * len(evidence), fixed=fixed, budget=settings.llm_prompt_budget,
+                        counter=counter or token_counter(settings))
+
+
 def chain_inputs(question: str, evidence: EvidenceSet) -> dict[str, str]:
     """The prompt variables for ``question`` over ``evidence`` (all untrusted text neutralised)."""
     return {
@@ -175,6 +202,11 @@ def _checked_question(question: str, k: int) -> str:
 def _fallback(question: str, relevant: Sequence[SearchHit], reason: str) -> AnswerResult:
     """The extractive answer when the model could not be reached."""
     return extractive_answer(question, relevant, notice=f"LLM unreachable ({reason}): extractive answer instead.")
+
+
+def _too_slow(question: str, relevant: Sequence[SearchHit], reason: str) -> AnswerResult:
+    """The extractive answer when the model did not answer within its time limits."""
+    return extractive_answer(question, relevant, notice=f"The model was too slow ({reason}): extractive answer instead.")
 
 
 def _unusable(question: str, relevant: Sequence[SearchHit], reason: str) -> AnswerResult:
@@ -268,8 +300,9 @@ class EvidenceChoice:
     ``hits``: the records judged (with the field-terms query's merged in); ``relevant``: the
     evidence records; ``assessment``: the judgement's view of the hits;
     ``notes``: what the model checks said or why they were skipped; ``failure``: a model call
-    that failed (the answer is then extractive at once); ``deadline``: the ``time.monotonic()``
-    instant by which the whole answer must be done.
+    that failed or was too slow (the answer is then extractive at once) after
+    ``failure_attempts`` requests; ``deadline``: the ``time.monotonic()`` instant by which the
+    whole answer must be done.
     """
 
     query: str
@@ -279,6 +312,7 @@ class EvidenceChoice:
     notes: list[str]
     failure: Exception | None
     deadline: float
+    failure_attempts: int = 1
 
 
 def choose_evidence(question: str, retriever: Retriever, settings: Settings, model: BaseChatModel | None,
@@ -291,14 +325,16 @@ def choose_evidence(question: str, retriever: Retriever, settings: Settings, mod
     if model is not None:  # the LLM stack is imported only when there is a model
         from retrieval.answers.llm import LLM_FAILURES
 
-        llm_failures = LLM_FAILURES
+        llm_failures = (*LLM_FAILURES, ModelTooSlow)
+    deadline = time.monotonic() + settings.llm_deadline  # every model call of this answer shares it
     failure: Exception | None = None
+    call = CallReport()  # of the model call that failed, if one does
     try:
-        query = standalone_question(question, options.history, model)
+        query = standalone_question(question, options.history, model, CallLimits.from_settings(settings, deadline),
+                                    report=call)
     except llm_failures as exc:
         failure, query = exc, heuristic_query(question, options.history)
     hits = retriever(query, options.k, options.filters)
-    deadline = time.monotonic() + settings.llm_deadline  # the model calls of this answer share it
     notes: list[str] = []
     # the evidence policy (retrieval.answers.evidence.assess), again only over records the
     # field-terms query brought in
@@ -306,7 +342,9 @@ def choose_evidence(question: str, retriever: Retriever, settings: Settings, mod
     checking = model is not None and failure is None and _worth_checking(assessment.verdict)
     if checking and model is not None and settings.llm_field_terms:
         try:
-            merged = _with_field_terms(query, hits, retriever, options, model, _left(deadline, settings), notes)
+            call = CallReport()
+            merged = _with_field_terms(query, hits, retriever, options, model, _check_limits(deadline, settings),
+                                       notes, call)
         except llm_failures as exc:
             failure = exc  # the answer call would fail the same way: extractive at once
         else:
@@ -316,10 +354,11 @@ def choose_evidence(question: str, retriever: Retriever, settings: Settings, mod
     relevant = assessment.kept
     if checking and model is not None and failure is None and settings.llm_judge_relevance and hits:
         try:
-            relevant = _model_judged(query, hits, assessment, model, _left(deadline, settings), notes)
+            call = CallReport()
+            relevant = _model_judged(query, hits, assessment, model, _check_limits(deadline, settings), notes, call)
         except llm_failures as exc:
             failure = exc
-    return EvidenceChoice(query, hits, relevant, assessment, notes, failure, deadline)
+    return EvidenceChoice(query, hits, relevant, assessment, notes, failure, deadline, max(1, call.attempts))
 
 
 def _events(
@@ -349,9 +388,10 @@ def _worth_checking(verdict: Verdict | None) -> bool:
     return verdict.probability >= MODEL_CHECK_FLOOR and verdict.signals.lift >= 0
 
 
-def _left(deadline: float, settings: Settings) -> float:
-    """Seconds a model step may take: what is left of the answer's deadline, at most one request's timeout."""
-    return max(1.0, min(settings.llm_timeout, deadline - time.monotonic()))
+def _check_limits(deadline: float, settings: Settings) -> CallLimits:
+    """The limits of a model check before the answer: the settings' first-token and stall
+    limits, within the answer's deadline."""
+    return CallLimits.from_settings(settings, deadline)
 
 
 def _noted(event: AnswerEvent, notes: Sequence[str]) -> AnswerEvent:
@@ -362,13 +402,14 @@ def _noted(event: AnswerEvent, notes: Sequence[str]) -> AnswerEvent:
 
 
 def _with_field_terms(query: str, hits: list[SearchHit], retriever: Retriever, options: AnswerOptions,
-                      model: BaseChatModel, seconds: float, notes: list[str]) -> list[SearchHit]:
+                      model: BaseChatModel, limits: CallLimits, notes: list[str],
+                      report: CallReport) -> list[SearchHit]:
     """``hits`` merged with the records retrieved for the question in the field's terms
     (``model_checks.field_query``); the same hits when the model gives no usable query in time."""
     try:
-        rewritten = field_query(query, model, seconds)
-    except ReplyTimedOut as slow:
-        notes.append(f"The model's field terms were skipped ({slow}).")
+        rewritten = field_query(query, model, limits, report=report)
+    except ModelTooSlow as slow:
+        notes.append(f"The model's field terms were skipped ({slow.reason}).")
         return hits
     if rewritten is None or fold(rewritten) == fold(query):
         return hits
@@ -377,7 +418,7 @@ def _with_field_terms(query: str, hits: list[SearchHit], retriever: Retriever, o
 
 
 def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, model: BaseChatModel,
-                  seconds: float, notes: list[str]) -> list[SearchHit]:
+                  limits: CallLimits, notes: list[str], report: CallReport) -> list[SearchHit]:
     """The evidence after the model's relevance check (``model_checks.judge_relevance``).
 
     The records it names, in retriever order (only among the kept ones when no judgement was
@@ -388,9 +429,9 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
     """
     candidates = unique_hits(hits)
     try:
-        judged = judge_relevance(query, candidates, model, seconds)
-    except ReplyTimedOut as slow:
-        notes.append(f"The model's relevance check was skipped ({slow}); the evidence judgement decided.")
+        judged = judge_relevance(query, candidates, model, limits, report=report)
+    except ModelTooSlow as slow:
+        notes.append(f"The model's relevance check was skipped ({slow.reason}); the evidence judgement decided.")
         return assessment.kept
     if judged is None:
         notes.append("The model's relevance check was unreadable; the evidence judgement decided.")
@@ -413,29 +454,38 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
 
 def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: BaseChatModel) -> Iterator[AnswerEvent]:
     """The model writes the answer over the chosen evidence (module docstring, steps 4-5)."""
-    from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
+    from retrieval.answers.llm import LLM_FAILURES, describe_failure
 
     query, relevant, deadline = chosen.query, chosen.relevant, chosen.deadline
-    attempts = model_attempts(model, settings)
+    if isinstance(chosen.failure, ModelTooSlow):
+        yield Final(_too_slow(question, relevant, chosen.failure.reason), query=query)
+        return
     if chosen.failure is not None:
-        yield Final(_fallback(question, relevant, describe_failure(chosen.failure, attempts)), query=query)
+        yield Final(_fallback(question, relevant, describe_failure(chosen.failure, chosen.failure_attempts)), query=query)
         return
     if not relevant:
         yield Final(_with_why(abstention(question, "llm", answer=NO_EVIDENCE_ANSWER), chosen.assessment.verdict),
                     query=query)
         return
 
-    evidence = build_evidence(relevant)
+    fitted = fitted_evidence(query, relevant, settings)
+    evidence = fitted.evidence
     protected = [_system_prompt().format(), _user_prompt().text]
     attribution = EvidenceAttribution.from_papers([hit.paper for hit in evidence.hits])
     live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected, attribution=attribution)
+    inputs = chain_inputs(query, evidence)
+    limits = CallLimits.from_settings(settings, deadline, prompt_tokens=fitted.tokens)
+    call = CallReport()
+    chunks = stream_within(lambda: build_answer_chain(model).stream(inputs), limits, report=call)
     try:
-        for piece in bounded_pieces(build_answer_chain(model).stream(chain_inputs(query, evidence)), settings,
-                                    until=deadline):
+        for piece in bounded_pieces(chunks, settings):
             if shown := live.feed(piece):
                 yield TextDelta(shown)  # only text that passed validation: never a [99] or the prompt
     except LLM_FAILURES as exc:
-        yield Final(_fallback(question, relevant, describe_failure(exc, attempts)), query=query)
+        yield Final(_fallback(question, relevant, describe_failure(exc, call.attempts)), query=query)
+        return
+    except ModelTooSlow as slow:
+        yield Final(_too_slow(question, relevant, slow.reason), query=query)
         return
     except ReplyRejected as rejected:
         yield Final(_unusable(question, relevant, rejected.reason), query=query)
@@ -449,6 +499,9 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
                              attribution=attribution)
     if (reason := unusable_answer_reason(report, attribution)) is not None:
         yield Final(_unusable(question, relevant, reason), report=report, query=query)
+        return
+    if report.abstained and report.reason == "refusal":  # one signal against evidence that passed the judgement
+        yield Final(extractive_answer(question, relevant, notice=MODEL_FOUND_NO_ANSWER), report=report, query=query)
         return
     yield Final(_llm_result(question, report, evidence), report=report, query=query)
 

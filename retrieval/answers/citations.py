@@ -10,7 +10,9 @@ Validation rules for a model's answer over evidence records 1..k (``validate_ans
    string (the boundary token), shares 8 consecutive words with a ``protected`` text (the system
    prompt), or is itself a run of 5+ words of one. With an ``attribution``
    (``retrieval.answers.attribution``), a claim whose citations point at another record than the one
-   it is about is dropped as a "wrong citation".
+   it is about is dropped as a "wrong citation"; one the cited records do not support as "says
+   nothing" (no content term), "unsupported" (too few of its terms in them) or "wrong author"
+   (it names an author of none of them).
 3. The answer abstains when the model says it cannot answer, or when no valid citation
    survives. "Says it cannot answer" means: the ``NO_ANSWER`` sentinel anywhere; or a first
    sentence like "I cannot answer..." (cited or not); or an *uncited* first sentence like
@@ -67,6 +69,8 @@ class Attribution(Protocol):
     def misattributed(self, sentence: str, cited: Sequence[int]) -> int | None: ...
 
     def says_something(self, sentence: str, cited: Sequence[int]) -> bool: ...
+
+    def unsupported(self, sentence: str, cited: Sequence[int]) -> str | None: ...
 
 
 def visible_text(text: str) -> str:
@@ -240,6 +244,9 @@ def validate_answer(
                 continue
             if attribution is not None and attribution.misattributed(sentence, valid) is not None:
                 work.dropped.append(DroppedSentence(sentence, "wrong citation"))
+                continue
+            if attribution is not None and (why := attribution.unsupported(sentence, valid)) is not None:
+                work.dropped.append(DroppedSentence(sentence, why))
                 continue
             work.claims += 1
             kept.append(rewritten)

@@ -3,8 +3,9 @@
 With a chat model, the ``condense_question`` prompt rewrites the follow-up using the last few
 turns (history and question are untrusted and wrapped like evidence). An unusable rewrite
 (empty, several lines of prose, the boundary, an answer instead of a query) falls back to the
-heuristic; a *failing* model raises one of ``retrieval.answers.llm.LLM_FAILURES`` so the caller can skip
-the model for the answer too instead of waiting through the retries twice.
+heuristic; a *failing* model raises one of ``retrieval.answers.llm.LLM_FAILURES``, and one past its time
+limits a ``retrieval.answers.model_calls.ModelTooSlow``, so the caller can skip the model for the answer
+too instead of waiting twice.
 
 Without a model, ``heuristic_query`` applies one rule: a question that looks like a follow-up
 (it has at most ``SHORT_FOLLOWUP_TERMS`` content words, or it uses a referring word such as
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from prompts import load_prompt
 from retrieval.answers.citations import NO_ANSWER_SENTINEL
 from retrieval.answers.evidence import neutralise, new_boundary
+from retrieval.answers.model_calls import CallLimits, CallReport, invoke_within
 from retrieval.text import content_words
 
 if TYPE_CHECKING:  # langchain-core is imported only when a model is configured
@@ -85,10 +87,12 @@ def _usable_rewrite(raw: str, boundary: str) -> str | None:
     return text
 
 
-def condense_question(question: str, history: Sequence[tuple[str, str]], model: BaseChatModel) -> str:
-    """Ask the model for a standalone query; heuristic when its reply is unusable.
+def condense_question(question: str, history: Sequence[tuple[str, str]], model: BaseChatModel,
+                      limits: CallLimits, *, report: CallReport | None = None) -> str:
+    """Ask the model for a standalone query, within ``limits``; heuristic when its reply is unusable.
 
-    Raises one of ``retrieval.answers.llm.LLM_FAILURES`` when the model call itself fails.
+    Raises one of ``retrieval.answers.llm.LLM_FAILURES`` when the model call itself fails, and
+    ``ModelTooSlow`` past the limits.
     """
     from langchain_core.messages import HumanMessage
 
@@ -99,16 +103,18 @@ def condense_question(question: str, history: Sequence[tuple[str, str]], model: 
         history=_history_text(history, boundary),
         question=neutralise(question, boundary),
     )
-    reply = model.invoke([HumanMessage(content=text)])
+    reply = invoke_within(model, [HumanMessage(content=text)], limits, report=report)
     return _usable_rewrite(reply.text, boundary) or heuristic_query(question, history)
 
 
 def standalone_question(
-    question: str, history: Sequence[tuple[str, str]], model: BaseChatModel | None
+    question: str, history: Sequence[tuple[str, str]], model: BaseChatModel | None, limits: CallLimits,
+    *, report: CallReport | None = None,
 ) -> str:
-    """The query to retrieve with: the question itself, or its rewrite given ``history``."""
+    """The query to retrieve with: the question itself, or its rewrite given ``history`` (by the
+    model within ``limits`` when there is one)."""
     if not history:
         return question
     if model is None:
         return heuristic_query(question, history)
-    return condense_question(question, history, model)
+    return condense_question(question, history, model, limits, report=report)

@@ -35,7 +35,6 @@ from retrieval.answers.judgement import TYPICAL_BACKGROUND, Rarity, Verdict, jud
 from retrieval.config import Settings
 from retrieval.index.background import Background
 from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE  # bench/calibrate_threshold.py: records with an abstract
-from retrieval.records.paper import Paper
 from retrieval.results import SearchHit
 from retrieval.text import content_phrases, content_terms
 
@@ -241,10 +240,16 @@ def cut_at_word(text: str, limit: int) -> str:
 
 @dataclass(frozen=True)
 class EvidenceSet:
-    """Evidence records numbered 1..n (``hits[n - 1]``) and the boundary wrapping them."""
+    """Evidence records numbered 1..n (``hits[n - 1]``) and the boundary wrapping them.
+
+    ``abstracts``: when given, the abstract text each record shows (``abstracts[n - 1]``, as
+    ``retrieval.answers.prompt_budget`` fitted it; neutralised when rendered, "" for none)
+    instead of the record's abstract cut to its share of ``EVIDENCE_ABSTRACT_BUDGET``.
+    """
 
     hits: tuple[SearchHit, ...]
     boundary: str
+    abstracts: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -256,18 +261,34 @@ class EvidenceSet:
         return self.hits[n - 1]
 
     def render(self) -> str:
-        """All records as delimited blocks, in order, abstracts cut to share the budget."""
-        limit = MAX_EVIDENCE_ABSTRACT_CHARS
-        if self.hits:
-            limit = max(MIN_EVIDENCE_ABSTRACT_CHARS, min(limit, EVIDENCE_ABSTRACT_BUDGET // len(self.hits)))
-        return "\n\n".join(self._block(n, hit.paper, limit) for n, hit in enumerate(self.hits, start=1))
+        """All records as delimited blocks, in order (``blocks`` joined by blank lines)."""
+        return "\n\n".join(self.blocks())
+
+    def blocks(self) -> list[str]:
+        """Each record's delimited block, in order."""
+        return [self.block(n) for n in range(1, len(self.hits) + 1)]
+
+    def abstract_text(self, n: int) -> str:
+        """The abstract record ``n`` shows, neutralised: the fitted one, or the record's own cut
+        to its share of ``EVIDENCE_ABSTRACT_BUDGET``."""
+        paper = self.hit(n).paper
+        if self.abstracts is not None:
+            return neutralise(self.abstracts[n - 1], self.boundary)
+        limit = max(MIN_EVIDENCE_ABSTRACT_CHARS, min(MAX_EVIDENCE_ABSTRACT_CHARS, EVIDENCE_ABSTRACT_BUDGET // len(self)))
+        return cut_at_word(neutralise(paper.abstract, self.boundary), limit)
+
+    def with_abstracts(self, hits: Sequence[SearchHit], abstracts: Sequence[str]) -> EvidenceSet:
+        """``hits`` under this set's boundary, showing ``abstracts`` (one per hit)."""
+        return EvidenceSet(tuple(hits), self.boundary, tuple(abstracts))
 
     def wrap_question(self, question: str) -> str:
         """The question neutralised like the records (it goes between markers of its own)."""
         return neutralise(question, self.boundary) or "(empty)"
 
-    def _block(self, n: int, paper: Paper, abstract_chars: int) -> str:
+    def block(self, n: int) -> str:
+        """Record ``n``'s delimited block: its marker lines, fields and abstract."""
         b = self.boundary
+        paper = self.hit(n).paper
         lines = [
             f"{b} RECORD [{n}]",
             f"id: {neutralise(paper.id, b)}",
@@ -275,7 +296,7 @@ class EvidenceSet:
             f"authors: {neutralise(paper.short_authors(limit=6), b)}",
             f"year: {paper.year if paper.year is not None else 'unknown'}",
             f"venue: {neutralise(paper.venue, b) or 'unknown'}",
-            f"abstract: {cut_at_word(neutralise(paper.abstract, b), abstract_chars) or '(no abstract)'}",
+            f"abstract: {self.abstract_text(n) or '(no abstract)'}",
             f"{b} END RECORD [{n}]",
         ]
         return "\n".join(lines)

@@ -12,21 +12,22 @@ with a 1.5B local model they cost more answers than they saved, docs/performance
   before answering. Only the records it names are cited; "NONE" means an honest abstention.
 
 Both are bounded: one line of reply (``MAX_REPLY_CHARS``), read as a stream and cut as soon as
-the line is complete, within the time left of the answer's deadline. A reply that cannot be
-read returns None; a failing model raises one of ``retrieval.answers.llm.LLM_FAILURES``. The
-caller then decides without the model (``retrieval.answers.evidence``), and says so.
+the line is complete, within the given ``CallLimits`` (the answer's deadline). A reply that
+cannot be read returns None; a model past its limits raises ``ModelTooSlow``, a failing one
+one of ``retrieval.answers.llm.LLM_FAILURES``. The caller then decides without the model
+(``retrieval.answers.evidence``), and says so.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prompts import load_prompt
 from retrieval.answers.evidence import cut_at_word, neutralise, new_boundary
+from retrieval.answers.model_calls import CallLimits, CallReport, stream_within
 from retrieval.results import SearchHit
 
 if TYPE_CHECKING:
@@ -40,10 +41,6 @@ _NONE = re.compile(r"^\W*(none|no records?|no_answer|nothing)\b", re.IGNORECASE)
 _LABEL = re.compile(r"^(?:search\s+)?(?:query|terms?|answer|relevant(?:\s+records)?)\s*:\s*", re.IGNORECASE)
 
 
-class ReplyTimedOut(Exception):
-    """The model was still writing when the time given to the step ran out."""
-
-
 @dataclass(frozen=True)
 class RelevanceJudgement:
     """The records the model named as relevant (1-based, in the order shown), or ``none``."""
@@ -52,37 +49,34 @@ class RelevanceJudgement:
     none: bool = False
 
 
-def _first_line(model: BaseChatModel, text: str, seconds: float) -> str:
+def _first_line(model: BaseChatModel, text: str, limits: CallLimits, report: CallReport | None) -> str:
     """The model's reply up to its first complete line (or ``MAX_REPLY_CHARS``), streamed.
 
-    Raises ``ReplyTimedOut`` when ``seconds`` pass before the line is complete (closing the
-    stream ends the request); model failures pass through.
+    Raises ``ModelTooSlow`` when a limit passes before the line is complete (the stream is then
+    closed, which ends the request); model failures pass through.
     """
     from langchain_core.messages import HumanMessage
 
-    deadline = time.monotonic() + seconds
     reply = ""
-    stream = model.stream([HumanMessage(content=text)])
+    stream = stream_within(lambda: model.stream([HumanMessage(content=text)]), limits, report=report)
     try:
         for chunk in stream:
             content = chunk.content if isinstance(chunk.content, str) else ""
             reply += content
             if "\n" in reply.strip() or len(reply) >= MAX_REPLY_CHARS:
                 break
-            if time.monotonic() > deadline:
-                raise ReplyTimedOut(f"no complete reply within {seconds:.0f} s")
     finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
+        stream.close()
     return reply.strip().split("\n", 1)[0].strip()[:MAX_REPLY_CHARS]
 
 
-def field_query(question: str, model: BaseChatModel, seconds: float) -> str | None:
+def field_query(question: str, model: BaseChatModel, limits: CallLimits, *,
+                report: CallReport | None = None) -> str | None:
     """The question in the field's terms, or None when the reply is not a usable query."""
     prompt = load_prompt("field_terms", required={"boundary", "question"})
     boundary = new_boundary()
-    line = _first_line(model, prompt.format(boundary=boundary, question=neutralise(question, boundary)), seconds)
+    line = _first_line(model, prompt.format(boundary=boundary, question=neutralise(question, boundary)), limits,
+                       report)
     if boundary in line:
         return None
     query = neutralise(_LABEL.sub("", line).strip().strip("\"'“”‘’`").strip(), boundary)
@@ -98,8 +92,8 @@ def _record_block(n: int, hit: SearchHit, boundary: str) -> str:
                       f"abstract: {abstract or '(no abstract)'}", f"{boundary} END RECORD [{n}]"])
 
 
-def judge_relevance(question: str, hits: Sequence[SearchHit], model: BaseChatModel,
-                    seconds: float) -> RelevanceJudgement | None:
+def judge_relevance(question: str, hits: Sequence[SearchHit], model: BaseChatModel, limits: CallLimits, *,
+                    report: CallReport | None = None) -> RelevanceJudgement | None:
     """Which of ``hits`` (numbered 1..n as given) the model judges to be about ``question``.
 
     None when the reply names no valid record and does not say NONE (unreadable).
@@ -108,7 +102,7 @@ def judge_relevance(question: str, hits: Sequence[SearchHit], model: BaseChatMod
     boundary = new_boundary()
     records = "\n\n".join(_record_block(n, hit, boundary) for n, hit in enumerate(hits, start=1))
     line = _first_line(model, prompt.format(boundary=boundary, question=neutralise(question, boundary),
-                                            records=records), seconds)
+                                            records=records), limits, report)
     if boundary in line:
         return None
     numbers = tuple(dict.fromkeys(int(n) for n in _NUMBER.findall(line) if 1 <= int(n) <= len(hits)))

@@ -16,6 +16,11 @@ context limit. Nothing it writes reaches a door unchecked:
   (``echoes_prompt``: a model repeating its instructions), or citations that point at the wrong
   records (``miscites``, judged by ``retrieval.answers.attribution``). Such a reply is a failure of the model, reported as
   "the model's reply was unusable (...)", never as "unreachable".
+* ``DegenerationGuard`` stops a reply as soon as it is recognisably degenerate, instead of at the
+  token limit (a small model looping "[1] [2] [3] … [180]" used 800 tokens and 20 minutes): citation
+  marks with no word yet (``MAX_WORDLESS_CITATIONS``), a run of citation marks with no word
+  between (``MAX_CITATION_RUN``), or one short unit repeated (``MIN_REPEATS`` times over at least
+  ``MIN_REPEATED_CHARS``). ``bounded_pieces`` applies it to every streamed reply.
 * ``ValidatedStream`` turns raw deltas into text that may be shown while the model writes: only
   complete sentences that pass the same validation as the final answer (valid citations that
   point at the right records, no prompt echo), so an invented ``[99]``, an uncited claim or the system prompt is never on
@@ -26,7 +31,6 @@ context limit. Nothing it writes reaches a door unchecked:
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -46,6 +50,16 @@ MAX_MISCITES = 2
 #: A reply longer than this is a runaway, not an answer (the prompt asks for five sentences).
 MAX_REPLY_CHARS = 6_000
 MAX_REPLY_SENTENCES = 40
+#: Citation marks before the first word that make a reply degenerate (no answer opens with six).
+MAX_WORDLESS_CITATIONS = 6
+#: Citation marks in a row with no word between them (a prompt offers at most k = 8 records to cite
+#: in one place; the listings of up to 50 are never written by the model).
+MAX_CITATION_RUN = 12
+#: A unit of up to ``MAX_REPEATED_UNIT`` characters repeated this often at the end of the reply, over
+#: at least ``MIN_REPEATED_CHARS``, is a loop ("the the the ...", "of the model of the model ...").
+MIN_REPEATS = 8
+MIN_REPEATED_CHARS = 60
+MAX_REPEATED_UNIT = 40
 
 _MARKDOWN_IMAGE = re.compile(r"!\[([^\]\n]{0,300})\]\([^)\s]{0,2000}\)")
 _MARKDOWN_LINK = re.compile(r"\[([^\]\n]{0,300})\]\(\s*<?[^)\s]{0,2000}>?(?:\s+\"[^\"\n]{0,200}\")?\s*\)")
@@ -113,6 +127,47 @@ def _citations_after_sentences(line: str) -> str:
     return line[:start] + " ".join(pieces)
 
 
+_WORD = re.compile(r"[^\W\d_]{2,}")
+# matched against the reversed end of the reply: one start position, so cheap on every piece
+_REPEATED_HEAD = re.compile(rf"(.{{1,{MAX_REPEATED_UNIT}}}?)\1{{{MIN_REPEATS - 1},}}", re.DOTALL)
+_TAIL_CHARS = 2 * MAX_REPEATED_UNIT * MIN_REPEATS
+
+
+class DegenerationGuard:
+    """Raw reply text in, piece by piece; ``feed`` raises ``ReplyRejected`` as soon as the reply
+    is recognisably degenerate (module docstring), so the call stops there."""
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._worded = False
+
+    def feed(self, piece: str) -> None:
+        """Take the next piece; raises ``ReplyRejected`` when the reply so far is degenerate."""
+        self._text += piece
+        if not self._worded:
+            self._worded = bool(_WORD.search(_BOUNDARY_PIECE.sub(" ", _CITATION.sub(" ", self._text))))
+            if not self._worded and len(_CITATION.findall(self._text)) >= MAX_WORDLESS_CITATIONS:
+                raise ReplyRejected("it wrote citation marks and no words")
+        tail = self._text[-_TAIL_CHARS:]
+        if "]" in piece and _longest_citation_run(tail) >= MAX_CITATION_RUN:
+            raise ReplyRejected(f"it wrote {MAX_CITATION_RUN} or more citation marks in a row with no words")
+        repeated = _REPEATED_HEAD.match(tail.rstrip()[::-1])
+        if repeated is not None and len(repeated.group(0).strip()) >= MIN_REPEATED_CHARS:
+            raise ReplyRejected("it repeated the same words over and over")
+
+
+def _longest_citation_run(text: str) -> int:
+    """The most citation marks in ``text`` with nothing but spaces, commas and dots between."""
+    longest = run = 0
+    end = 0
+    for match in _CITATION.finditer(text):
+        between = text[end:match.start()]
+        run = run + 1 if not _WORD.search(between) and len(between.strip(" ,.;…\n\t")) == 0 else 1
+        longest = max(longest, run)
+        end = match.end()
+    return longest
+
+
 def unusable_reason(text: str, titles: Sequence[str] = ()) -> str | None:
     """Why a cleaned reply is no answer, or None when it may be one (see the module docstring).
 
@@ -151,18 +206,26 @@ def unusable_answer_reason(report: ValidationReport, attribution: Attribution | 
 
     Beyond ``echoes_prompt`` and ``miscites``: a reply that made claims but cited none of them
     validly is the model failing to cite, not the records failing to answer (the evidence
-    passed the relevance policy), so it is unusable rather than an abstention; and a reply whose
-    every kept claim shares no content term with the records it cites ("The answer to the
-    question is [2].") says nothing about them.
+    passed the relevance policy), so it is unusable rather than an abstention; so is one whose
+    every claim went because the records it cites do not support it ("The answer to the
+    question is [2].", "The cited work proves that P equals NP [1].") or name other authors; and
+    a reply whose every kept claim shares no content term with the records it cites says
+    nothing about them.
     """
     if echoes_prompt(report):
         return "it repeated its instructions"
     if miscites(report):
         return "its citations pointed at the wrong records"
     if report.abstained:
-        if report.reason == "no valid citation" and any(
-                d.reason in ("uncited", "invalid citation only") for d in report.dropped):
+        if report.reason != "no valid citation":
+            return None
+        reasons = {d.reason for d in report.dropped}
+        if reasons & {"uncited", "invalid citation only"}:
             return "none of its claims cited a record validly"
+        if reasons & {"says nothing", "unsupported"}:
+            return "its sentences said nothing the cited records say"
+        if "wrong author" in reasons:
+            return "it credited authors with records they did not write"
         return None
     if attribution is not None and not any(
             attribution.says_something(sentence, [report.order[n - 1] for n in cited_numbers(sentence)])
@@ -243,34 +306,36 @@ class ValidatedStream:
         return added
 
 
-def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int | None = None,
-                   until: float | None = None) -> Iterator[str]:
-    """The text pieces of a streamed reply (langchain message chunks), within its bounds.
+def bounded_pieces(chunks: Iterable[Any], settings: Settings, *, max_chars: int | None = None) -> Iterator[str]:
+    """The text pieces of a streamed reply (langchain message chunks), within its size bounds.
 
-    Raises ``ReplyRejected`` past ``settings.llm_deadline`` seconds for the whole reply (a server
-    that sends SSE pings never trips the per-read timeout), or past ``until`` (a
-    ``time.monotonic()`` instant: the deadline of a whole answer whose earlier model calls took
-    part of it), past ``max_chars``, and when the stream ended incomplete: cut at the token
-    limit (``finish_reason`` "length"), or, from an OpenAI-compatible server, without any
-    ``finish_reason`` (the connection closed mid-reply).
+    Raises ``ReplyRejected`` past ``max_chars``, as soon as the reply is degenerate
+    (``DegenerationGuard``), and when the stream ended incomplete: cut at the token limit
+    (``finish_reason`` "length"), or, from an OpenAI-compatible server, without any
+    ``finish_reason`` (the connection closed mid-reply). Time limits are the stream's own
+    (``retrieval.answers.model_calls.stream_within``); stopping to read closes it.
     """
     max_chars = MAX_REPLY_CHARS if max_chars is None else max_chars
-    deadline = time.monotonic() + settings.llm_deadline if until is None else until
+    guard = DegenerationGuard()
     finish: str | None = None
     openai_style = False
     total = 0
-    for chunk in chunks:
-        metadata = getattr(chunk, "response_metadata", None) or {}
-        finish = metadata.get("finish_reason") or finish
-        openai_style = openai_style or bool(metadata.get("model_provider"))
-        content = getattr(chunk, "content", "")
-        if isinstance(content, str) and content:
-            total += len(content)
-            if total > max_chars:
-                raise ReplyRejected(f"it ran past {max_chars:,} characters")
-            yield content
-        if time.monotonic() > deadline:
-            raise ReplyRejected(f"it took longer than {settings.llm_deadline:g} s")
+    try:
+        for chunk in chunks:
+            metadata = getattr(chunk, "response_metadata", None) or {}
+            finish = metadata.get("finish_reason") or finish
+            openai_style = openai_style or bool(metadata.get("model_provider"))
+            content = getattr(chunk, "content", "")
+            if isinstance(content, str) and content:
+                total += len(content)
+                if total > max_chars:
+                    raise ReplyRejected(f"it ran past {max_chars:,} characters")
+                guard.feed(content)
+                yield content
+    finally:
+        close = getattr(chunks, "close", None)
+        if callable(close):
+            close()  # a model call stopped here ends its request (retrieval.answers.model_calls)
     if finish == "length":
         raise ReplyRejected(f"it was cut at the {settings.llm_max_tokens}-token limit")
     if openai_style and finish is None:

@@ -63,6 +63,9 @@ class SearchOutcome:
     filters: SearchFilters | None = None
     notices: list[str] = field(default_factory=list)  # e.g. "Query capped at 2,000 characters ..."
     empty_reason: str | None = None  # set when hits is empty because of the filters / an empty index
+    # the query's embedding the dense retriever compared with the stored vectors (unit length);
+    # None when the search did not encode the query (lexical mode, or nothing could match)
+    query_vector: np.ndarray | None = None
 
     @property
     def notice(self) -> str | None:
@@ -108,7 +111,7 @@ class Searcher:
         if resolved.matches_nothing():
             outcome.empty_reason = self.explain_empty(filters)
             return outcome
-        candidates = self._candidates(prepared.text, resolved, max(self.fusion.fetch_k, k), mode)
+        candidates, outcome.query_vector = self._candidates(prepared.text, resolved, max(self.fusion.fetch_k, k), mode)
         outcome.hits = self._hits(candidates, k, mode)
         if not outcome.hits:
             outcome.empty_reason = self.explain_empty(filters)
@@ -170,8 +173,10 @@ class Searcher:
             return f"No indexed paper matches all of: {filters.describe()}."
         return None
 
-    def _candidates(self, text: str, filters: ResolvedFilters, fetch: int, mode: Mode) -> list[_Candidate]:
-        """Candidates from both retrievers (filters applied inside each) with all their raw signals."""
+    def _candidates(self, text: str, filters: ResolvedFilters, fetch: int,
+                    mode: Mode) -> tuple[list[_Candidate], np.ndarray | None]:
+        """Candidates from both retrievers (filters applied inside each) with all their raw
+        signals, and the query's vector (None when ``mode`` does not encode the query)."""
         lexical_scores = None
         snapshot = None
         lexical_ids: list[str] = []
@@ -213,7 +218,7 @@ class Searcher:
             vector = stored.get(item)
             cosine = float(vector @ query_vector) if vector is not None and query_vector is not None else None
             candidates[item] = _Candidate(item, cosine, *lexical_signals(item), vector)
-        return list(candidates.values())
+        return list(candidates.values()), query_vector
 
     def _hits(self, candidates: list[_Candidate], k: int, mode: Mode) -> list[SearchHit]:
         best_lexical = max((c.lexical_raw for c in candidates), default=0.0)

@@ -144,7 +144,8 @@ def _upsert_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestRe
                 replaces[merged.id] = old_ids[0]
                 stale.extend(old_ids[1:])
         try:
-            outcome = index.upsert(list(final.values()), replaces=replaces)
+            outcome = index.upsert(list(final.values()), replaces=replaces,
+                                   progress=_within_batch(progress, done, len(batch), total) if progress else None)
             if stale:
                 index.delete(stale)
         except StorageError as exc:  # a full disk after some committed batches: say what was saved
@@ -157,6 +158,13 @@ def _upsert_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestRe
         done += len(batch)
         if progress:
             progress(done, total)
+
+
+def _within_batch(progress: Progress, before: int, size: int, total: int) -> Progress:
+    """``progress`` for the upsert of one batch of ``size`` records after ``before`` others: the
+    upsert counts the batch's merged records (at most ``size``) as it encodes them, a few dozen at
+    a time; they are reported as records of the whole ingest, so that a slow batch shows movement."""
+    return lambda done, _records: progress(before + min(done, size), total)
 
 
 _BIBTEX_BLOCK = re.compile(r"@\s*([A-Za-z][\w-]*)\s*[{(]")

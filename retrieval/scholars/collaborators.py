@@ -1,133 +1,72 @@
 """Expert finding: a topic -> the people whose indexed papers make the strongest case.
 
-The *document model* of expert finding (Balog et al., TREC Enterprise): retrieve the papers
-closest to the topic, then score each person through their papers,
-
-    score(person) = sum over retrieved papers d of person:  rel(d) * recency(d) * position(person, d)
-
-with ``rank_relevance`` (decaying with the hit's rank), ``recency_weight`` (halving every
-``HALF_LIFE_YEARS`` down to ``RECENCY_FLOOR``) and ``position_weight`` (first, last, other
-author). ``single_best_scores``, each person scored by their single best paper, is the baseline
-of ``bench/experts.py``. People are the groups of ``retrieval.scholars.people`` over the whole
-index, so every paper of a person counts once and a namesake's papers never add up.
-
-Why ranks and not scores, and how the constants were chosen: ``docs/scholars.md``.
+``find_collaborators`` retrieves the ``RETRIEVE_K`` papers closest to the topic and ranks people
+with ``rank_experts``: through the retrieved papers (``retrieval.scholars.expertise``, where the
+arithmetic and its baselines live), then the first ``WORK_DEPTH`` also by how close their whole
+indexed work is to the topic (``retrieval.scholars.work_similarity``: stored vectors against the
+search's own query vector, nothing encoded). This module resolves ``--for``, leaves people out,
+and builds the result with each person's strongest papers and a one-line ``reason``. People are
+the groups of ``retrieval.scholars.people`` over the whole index.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Protocol
+
+import numpy as np
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
 from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
 from retrieval.scholars.cache import directory_for
-from retrieval.scholars.people import Mention, PeopleDirectory, Person, stored_vectors_of
+from retrieval.scholars.clustering import Vectors
+from retrieval.scholars.expertise import Expert, document_model_scores, with_work_similarity
+from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.scholars.profile import affiliations
 from retrieval.scholars.resolve import RosterLike, resolve_person, roster_claims
+from retrieval.scholars.work_similarity import work_similarities
 
 RETRIEVE_K = 150
-RANK_DECAY = 10.0
-HALF_LIFE_YEARS = 5.0
-RECENCY_FLOOR = 0.5
 CLOSE_RANK = 20  # "among the 20 closest papers" in the one-line reason
-FIRST_AUTHOR_WEIGHT = 1.0
-LAST_AUTHOR_WEIGHT = 0.9
-OTHER_AUTHOR_WEIGHT = 0.7
 MAX_EVIDENCE = 3
 MAX_LIMIT = 50
+WORK_DEPTH = 2 * MAX_LIMIT  # people (after exclusions) whose whole indexed work is compared
+
+
+class Retrieved(Protocol):
+    hits: list[SearchHit]
+    query_vector: np.ndarray | None
 
 
 class SearchableIndex(Protocol):
-    def search(self, query: str, k: int, filters: SearchFilters | None = None) -> list[SearchHit]: ...
+    def retrieve(self, query: str, k: int, filters: SearchFilters | None = None) -> Retrieved: ...
 
     def iter_papers(self) -> Iterable[Paper]: ...
 
 
-def rank_relevance(rank: int) -> float:
-    """``rel`` of the hit at 1-based ``rank``."""
-    return math.exp(-(rank - 1) / RANK_DECAY)
-
-
-def recency_weight(year: int | None, today: date) -> float:
-    if year is None:
-        return RECENCY_FLOOR
-    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (max(0, today.year - year) / HALF_LIFE_YEARS)
-
-
-def position_weight(mention: Mention) -> float:
-    if mention.is_first:
-        return FIRST_AUTHOR_WEIGHT
-    if mention.is_last:
-        return LAST_AUTHOR_WEIGHT
-    return OTHER_AUTHOR_WEIGHT
-
-
-@dataclass
-class Evidence:
-    """One retrieved paper of a person and what it contributes."""
-
-    hit: SearchHit
-    rank: int
-    mention: Mention
-    contribution: float
-
-
-@dataclass
-class Expert:
-    person: Person
-    score: float = 0.0
-    evidence: list[Evidence] = field(default_factory=list)
-
-    @property
-    def best_rank(self) -> int:
-        return min(e.rank for e in self.evidence)
-
-
-def _experts(hits: Sequence[SearchHit], directory: PeopleDirectory, today: date) -> dict[str, Expert]:
-    experts: dict[str, Expert] = {}
-    for rank, hit in enumerate(hits, start=1):
-        rel = rank_relevance(rank) * recency_weight(hit.paper.year, today)
-        for position in range(len(hit.paper.authors)):
-            person = directory.person_at(hit.paper.id, position)
-            if person is None:
-                continue
-            mention = person.mention_in(hit.paper.id)
-            assert mention is not None
-            expert = experts.setdefault(person.key, Expert(person))
-            expert.evidence.append(Evidence(hit, rank, mention, rel * position_weight(mention)))
-    return experts
-
-
-def _ranked(
-    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date, score: Callable[[list[Evidence]], float]
+def rank_experts(
+    hits: Sequence[SearchHit],
+    directory: PeopleDirectory,
+    today: date,
+    *,
+    query_vector: np.ndarray | None,
+    vectors: Vectors | None,
+    excluded: Collection[str] = (),
 ) -> list[Expert]:
-    """Everyone with a retrieved paper, their evidence strongest first, ranked by ``score`` of it."""
-    experts = _experts(hits, directory, today)
-    for expert in experts.values():
-        expert.evidence.sort(key=lambda e: (-e.contribution, e.rank))
-        expert.score = score(expert.evidence)
-    return sorted(experts.values(), key=lambda e: (-e.score, e.best_rank, e.person.name))
-
-
-def document_model_scores(
-    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date
-) -> list[Expert]:
-    """Everyone with a retrieved paper, best first, scored by the sum over their papers."""
-    return _ranked(hits, directory, today, lambda evidence: sum(e.contribution for e in evidence))
-
-
-def single_best_scores(
-    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date
-) -> list[Expert]:
-    """Baseline: everyone scored by their single best retrieved paper (same weights)."""
-    return _ranked(hits, directory, today, lambda evidence: evidence[0].contribution)
+    """The ranking of ``paperbot collaborators``, best first: everyone with a retrieved paper but
+    the ``excluded`` person keys, by ``document_model_scores``; then the first ``WORK_DEPTH`` of
+    them rescored and re-ranked by ``with_work_similarity`` (their papers' stored ``vectors``
+    against ``query_vector``). Without a query vector or stored vectors, the document model alone.
+    """
+    ranked = [e for e in document_model_scores(hits, directory, today) if e.person.key not in excluded]
+    if query_vector is None or vectors is None:
+        return ranked
+    similarity = work_similarities([e.person for e in ranked[:WORK_DEPTH]], query_vector, vectors)
+    return with_work_similarity(ranked, similarity)
 
 
 def reason(expert: Expert, retrieved: int) -> str:
@@ -230,7 +169,8 @@ def find_collaborators(
         from retrieval.storage.roster import Roster
 
         roster = Roster.load(settings)
-    hits = index.search(topic, k=retrieve_k, filters=None)
+    retrieved = index.retrieve(topic, k=retrieve_k, filters=None)
+    hits = retrieved.hits
     if not hits:
         return CollaboratorsResult(topic=topic, scholars=[], notice="No indexed paper matches this topic.")
     directory = _directory_for(index, hits, directory, roster, settings.cache_dir)
@@ -239,7 +179,8 @@ def find_collaborators(
     if for_name:
         asker = _resolve_for(directory, for_name, roster)
         excluded = _excluded(directory, asker, new_only)
-    ranked = [e for e in document_model_scores(hits, directory, today) if e.person.key not in excluded]
+    ranked = rank_experts(hits, directory, today, query_vector=retrieved.query_vector,
+                          vectors=stored_vectors_of(index), excluded=excluded)
     numbers: dict[str, int] = {}
     scholars: list[ExpertCandidate] = []
     for expert in ranked[:limit]:
@@ -257,6 +198,7 @@ def find_collaborators(
                 affiliation=current[0] if current else None,
                 reason=reason(expert, len(hits)),
                 papers=papers,
+                work_similarity=None if expert.work_similarity is None else round(expert.work_similarity, 4),
             )
         )
     notice = None

@@ -34,6 +34,7 @@ from retrieval.results import (
     ThemeYears,
 )
 from retrieval.scholars.cache import background_of, directory_for
+from retrieval.scholars.linkage import Linkage, average_linkage
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.scholars.profile import affiliations, candidate, coauthor_facts, period_end, topics
 from retrieval.scholars.resolve import RosterLike, resolve, roster_claims
@@ -158,16 +159,18 @@ def build_summary(
     vectors: Mapping[str, np.ndarray] | None = None,
     display_name: str | None = None,
     extra_ids: Mapping[str, str] | None = None,
+    linkage: Linkage = average_linkage,
 ) -> ScholarSummaryResult:
     """Profile and recent-work summary of one resolved ``person``.
 
-    ``vectors`` (paper id -> embedding, for the person's papers) lets themes group by meaning.
+    ``vectors`` (paper id -> embedding, for the person's papers) lets themes group by meaning;
+    ``linkage`` is passed to ``group_into_themes``.
     """
     papers = directory.papers_of(person)
     background = background or background_of(directory)
     name = display_name or person.name
     recent = recent_work(papers, today, since)
-    themes = group_into_themes(recent.papers, background, vectors=vectors, max_themes=MAX_THEMES)
+    themes = group_into_themes(recent.papers, background, vectors=vectors, max_themes=MAX_THEMES, linkage=linkage)
     if chat_model is not None and settings is not None and themes:
         written = llm_texts(themes, name, chat_model, settings)
     else:

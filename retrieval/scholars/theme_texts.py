@@ -10,15 +10,18 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from prompts import Prompt, load_prompt
-from retrieval.answers.attribution import EvidenceAttribution
-from retrieval.answers.citations import validate_answer
-from retrieval.answers.evidence import build_evidence, neutralise, strip_markup
+from retrieval.answers.attribution import EvidenceAttribution, claim_terms
+from retrieval.answers.citations import split_sentences, validate_answer
+from retrieval.answers.evidence import EvidenceSet, build_evidence, neutralise, strip_markup
+from retrieval.answers.model_calls import CallLimits, CallReport, ModelTooSlow, stream_within
 from retrieval.answers.model_output import ReplyRejected, bounded_pieces, clean_reply, unusable_answer_reason
+from retrieval.answers.prompt_budget import fit_evidence
+from retrieval.answers.prompt_tokens import token_counter
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
 from retrieval.results import AnswerMode, SearchHit
 from retrieval.scholars.themes import ThemeGroup, extractive_theme_text
-from retrieval.text import fold
+from retrieval.text import content_terms
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -66,18 +69,56 @@ def _user_prompt() -> Prompt:
     return load_prompt("scholar_themes_user", required={"boundary", "scholar", "themes", "records"})
 
 
-def _echoes_label(text: str, label: str) -> bool:
-    """True when a theme's sentences say nothing but the theme's own label."""
-    said = set(fold(_CITE.sub(" ", text)).split())
-    return not said or said <= set(fold(label).split()) | {"theme", "papers", "paper", "work", "on", "and"}
+def _echoes_label(sentence: str, label: str) -> bool:
+    """True when a sentence says nothing but the theme's own label: no content term beyond the
+    label's ("Graph neural networks (records [1], [2]).", the prompt's header line copied)."""
+    return not claim_terms(sentence) - content_terms(label) - {"theme"}
+
+
+def _said_beyond_label(line: str, label: str) -> str:
+    """``line`` without its sentences that only echo ``label``."""
+    return " ".join(sentence for sentence in split_sentences(line) if not _echoes_label(sentence, label))
 
 
 def _theme_listing(themes: Sequence[ThemeGroup], numbers: Mapping[str, int], boundary: str) -> str:
     lines = []
     for k, theme in enumerate(themes, start=1):
-        refs = ", ".join(f"[{numbers[p.id]}]" for p in theme.papers)
+        refs = ", ".join(f"[{numbers[p.id]}]" for p in theme.papers if p.id in numbers)
         lines.append(f"THEME {k}: {neutralise(theme.label, boundary)} (records {refs})")
     return "\n".join(lines)
+
+
+def _drop_order(themes: Sequence[ThemeGroup], ordered: Sequence[Paper]) -> list[int]:
+    """The records (0-based in ``ordered``) a theme prompt may leave out, in that order: every
+    theme's last papers before any theme's earlier ones, the last theme's first; never a
+    theme's first paper."""
+    position = {paper.id: i for i, paper in enumerate(ordered)}
+    firsts = {position[theme.papers[0].id] for theme in themes if theme.papers}
+    rank: dict[int, int] = {}
+    for theme in themes:
+        for r, paper in enumerate(theme.papers):
+            rank[position[paper.id]] = min(r, rank.get(position[paper.id], r))
+    return sorted((i for i in rank if i not in firsts), key=lambda i: (-rank[i], -i))
+
+
+def _fitted_prompt(themes: Sequence[ThemeGroup], scholar: str, ordered: Sequence[Paper], system_text: str,
+                   settings: Settings) -> tuple[EvidenceSet, str, int]:
+    """The theme prompt's records, its user turn and its tokens, fitted to
+    ``settings.llm_prompt_budget`` (``retrieval.answers.prompt_budget``): abstracts cut to the
+    sentences that match their theme's label, then each theme's later papers left out (its
+    first always stays), then the abstracts shortened. Records are numbered as shown."""
+    evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in ordered])
+
+    def user_text(shown: EvidenceSet, records: str) -> str:
+        numbers = {hit.paper.id: n for n, hit in enumerate(shown.hits, start=1)}
+        return _user_prompt().format(boundary=shown.boundary, scholar=neutralise(scholar, shown.boundary),
+                                     themes=_theme_listing(themes, numbers, shown.boundary), records=records)
+
+    label = {p.id: theme.label for theme in reversed(themes) for p in theme.papers}  # a paper's first theme
+    fitted = fit_evidence(evidence, [label[p.id] for p in ordered], fixed=system_text + user_text(evidence, ""),
+                          budget=settings.llm_prompt_budget, counter=token_counter(settings),
+                          droppable=_drop_order(themes, ordered))
+    return fitted.evidence, user_text(fitted.evidence, fitted.evidence.render()), fitted.tokens
 
 
 def llm_texts(
@@ -91,25 +132,24 @@ def llm_texts(
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from retrieval.answers.llm import LLM_FAILURES, describe_failure, model_attempts
+    from retrieval.answers.llm import LLM_FAILURES, describe_failure
 
     fallback = extractive_texts(themes)
-    numbers = _numbering(themes)
-    ordered = fallback.papers
-    evidence = build_evidence([SearchHit(paper=p, score=1.0) for p in ordered])
     system_text = _system_prompt().format()  # the same for every scholar: servers cache it
-    user_text = _user_prompt().format(
-        boundary=evidence.boundary,
-        scholar=neutralise(scholar, evidence.boundary),
-        themes=_theme_listing(themes, numbers, evidence.boundary),
-        records=evidence.render(),
-    )
-    try:  # streamed, so a long prompt on a slow server is bounded by the deadline, not a read timeout
-        pieces = bounded_pieces(chat_model.stream([SystemMessage(system_text), HumanMessage(user_text)]), settings)
+    evidence, user_text, tokens = _fitted_prompt(themes, scholar, fallback.papers, system_text, settings)
+    ordered = [hit.paper for hit in evidence.hits]
+    limits = CallLimits.from_settings(settings, prompt_tokens=tokens)
+    call = CallReport()
+    messages = [SystemMessage(system_text), HumanMessage(user_text)]
+    try:  # streamed within the first-token, stall and deadline limits (retrieval.answers.model_calls)
+        pieces = bounded_pieces(stream_within(lambda: chat_model.stream(messages), limits, report=call), settings)
         raw = clean_reply("".join(pieces), evidence.boundary)
     except LLM_FAILURES as exc:
-        reason = describe_failure(exc, model_attempts(chat_model, settings))
+        reason = describe_failure(exc, call.attempts)
         fallback.notice = f"LLM unreachable ({reason}): extractive theme summaries instead."
+        return fallback
+    except ModelTooSlow as slow:
+        fallback.notice = f"The model was too slow ({slow.reason}): extractive theme summaries instead."
         return fallback
     except ReplyRejected as rejected:
         fallback.notice = f"The model's reply was unusable ({rejected.reason}): extractive theme summaries instead."
@@ -130,11 +170,10 @@ def llm_texts(
         if match:
             current = int(match.group(1))
             line = line[match.end() :]
-        if current is not None and 1 <= current <= len(themes) and line.strip():
-            per_theme.setdefault(current, []).append(line.strip())
-    for k in list(per_theme):  # "THEME 2: Graph neural networks [3]." only echoes the label
-        if _echoes_label(" ".join(per_theme[k]), themes[k - 1].label):
-            del per_theme[k]
+        if current is not None and 1 <= current <= len(themes):
+            said = _said_beyond_label(line.strip(), themes[current - 1].label)  # not the header copied back
+            if said:
+                per_theme.setdefault(current, []).append(said)
     if not per_theme:
         fallback.notice = "The model's reply did not follow the THEME format: extractive summaries instead."
         return fallback

@@ -10,10 +10,11 @@ How papers are grouped (no model needed, deterministic):
 * When the caller has sentence embeddings of the papers (``vectors``), their cosine similarity
   replaces the TF-IDF one (it groups "VideoBooth" with "Vlogger" although the titles share no
   word), with its own thresholds (``DENSE_*``).
-* Papers are merged by average-linkage agglomerative clustering on cosine similarity while
-  the best pair of groups is at least ``MIN_THEME_SIMILARITY`` alike. When that leaves more
-  than ``max_themes`` groups, the largest groups of two papers or more keep their own theme
-  (at most ``max_themes - 1``) and everything else becomes one "Other topics" group.
+* Papers are merged by average-linkage agglomerative clustering on cosine similarity
+  (``retrieval.scholars.linkage``) while the best pair of groups is at least
+  ``MIN_THEME_SIMILARITY`` alike. When that leaves more than ``max_themes`` groups, the
+  largest groups of two papers or more keep their own theme (at most ``max_themes - 1``) and
+  everything else becomes one "Other topics" group.
 * A theme's label is its two best phrases taken from its titles (one for a single paper),
   scored by the share of the theme's papers containing them times their background IDF
   (phrases favoured over words).
@@ -35,6 +36,7 @@ import numpy as np
 
 from retrieval.answers.evidence import neutralise
 from retrieval.records.paper import Paper
+from retrieval.scholars.linkage import Linkage, average_linkage
 from retrieval.text import content_words, fold, stem_words
 
 MIN_THEME_SIMILARITY = 0.12
@@ -212,24 +214,6 @@ class _Space:
         return vec / math.sqrt(norm_sq) if norm_sq else vec
 
 
-def _agglomerate(similarity: np.ndarray, threshold: float) -> list[list[int]]:
-    """Average-linkage clustering: merge the most similar pair of groups while >= threshold."""
-    groups: list[list[int]] = [[i] for i in range(similarity.shape[0])]
-    while len(groups) > 1:
-        best, pair = -1.0, (0, 0)
-        for a in range(len(groups)):
-            for b in range(a + 1, len(groups)):
-                value = float(similarity[np.ix_(groups[a], groups[b])].mean())
-                if value > best:
-                    best, pair = value, (a, b)
-        if best < threshold:
-            break
-        a, b = pair
-        groups[a] = groups[a] + groups[b]
-        del groups[b]
-    return groups
-
-
 def _bonus(key: str) -> float:
     return _LENGTH_BONUS.get(len(key.split()), 1.0) if not key.startswith("cat:") else 0.0
 
@@ -297,9 +281,17 @@ def _dense(papers: Sequence[Paper], vectors: Vectors | None) -> np.ndarray | Non
 
 
 def group_into_themes(
-    papers: Sequence[Paper], background: TermStats, *, vectors: Vectors | None = None, max_themes: int = 5
+    papers: Sequence[Paper],
+    background: TermStats,
+    *,
+    vectors: Vectors | None = None,
+    max_themes: int = 5,
+    linkage: Linkage = average_linkage,
 ) -> list[ThemeGroup]:
-    """Themes of ``papers`` (see the module docstring), largest first, then most recent."""
+    """Themes of ``papers`` (see the module docstring), largest first, then most recent.
+
+    ``linkage`` computes the groups (``naive_average_linkage`` gives the same ones, slowly: the
+    baseline of ``bench/summarize_speed.py``)."""
     if not papers:
         return []
     dense = _dense(papers, vectors)
@@ -307,7 +299,7 @@ def group_into_themes(
         similarity, threshold = dense @ dense.T, DENSE_MIN_THEME_SIMILARITY
     else:
         similarity, threshold = _Space(papers, background).similarity(), MIN_THEME_SIMILARITY
-    clusters = _agglomerate(similarity, threshold)
+    clusters = linkage(similarity, threshold)
     clusters.sort(key=lambda members: (-len(members), -max(_date_rank(papers[i]) for i in members)))
     other_index = -1
     if len(clusters) > max_themes:
@@ -366,15 +358,15 @@ def assign_to_themes(
     pool = [p for t in themes for p in t.papers]
     if not pool:
         return {p.id: OTHER_LABEL for p in papers}
-    dense = _dense([*pool, *papers], vectors)
+    outside = [p for p in papers if p.id not in member_of]
+    if not outside:  # e.g. a whole-career window: no paper to compare
+        return {p.id: member_of[p.id] for p in papers}
+    dense = _dense([*pool, *outside], vectors)
     space = None if dense is not None else _Space(pool, background)
     threshold = DENSE_MIN_ASSIGN_SIMILARITY if dense is not None else MIN_ASSIGN_SIMILARITY
     owner = [t.label for t in themes for _ in t.papers]
-    out: dict[str, str] = {}
-    for row, paper in enumerate(papers):
-        if paper.id in member_of:
-            out[paper.id] = member_of[paper.id]
-            continue
+    placed: dict[str, str] = {}
+    for row, paper in enumerate(outside):
         if dense is not None:
             sims = dense[: len(pool)] @ dense[len(pool) + row]
         else:
@@ -385,8 +377,8 @@ def assign_to_themes(
             by_theme[label].append(float(value))
         candidates = {label: sum(v) / len(v) for label, v in by_theme.items() if label != OTHER_LABEL}
         best = max(candidates.items(), key=lambda item: item[1], default=(OTHER_LABEL, 0.0))
-        out[paper.id] = best[0] if best[1] >= threshold else OTHER_LABEL
-    return out
+        placed[paper.id] = best[0] if best[1] >= threshold else OTHER_LABEL
+    return {p.id: member_of.get(p.id) or placed[p.id] for p in papers}
 
 
 def salient_terms(

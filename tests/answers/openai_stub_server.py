@@ -9,7 +9,13 @@ scripted ``StubReply`` (the last one, or ``default``, repeats once the script ru
 * any other ``status``: an OpenAI-style error body, with ``headers`` such as
   ``{"retry-after-ms": "5"}`` (the openai SDK honours it, so retry tests stay fast);
 * ``delay`` seconds before answering (released early by ``stop()``), for timeout tests;
+* ``stall`` seconds of silence after the headers, before piece ``stall_at`` of a stream (released
+  early by ``stop()``; with ``pings``, an SSE comment every ``PING_EVERY`` seconds meanwhile): a
+  server still reading the prompt (``stall_at=0``), or one that stopped writing mid-reply;
 * ``raw_body`` to send bytes verbatim (garbage, truncated JSON).
+
+Other POST paths answer 404, except ``/tokenize`` when the server is made with ``tokenize=True``
+(llama.cpp's endpoint: ``{"content": text}`` -> ``{"tokens": [...]}``, one token per word here).
 
 Every request is recorded (method, path, lowercased headers, parsed JSON body) in
 ``server.requests``; ``server.chat_requests`` keeps the chat completions only.
@@ -24,11 +30,13 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+PING_EVERY = 0.02  # seconds between the SSE pings of a stall with ``pings``
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,9 @@ class StubReply:
     finish_reason: str = "stop"  # "length": the reply hit max_tokens
     cut: bool = False  # the stream ends after the pieces: no finish chunk, no [DONE]
     piece_delay: float = 0.0  # seconds between streamed pieces (an SSE ping comment in between)
+    stall_at: int | None = None  # the streamed piece before which the server goes silent ...
+    stall: float = 0.0  # ... for this long (released by stop())
+    pings: bool = False  # ... sending SSE ping comments meanwhile
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,9 @@ class OpenAIStubServer:
     """Start with ``start()`` or a ``with`` block; ``base_url`` ends in ``/v1``."""
 
     def __init__(self, replies: Iterable[StubReply] = (), *, default: StubReply | None = None,
-                 model: str = "stub-model") -> None:
+                 model: str = "stub-model", tokenize: bool = False) -> None:
         self._script = list(replies)
+        self.tokenize = tokenize
         self._default = default
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -127,6 +139,14 @@ class OpenAIStubServer:
         if seconds > 0:
             self._release.wait(seconds)
 
+    def _stall(self, seconds: float, ping: Callable[[], None] | None) -> None:
+        """Silence for ``seconds`` (until ``stop()``), calling ``ping`` every ``PING_EVERY`` s."""
+        end = time.monotonic() + seconds
+        while not self._release.is_set() and time.monotonic() < end:
+            self._release.wait(PING_EVERY if ping else seconds)
+            if ping is not None:
+                ping()
+
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text) or [""]
@@ -162,6 +182,13 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw.decode("utf-8", "replace")
             server._record(RecordedRequest("POST", self.path, self._headers(), body))
+            if not self.path.endswith("/chat/completions"):
+                content = body.get("content") if isinstance(body, dict) else None
+                if self.path == "/tokenize" and server.tokenize and isinstance(content, str):
+                    self._send_json(200, {"tokens": list(range(len(content.split())))})
+                else:
+                    self._send_json(404, {"error": {"message": "not found", "code": "404"}})
+                return
             reply = server._next_reply()
             server._wait(reply.delay)
             with suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
@@ -205,6 +232,9 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             pieces = list(reply.chunks) if reply.chunks is not None else _words(reply.text)
             for i, piece in enumerate(pieces):
+                if reply.stall_at == i:
+                    self.wfile.flush()
+                    server._stall(reply.stall, self._ping if reply.pings else None)
                 if reply.piece_delay and i:
                     time.sleep(reply.piece_delay)  # a slow model; the ping keeps per-read timeouts quiet
                     self.wfile.write(b": ping\n\n")
@@ -220,6 +250,10 @@ def _make_handler(server: OpenAIStubServer) -> type[BaseHTTPRequestHandler]:
             self._event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": created,
                          "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
             self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _ping(self) -> None:
+            self.wfile.write(b": ping\n\n")
             self.wfile.flush()
 
         def _event(self, payload: dict[str, Any]) -> None:

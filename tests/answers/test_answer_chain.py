@@ -11,6 +11,7 @@ from langchain_core.messages import SystemMessage
 
 from retrieval.answers.chain import (
     LLM_ABSTAIN_ANSWER,
+    MODEL_FOUND_NO_ANSWER,
     NO_LLM_NOTICE,
     AnswerOptions,
     EvidenceContext,
@@ -106,10 +107,21 @@ def test_dropped_sentences_are_reported(retriever: LexicalRetriever) -> None:
     assert event.report.invalid_citations == (12,)
 
 
-@pytest.mark.parametrize("reply", ["I cannot answer this from the provided records.", "NO_ANSWER"])
-def test_model_declining_is_an_abstention(retriever: LexicalRetriever, reply: str) -> None:
+@pytest.mark.parametrize("reply", ["I cannot answer this from the provided records.", "NO_ANSWER", " NO_ANSWER.\n",
+                                   "The records do not address this question."])
+def test_the_model_s_refusal_over_evidence_that_passed_shows_the_records_instead(retriever: LexicalRetriever,
+                                                                                reply: str) -> None:
+    """The refusal is one signal, not the verdict: the evidence passed the judgement."""
     result = answer_question(DDA, retriever=retriever, settings=make_settings(), chat_model=scripted(reply))
-    assert result.abstained and result.answer == LLM_ABSTAIN_ANSWER and result.citations == []
+    assert not result.abstained and result.mode == "extractive" and len(result.citations) == 3
+    assert result.answer != LLM_ABSTAIN_ANSWER
+    assert result.notice == MODEL_FOUND_NO_ANSWER
+
+
+def test_without_evidence_the_model_is_not_asked_and_the_answer_abstains(retriever: LexicalRetriever) -> None:
+    model = scripted("NO_ANSWER")
+    result = answer_question(OFF_TOPIC, retriever=retriever, settings=make_settings(), chat_model=model)
+    assert result.abstained and result.citations == [] and model.seen == []
 
 
 def test_answer_without_any_valid_citation_is_never_returned_uncited(retriever: LexicalRetriever) -> None:
@@ -141,16 +153,27 @@ def test_character_stream_shows_each_sentence_once_it_is_complete(retriever: Lex
 
 
 @pytest.mark.parametrize(
-    ("error", "cause"),
-    [(ModelTimeoutError("slow"), "timeout after 3 attempts"), (ModelRateLimitError("429"), "rate limited after 3 attempts")],
+    ("error", "chunks", "calls", "notice"),
+    [
+        # a timeout is never retried: the same prompt would be as slow again
+        (ModelTimeoutError("slow"), [], 1, "The model was too slow (it did not start answering within 60 s for a "
+                                           "prompt of ~"),
+        (ModelTimeoutError("slow"), ["Partial answer "], 1,
+         "The model was too slow (it stopped writing for 30 s mid-reply; raise PAPERBOT_LLM_STALL_TIMEOUT)"),
+        # a rate limit before any content is retried (after a back-off), up to the retries
+        (ModelRateLimitError("429"), [], 3, "LLM unreachable (rate limited after 3 attempts)"),
+        (ModelRateLimitError("429"), ["Partial answer "], 1, "LLM unreachable (rate limited after 1 attempt)"),
+    ],
 )
-def test_model_failure_falls_back_to_extractive(retriever: LexicalRetriever, error: Exception, cause: str) -> None:
-    model = FailingModel(error=error, chunks=["Partial answer "])
+def test_model_failure_falls_back_to_extractive(retriever: LexicalRetriever, error: Exception, chunks: list[str],
+                                                calls: int, notice: str) -> None:
+    model = FailingModel(error=error, chunks=chunks)
     events = list(stream_answer(DDA, retriever=retriever, settings=make_settings(llm_max_retries=2), chat_model=model))
     result = final(events).result
     assert [e.text for e in events[:-1] if isinstance(e, TextDelta)] == []  # an unfinished, uncited fragment is never shown
     assert result.mode == "extractive" and not result.abstained and len(result.citations) == 3
-    assert result.notice == f"LLM unreachable ({cause}): extractive answer instead."
+    assert (result.notice or "").startswith(notice) and (result.notice or "").endswith(": extractive answer instead.")
+    assert model.calls == calls
 
 
 @pytest.mark.parametrize("reply", ["   \n ", "<think>only thinking</think>", "{} [] 123", "[1]", "@PB-3f2a9c01",
@@ -239,4 +262,4 @@ def test_failing_rewrite_skips_the_model_for_the_answer(retriever: LexicalRetrie
                              options=AnswerOptions(history=HISTORY), chat_model=model)
     assert model.calls == 1
     assert result.mode == "extractive" and not result.abstained
-    assert result.notice == "LLM unreachable (timeout after 1 attempt): extractive answer instead."
+    assert (result.notice or "").startswith("The model was too slow (it did not start answering within 60 s")

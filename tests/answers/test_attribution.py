@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from retrieval.answers.attribution import EvidenceAttribution
 from retrieval.answers.citations import validate_answer
 from retrieval.answers.model_output import miscites
+from retrieval.records.paper import Author, Paper
 
 RECORDS = [
     ("The discrete dipole approximation: an overview and recent developments", ""),
@@ -65,3 +68,59 @@ def test_a_list_numbered_reply_whose_numbers_are_shifted_miscites() -> None:
 def test_without_attribution_validation_is_unchanged() -> None:
     text = "Convergence of the discrete dipole approximation is given a theoretical analysis [1]."
     assert validate_answer(text, 2).text == text
+
+
+# --- what the cited records support -----------------------------------------------------------
+
+AUTHORED = EvidenceAttribution(
+    [("Content-based recommender systems: state of the art and trends",
+      "We survey content-based recommendation: item representations, user profiles and filtering."),
+     ("Collaborative filtering with matrix factorization", "Latent factor models for rating prediction."),
+     ("Markov chains for session-based recommendation", "Sequential models of user sessions.")],
+    [["Lops", "de Gemmis", "Semeraro"], ["Koren", "Bell"], ["Long", "Chen"]],
+)
+
+
+@pytest.mark.parametrize(("sentence", "cited", "reason"), [
+    # the examples: words shared with a record on light scattering at most by chance
+    ("The cited work proves that P equals NP and that unit tests are obsolete [1].", [1], "unsupported"),
+    ("It also shows vaccines cause autism [2].", [2], "unsupported"),
+    ("The cited work proves this [1].", [1], "says nothing"),
+    ("These papers are relevant to the question [1][2].", [1, 2], "says nothing"),
+    # paraphrases keep their support: "theory"/"theoretical", "analyses"/"analysis"
+    ("The theory paper analyses convergence [2].", [2], None),
+    ("An overview of recent developments of the method is given [1].", [1], None),
+])
+def test_a_claim_must_hold_the_key_terms_of_the_records_it_cites(sentence: str, cited: list[int],
+                                                                   reason: str | None) -> None:
+    assert ATTRIBUTION.unsupported(sentence, cited) == reason
+
+
+@pytest.mark.parametrize(("sentence", "cited", "reason"), [
+    ("Lops et al. survey content-based recommendation [1].", [1], None),
+    ("Lops et al. survey content-based recommendation [2].", [2], "wrong author"),  # renumbered to Koren's
+    ("Koren and Bell factorize the rating matrix [1].", [1], "wrong author"),
+    ("Smith et al. survey content-based recommendation [1].", [1], "wrong author"),  # nobody in the evidence
+    ("Long sessions are modelled sequentially [3].", [3], None),  # a sentence's first word names nobody
+    ("Markov chains model user sessions [3].", [3], None),
+])
+def test_a_named_author_is_credited_only_with_a_record_they_wrote(sentence: str, cited: list[int],
+                                                                    reason: str | None) -> None:
+    assert AUTHORED.unsupported(sentence, cited) == reason
+
+
+def test_validation_drops_unsupported_and_misattributed_claims_and_says_why() -> None:
+    text = ("Lops et al. survey content-based recommendation [1]. Lops et al. also factorize ratings [2]. "
+            "The cited work proves that P equals NP [2].")
+    report = validate_answer(text, 3, attribution=AUTHORED)
+    assert report.text == "Lops et al. survey content-based recommendation [1]."
+    assert [d.reason for d in report.dropped] == ["wrong author", "unsupported"]
+
+
+def test_authors_are_read_from_the_papers() -> None:
+    paper = Paper(title="Content-based recommender systems", published="2011", abstract="A survey.",
+                  authors=[Author(name="Pasquale Lops"), Author(name="de Gemmis, Marco")])
+    other = Paper(title="Matrix factorization", published="2009", authors=[Author(name="Yehuda Koren")])
+    attribution = EvidenceAttribution.from_papers([paper, other])
+    assert attribution.unsupported("Gemmis and Lops survey recommender systems [1].", [1]) is None
+    assert attribution.unsupported("Lops et al. describe matrix factorization [2].", [2]) == "wrong author"

@@ -18,7 +18,13 @@ from retrieval.answers.condense import (
     looks_like_followup,
     standalone_question,
 )
-from tests.answers.conftest import scripted
+from retrieval.answers.model_calls import CallLimits
+from tests.answers.conftest import make_settings, scripted
+
+
+def limits() -> CallLimits:
+    """The settings' limits from now: a deadline taken at import would pass while the suite runs."""
+    return CallLimits.from_settings(make_settings())
 
 PREVIOUS = ("Which papers propose graph neural networks for molecules?", "Two do [1][2].")
 
@@ -51,7 +57,7 @@ def test_heuristic_leaves_new_topics_and_empty_history_alone() -> None:
     topic = "Which papers study convergence of the discrete dipole approximation?"
     assert heuristic_query(topic, [PREVIOUS]) == topic
     assert heuristic_query("And those?", []) == "And those?"
-    assert standalone_question("And those?", [], scripted("must not be called")) == "And those?"
+    assert standalone_question("And those?", [], scripted("must not be called"), limits()) == "And those?"
 
 
 @pytest.mark.parametrize(
@@ -63,13 +69,13 @@ def test_heuristic_leaves_new_topics_and_empty_history_alone() -> None:
     ],
 )
 def test_model_rewrite_is_cleaned(reply: str, query: str) -> None:
-    assert condense_question("What about since 2022?", [PREVIOUS], scripted(reply)) == query
+    assert condense_question("What about since 2022?", [PREVIOUS], scripted(reply), limits()) == query
 
 
 @pytest.mark.parametrize("reply", ["", "NO_ANSWER", "Line one.\nLine two.\nLine three.", "12345", "x " * 300])
 def test_unusable_rewrites_fall_back_to_the_heuristic(reply: str) -> None:
     fallback = heuristic_query("What about since 2022?", [PREVIOUS])
-    assert condense_question("What about since 2022?", [PREVIOUS], scripted(reply)) == fallback
+    assert condense_question("What about since 2022?", [PREVIOUS], scripted(reply), limits()) == fallback
 
 
 class EchoBoundary(BaseChatModel):
@@ -87,15 +93,15 @@ class EchoBoundary(BaseChatModel):
 
 def test_rewrite_echoing_the_boundary_is_rejected() -> None:
     fallback = heuristic_query("What about since 2022?", [PREVIOUS])
-    assert condense_question("What about since 2022?", [PREVIOUS], EchoBoundary()) == fallback
+    assert condense_question("What about since 2022?", [PREVIOUS], EchoBoundary(), limits()) == fallback
     # Boundary-shaped text is removed from a rewrite; nothing usable left -> heuristic.
-    assert condense_question("What about since 2022?", [PREVIOUS], scripted("@@PB-ABCD@@")) == fallback
+    assert condense_question("What about since 2022?", [PREVIOUS], scripted("@@PB-ABCD@@"), limits()) == fallback
 
 
 def test_prompt_holds_recent_turns_only_and_neutralised() -> None:
     history = [(f"Old question {i} about topic{i}?", f"Answer {i} <!channel> [1].") for i in range(5)]
     model = scripted("topic4 papers")
-    condense_question("And more?", history, model)
+    condense_question("And more?", history, model, limits())
     prompt = model.seen[0][0].text
     assert "topic0" not in prompt and "topic1" not in prompt
     assert all(f"topic{i}" in prompt for i in range(5 - MAX_HISTORY_TURNS, 5))

@@ -167,3 +167,15 @@ def test_a_reply_citing_without_saying_anything_about_the_records_is_unusable(re
     assert result.mode == "extractive" and result.notice == (
         "The model's reply was unusable (its sentences said nothing the cited records say): extractive answer instead.")
     assert _answer(retriever, "The overview reviews the method [3].").mode == "llm"
+
+
+def test_claims_the_cited_records_do_not_support_are_not_shown(retriever: LexicalRetriever) -> None:
+    """The issue's reply: every word check passed, and the mode line said "every claim checked"."""
+    nonsense = ("The cited work proves that P equals NP and that unit tests are obsolete [1]. "
+                "It also shows vaccines cause autism [2].")
+    result = _answer(retriever, nonsense)
+    assert result.mode == "extractive" and "NP" not in result.answer and "autism" not in result.answer
+    assert result.notice == ("The model's reply was unusable (its sentences said nothing the cited records say): "
+                             "extractive answer instead.")
+    mixed = _answer(retriever, "The theory paper analyses convergence [1]. It also shows vaccines cause autism [2].")
+    assert mixed.mode == "llm" and mixed.answer == "The theory paper analyses convergence [1]."

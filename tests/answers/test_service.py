@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from retrieval.answers.chain import NO_LLM_NOTICE
+from retrieval.answers.chain import MODEL_FOUND_NO_ANSWER, NO_LLM_NOTICE
 from retrieval.answers.judgement import TYPICAL_BACKGROUND
 from retrieval.answers.listing import LISTING_NOTICE, NO_TOPIC_NOTICE
 from retrieval.answers.question import parse_question
@@ -182,6 +182,17 @@ def test_a_mixed_question_whose_topic_abstains_lists_the_filtered_set(index: Fak
     assert [c.title for c in result.citations] == [INDEXES.title, JOINS.title]
     assert result.notice and NO_TOPIC_NOTICE in result.notice and LISTING_NOTICE in result.notice
     assert index.explained == []  # nothing abstained in the end: nothing to explain
+
+
+def test_a_mixed_question_keeps_its_topic_answer_when_the_model_refuses(index: FakeIndex) -> None:
+    """A model's NO_ANSWER over evidence that passed is not an abstention: the topic's records
+    are shown (extractive), not every paper of the author."""
+    model = scripted("NO_ANSWER")
+    answering = service(index, model=model)
+    result = answering.ask(answering.parse("papers by Ann Lee on learned indexes for spatial range queries"))
+    assert result.kind == "mixed" and not result.abstained and result.mode == "extractive"
+    assert [c.title for c in result.citations] == [INDEXES.title]
+    assert result.notice == MODEL_FOUND_NO_ANSWER and len(model.seen) == 1
 
 
 def test_an_abstention_says_why_nothing_matched(index: FakeIndex) -> None:

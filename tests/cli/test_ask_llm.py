@@ -75,3 +75,27 @@ def test_unreachable_llm_falls_back_to_extractive_with_one_line_notice(indexed):
     payload = run.json()
     assert payload["mode"] == "extractive" and payload["citations"]
     assert "LLM unreachable" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_doctor_measures_the_configured_model(indexed):
+    with OpenAIStubServer(default=StubReply(text="The text is about light scattering.")) as server:
+        run = paperbot_here("doctor", "--json", data_dir=indexed, **_llm_env(server))
+        text = paperbot_here("doctor", data_dir=indexed, **_llm_env(server))
+        skipped = paperbot_here("doctor", "--json", "--no-model", data_dir=indexed, **_llm_env(server))
+        assert len(server.chat_requests) == 2  # one short request per measuring run, none with --no-model
+    assert run.code == 0, run.stderr
+    payload = run.json()
+    assert payload["ok"] is True  # the index check's fields stay as they were
+    model = payload["model"]
+    assert model["configured"] is True and model["reachable"] is True and model["model"] == "stub-model"
+    assert model["prompt_tokens"] > 0 and model["prompt_tokens_per_second"] > 0 and isinstance(model["fits"], bool)
+    assert {"first_token_seconds", "generation_tokens_per_second", "budget_first_token_seconds",
+            "typical_answer_seconds", "advice", "error"} <= set(model)
+    assert "Model stub-model: reads about" in text.stdout and "PAPERBOT_LLM_PROMPT_BUDGET" in text.stdout
+    assert "model" not in skipped.json()
+
+
+def test_doctor_says_when_no_model_is_configured(indexed):
+    run = paperbot_here("doctor", "--json", data_dir=indexed)
+    assert run.code == 0 and run.json()["model"]["configured"] is False
+    assert "Model: none configured" in paperbot_here("doctor", data_dir=indexed).stdout

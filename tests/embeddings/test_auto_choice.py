@@ -1,4 +1,5 @@
-"""``auto`` chooses by measurement: the rule, the per-CPU memory, doctor's line, an index's own encoder.
+"""``auto`` chooses by measurement: the rule, the per-CPU memory, doctor's line, an index's own encoder,
+and what a first load must prepare (announced before it starts).
 
 Nothing here loads a model: candidates are fakes whose vectors are the reference's plus chosen
 noise, and ``loading`` is patched where it would load torch or onnxruntime.
@@ -23,6 +24,7 @@ from retrieval.config import Settings
 from retrieval.index.encoders import choice as encoder_choice
 from retrieval.index.encoders import loading, onnx_export
 from retrieval.index.encoders.base import DIMENSION, ENCODER_NAMES
+from retrieval.index.encoders.cache import export_dir
 from retrieval.index.encoders.choice import (
     REFERENCE,
     AutoChoice,
@@ -366,6 +368,55 @@ def test_an_unfinished_re_embedding_goes_on_with_its_target(tmp_path, no_models)
         index.close()
 
 
+def exported(settings: Settings, *variants: str) -> None:
+    """This runtime's export in the test's encoder cache, holding (empty stand-ins for) ``variants``."""
+    folder = export_dir(settings.encoder_cache_dir)
+    folder.mkdir(parents=True)
+    for variant in variants:
+        (folder / onnx_export.RECIPES[variant].file_name).write_bytes(b"")
+    files = {onnx_export.RECIPES[variant].file_name: {"bytes": 0} for variant in variants}
+    (folder / "manifest.json").write_text(json.dumps({"version": 1, "files": files}), encoding="utf-8")
+
+
+def test_what_a_first_load_must_prepare_follows_the_choice(tmp_path):
+    auto = settings_in(tmp_path, "auto")
+    both = "exporting the ONNX encoders and measuring which runs fastest on this CPU"
+    assert loading.pending_preparation(auto) == both
+    assert loading.pending_preparation(settings_in(tmp_path, "onnx")) == "exporting the encoder to ONNX"
+    assert loading.pending_preparation(settings_in(tmp_path, "torch")) is None
+    assert loading.pending_preparation(auto, indexed=ENCODER_NAMES["torch"]) is None  # the index keeps torch
+    assert loading.pending_preparation(auto, indexed=ENCODER_NAMES["onnx"]) == "exporting the encoder to ONNX"
+    assert loading.pending_preparation(auto, indexed="some-other-model/v3") == both
+    exported(auto, "onnx", "onnx-int8")
+    assert loading.pending_preparation(auto) == "measuring which encoder runs fastest on this CPU"
+    assert loading.pending_preparation(settings_in(tmp_path, "onnx-int8")) is None
+    remember(auto, "onnx-int8")
+    assert loading.pending_preparation(auto) is None
+
+
+def test_a_remembered_choice_needs_only_its_own_export(tmp_path):
+    settings = settings_in(tmp_path, "auto")
+    remember(settings, "torch")
+    assert loading.pending_preparation(settings) is None
+    remember(settings, "onnx")
+    assert loading.pending_preparation(settings) == "exporting the encoder to ONNX"
+
+
+def test_load_encoder_announces_what_it_must_prepare_first(tmp_path, no_models, capsys):
+    settings = settings_in(tmp_path, "auto")
+    remember(settings, "onnx")  # chosen on this CPU, but the export is gone: the load exports it
+    said: list[str] = []
+    loading.load_encoder(settings, notify=said.append)
+    assert said == ["first use on this machine: exporting the encoder to ONNX "
+                    "(once; about a minute, several on a busy machine)"]
+    loading.load_encoder(settings)  # by default on stderr
+    assert capsys.readouterr().err.startswith("Encoder (0 s): first use on this machine: exporting the encoder")
+    exported(settings, "onnx")
+    said.clear()
+    loading.load_encoder(settings, notify=said.append)
+    assert said == []  # ready: nothing said
+
+
 def test_doctor_line_says_what_auto_chose_and_what_the_index_keeps(tmp_path, no_models):
     settings = settings_in(tmp_path, "auto")
     assert "not measured on this CPU yet" in loading.describe_encoder_choice(settings, ENCODER_NAMES["torch"])
@@ -390,14 +441,14 @@ def test_doctor_prints_the_choice(tmp_path):
                           settings=settings_in(tmp_path, "auto"),
                           out=lambda text="": out.write(text + "\n"),
                           out_json=lambda payload: out.write(json.dumps(payload) + "\n"))
-    assert run_doctor(Namespace(force=False, repair=False, json=False), ctx) == 0  # type: ignore[arg-type]
+    assert run_doctor(Namespace(force=False, repair=False, json=False, no_model=True), ctx) == 0  # type: ignore[arg-type]
     assert out.getvalue().splitlines() == [
         "Index consistent: 2 records, 2 vectors.", line,
         f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {tmp_path / 'encoders'}",
         f"Database: SQLite {tmp_path / 'paperbot.sqlite3'}, schema (not created yet), this paperbot's is {HEAD}: "
         "upgraded on next use, or now with `paperbot db upgrade`."]
     out.truncate(0), out.seek(0)
-    run_doctor(Namespace(force=False, repair=False, json=True), ctx)  # type: ignore[arg-type]
+    run_doctor(Namespace(force=False, repair=False, json=True, no_model=True), ctx)  # type: ignore[arg-type]
     printed = json.loads(out.getvalue())
     assert printed["encoder_choice"] == line
     assert printed["database"] == {"backend": "sqlite", "where": str(tmp_path / "paperbot.sqlite3"), "revision": None,

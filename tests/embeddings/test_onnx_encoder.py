@@ -186,6 +186,7 @@ def test_a_real_probe_chooses_a_candidate_within_the_bar_and_remembers_it(tmp_pa
     auto = loading.load_encoder(settings)
     said = capsys.readouterr().err
     assert "Encoder probe" in said and "chose " in said  # long work is announced on stderr
+    assert said.startswith("Encoder (0 s): first use on this machine: measuring which encoder runs fastest")
     assert "Encoder export" not in said  # the export was there: not made again
     made = read_choice(root, loading.auto_signature())
     assert made is not None and made.variant in AUTO_CANDIDATES

@@ -335,6 +335,17 @@ def test_bad_queries(filled):
         assert len(hits) == 3 and all(h.lexical_score == 0.0 for h in hits)
 
 
+def test_the_outcome_carries_the_query_vector_it_encoded_once(filled, counting_encoder):
+    outcome = filled.retrieve("lifetime of doubly charmed baryons", k=5)
+    assert counting_encoder.texts == ["lifetime of doubly charmed baryons"]  # nothing else was encoded
+    vector = outcome.query_vector
+    assert vector is not None
+    stored = filled.dense.vectors([h.paper.id for h in outcome.hits])
+    for hit in outcome.hits:  # the vector the dense scores were measured against
+        assert float(stored[hit.paper.id] @ vector) == pytest.approx(hit.dense_score, abs=1e-5)
+    assert filled.searcher.run("charmed baryons", 5, None, mode="lexical").query_vector is None
+
+
 def test_empty_index(index):
     outcome = index.retrieve("anything at all", k=3)
     assert outcome.hits == [] and "No paper is indexed yet" in outcome.empty_reason

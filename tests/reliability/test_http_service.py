@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from bench.load import CHANNEL, CallClock, ServeProcess, mention_body, run_load, signed_headers, wait_quiet
-from bot.slack.http_door import uvicorn_config
+from bot.slack.http_server import uvicorn_config
 from tests.reliability.helpers import FAKE_SECRETS, log_texts, secrets_found
 from tests.slack.stand_in import SlackStandIn
 
@@ -229,14 +229,15 @@ def test_unicode_and_control_characters_get_an_answer_or_a_specific_error(
 ) -> None:
     response, ts = service.mention(question)
     assert response.status_code == 200
-    reply = service.final_reply(ts)
+    if key == "only-controls":  # nothing is left once they are removed at the door: an empty mention gets the help
+        reply = service.api.wait_for(lambda: next((shown for shown in service.replies(ts) if "/paperbot summarize" in shown),
+                                                  None), timeout=60, what=f"the help in thread {ts}")
+    else:
+        reply = service.final_reply(ts)
+        assert "Sparsity-certifying" in reply, reply[:500]
     assert "Sorry, something went wrong" not in reply, reply[:500]  # no unexpected failure
     for char in ("\x00", "\x1b", "\x07", "\u202e", "\ud800"):  # nothing of the kind is echoed into Slack
         assert json.dumps(char, ensure_ascii=False)[1:-1] not in reply, repr(char)
-    if key == "only-controls":
-        assert ":warning:" in reply
-    else:
-        assert "Sparsity-certifying" in reply, reply[:500]
 
 
 GARBAGE = [b"{not json", b"payload=%7Bbroken", b"\xff\xfe\x00garbage", b"[]"]

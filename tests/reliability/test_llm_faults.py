@@ -4,7 +4,8 @@ Each case runs the CLI's ``main`` (in this process, to keep the suite fast; the 
 the console script itself) against the answers engineer's scripted
 OpenAI-compatible server (``tests/answers/openai_stub_server.py``) with a fake API key set.
 Expected every time: exit status 0, an extractive answer citing indexed records, exactly one
-notice line on stderr that says why, and the key nowhere in the output or in any log record,
+notice line on stderr that says why (a server that never starts answering is "too slow", not
+"unreachable": it took the request), and the key nowhere in the output or in any log record,
 debug level included.
 """
 
@@ -25,6 +26,12 @@ pytestmark = pytest.mark.slow
 QUESTION = "Which papers use a pebble game to certify sparse graph decompositions?"
 EXPECTED_ID = "arxiv:0704.0002"  # "Sparsity-certifying Graph Decompositions"
 
+NOTICES = {
+    "down": "LLM unreachable (cannot connect, 2 attempts)",
+    "slow": "The model was too slow (it did not start answering within 1 s",
+    "garbage": "LLM unreachable (malformed response)",
+    "server-error": "LLM unreachable (HTTP 500 after 2 attempts)",
+}
 FAULTS = {
     "slow": StubReply(text="Too late [1].", delay=5.0),
     "garbage": StubReply(status=200, raw_body=b"<html>502 Bad Gateway</html>\x00{\"choices\": ["),
@@ -50,9 +57,11 @@ def endpoint(request: pytest.FixtureRequest) -> Iterator[tuple[str, OpenAIStubSe
 
 @pytest.mark.parametrize("endpoint", ["down", "slow", "garbage", "server-error"], indirect=True)
 def test_ask_falls_back_to_an_extractive_answer(
-    base_index: Path, endpoint: tuple[str, OpenAIStubServer | None], caplog: pytest.LogCaptureFixture
+    base_index: Path, endpoint: tuple[str, OpenAIStubServer | None], caplog: pytest.LogCaptureFixture,
+    request: pytest.FixtureRequest,
 ) -> None:
     url, server = endpoint
+    fault = request.node.callspec.params["endpoint"]
     caplog.set_level(logging.DEBUG)
     run = run_main(
         "ask", QUESTION, "--json", data_dir=base_index,
@@ -64,8 +73,9 @@ def test_ask_falls_back_to_an_extractive_answer(
     result = run.json()
     assert result["mode"] == "extractive"
     assert EXPECTED_ID in [citation["id"] for citation in result["citations"]]
-    notices = [line for line in run.stderr.splitlines() if "LLM unreachable" in line]
-    assert len(notices) == 1 and notices[0].strip().endswith("extractive answer instead."), run.stderr
+    notices = [line for line in run.stderr.splitlines() if "extractive answer instead" in line]
+    assert len(notices) == 1 and NOTICES[fault] in notices[0], run.stderr
+    assert notices[0].strip().endswith("extractive answer instead."), run.stderr
     if server is not None:
         assert server.chat_requests, "the model was never asked: the fault was not exercised"
         assert all(r.headers.get("authorization") == f"Bearer {FAKE_SECRETS['OPENAI_API_KEY']}"

@@ -24,6 +24,7 @@ import logging
 import re
 import sys
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -174,7 +175,8 @@ class _Index:
     def find_matches(self, paper: Paper) -> list[Paper]:
         return []
 
-    def upsert(self, papers: list[Paper], *, replaces: dict[str, str] | None = None) -> SimpleNamespace:
+    def upsert(self, papers: list[Paper], *, replaces: dict[str, str] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> SimpleNamespace:
         self.stored.extend(papers)
         return SimpleNamespace(added=[p.id for p in papers], updated=[], unchanged=[])
 

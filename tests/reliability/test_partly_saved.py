@@ -4,7 +4,7 @@ the same command completes it, not "nothing was changed"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import pytest
@@ -30,7 +30,8 @@ class FillingIndex:
     def encoding_ahead(self, papers: Sequence[Paper]) -> Iterator[None]:
         yield
 
-    def upsert(self, papers: Sequence[Paper], *, replaces: Mapping[str, str] | None = None) -> UpsertReport:
+    def upsert(self, papers: Sequence[Paper], *, replaces: Mapping[str, str] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> UpsertReport:
         self.writes += 1
         if self.writes == self.full_at:
             raise DiskFullError("write to the record store /data/records.sqlite3", where="/data")

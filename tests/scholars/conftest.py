@@ -9,6 +9,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
+from retrieval.results import SearchHit
 from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.themes import TermStats
 
@@ -44,6 +45,19 @@ class PaperList:
 @pytest.fixture(scope="session")
 def papers() -> list[Paper]:
     return load_papers()
+
+
+@pytest.fixture(scope="module")
+def mlsys() -> tuple[list[Paper], PeopleDirectory]:
+    """The MLSys papers of the conference slice and their people."""
+    papers = [p for p in load_papers("conference_authors_slice.jsonl") if (p.venue or "").startswith("MLSys")]
+    return papers, PeopleDirectory(papers)
+
+
+def ranked_hits(papers: list[Paper], titles: list[str]) -> list[SearchHit]:
+    """The papers whose titles start with ``titles``, as hits in that order (scores 1.0, 0.99, ...)."""
+    by_start = [next(p for p in papers if p.title.startswith(t)) for t in titles]
+    return [SearchHit(paper=p, score=1.0 - i / 100) for i, p in enumerate(by_start)]
 
 
 @pytest.fixture(scope="session")

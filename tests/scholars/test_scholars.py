@@ -329,7 +329,8 @@ def test_llm_themes_are_validated_and_renumbered(index, settings, directory):
         "THEME 2: This one is about nothing in particular."
     )
     model = ScriptedModel(messages=iter([AIMessage(content=reply)]))
-    result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
+    roomy = settings.model_copy(update={"llm_prompt_budget": 100_000})  # every record shown, numbered as listed
+    result = summarize(index, roomy, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
     assert result.mode == "llm" and result.notice is None
     # [9] does not exist and the uncited sentence is dropped; citations renumbered in order
     assert "best papers ever" not in result.summary and "[9]" not in result.summary
@@ -378,3 +379,36 @@ def test_a_window_reaching_back_past_every_dated_paper_lists_the_undated_ones_to
     later = recent_work(papers, date(2026, 12, 3), since=2016)
     assert [p.title for p in later.papers] == [f"Paper {year}" for year in range(2024, 2015, -1)]
     assert later.note == "1 paper has no date on record and cannot be placed since 2016; it is not shown."
+
+
+def test_the_theme_prompt_keeps_to_the_prompt_budget(index, settings, directory):
+    """Abstracts shrink (matched to the theme's label), then each theme's later papers go; the
+    records are numbered as shown, and the theme listing names only those."""
+    from retrieval.answers.prompt_tokens import approximate_tokens
+
+    def prompt_of(budget: int) -> str:
+        model = ScriptedModel(messages=iter([AIMessage(content="THEME 1: Helium-4 in nanopores is simulated [1].")]))
+        summarize(index, settings.model_copy(update={"llm_prompt_budget": budget}), directory, "Adrian Del Maestro",
+                  today=date(2026, 3, 1), chat_model=model)
+        return "\n".join(str(message.content) for message in model.seen[0])
+
+    roomy, tight = prompt_of(100_000), prompt_of(1_000)
+    assert approximate_tokens(tight) <= 1_000 < approximate_tokens(roomy)
+    shown = (tight.count(" RECORD [") - tight.count(" END RECORD [")) // 1
+    themes = re.findall(r"^THEME \d+: .*\(records ([^)]*)\)$", tight, re.MULTILINE)
+    assert themes and all(refs for refs in themes)  # every theme keeps a record
+    cited = {int(n) for refs in themes for n in re.findall(r"\[(\d+)\]", refs)}
+    assert cited == set(range(1, shown + 1))  # numbered as shown: no number without its record
+
+
+def test_a_theme_header_copied_back_is_not_a_summary(index, settings, directory):
+    """A small model copies "THEME k: <label> (records [1], ...)" from the prompt: that line
+    says nothing beyond the label; the theme keeps its extractive text, never "label: label"."""
+    baseline = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1))
+    labels = [theme.label for theme in baseline.themes]
+    echo = "\n".join(f"THEME {k}: {label} (records [1], [2])" for k, label in enumerate(labels, start=1))
+    model = ScriptedModel(messages=iter([AIMessage(content=echo)]))
+    result = summarize(index, settings, directory, "Adrian Del Maestro", today=date(2026, 3, 1), chat_model=model)
+    assert result.mode == "extractive"
+    assert result.notice == "The model's reply did not follow the THEME format: extractive summaries instead."
+    assert labels and not any(f"{label} (records" in result.summary for label in labels)

@@ -117,3 +117,12 @@ def test_embeddings_when_given_replace_term_overlap(background):
     # identical vectors: one theme
     same = {p.id: np.ones(4) / 2 for p in papers}
     assert len(group_into_themes(papers, background, vectors=same)) == 1
+
+
+def test_papers_all_inside_the_themes_keep_their_theme_in_the_order_asked(background):
+    papers = _del_maestro()
+    themes = group_into_themes(papers, background)
+    asked = list(reversed(papers))
+    labels = assign_to_themes(asked, themes, background)
+    assert list(labels) == [p.id for p in asked]
+    assert labels == {p.id: t.label for t in themes for p in t.papers}

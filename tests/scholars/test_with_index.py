@@ -15,7 +15,8 @@ from bot.context import CliContext
 from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
 from retrieval.results import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
-from retrieval.scholars.collaborators import document_model_scores, find_collaborators, single_best_scores
+from retrieval.scholars.collaborators import find_collaborators
+from retrieval.scholars.expertise import document_model_scores, single_best_scores
 from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.summary import stored_vectors, summarize_scholar
 
@@ -51,14 +52,14 @@ def test_several_strong_papers_beat_one_top_hit(real_index, people):
 
 
 def test_collaborators_result_carries_evidence_and_reasons(real_index, index_settings, people):
-    result = find_collaborators(real_index, index_settings, TOPIC, limit=5, today=TODAY, directory=people)
+    result = find_collaborators(real_index, index_settings, TOPIC, limit=20, today=TODAY, directory=people)
     assert isinstance(result, CollaboratorsResult) and result.topic == TOPIC
     assert result.scholars[0].name == "Eric Xing"
     xing = result.scholars[0]
     assert len(xing.papers) == 3
     assert xing.reason.startswith("3 papers among the 20 closest (best #1)")
     assert "latest 2024" in xing.reason and "author on" not in xing.reason  # middle author on all three
-    top_hit_first_author = real_index.search(TOPIC, k=1)[0].paper.author_names[0]
+    top_hit_first_author = real_index.search(TOPIC, k=1)[0].paper.author_names[0]  # every author of it ranks alike
     assert "first author on 1" in next(s.reason for s in result.scholars if s.name == top_hit_first_author)
     scores = [s.score for s in result.scholars]
     assert scores == sorted(scores, reverse=True)
@@ -70,7 +71,9 @@ def test_collaborators_result_carries_evidence_and_reasons(real_index, index_set
     assert sorted(set(seen.values())) == list(range(1, len(seen) + 1))
     payload = result.model_dump(mode="json")
     assert set(payload) == {"topic", "scholars"}
-    assert set(payload["scholars"][0]) == {"name", "score", "affiliation", "reason", "papers", "person_id"}
+    assert set(payload["scholars"][0]) == {"name", "score", "affiliation", "reason", "papers", "person_id",
+                                           "work_similarity"}
+    assert all(s.work_similarity is not None and 0.0 < s.work_similarity <= 1.0 for s in result.scholars)
 
 
 def test_for_excludes_the_person_and_new_only_their_coauthors(real_index, index_settings, people):

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from bot.slack.app import DEFAULT_LIMITS, SlackRuntime, build_slack
-from bot.slack.http_door import DoorLimits, RunningServer
+from bot.slack.http_door import DoorLimits
+from bot.slack.http_server import RunningServer
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from tests.slack import namesakes
@@ -103,18 +104,20 @@ class Bot:
     """The app under test, served by uvicorn on 127.0.0.1, with its sender and the stand-in."""
 
     runtime: SlackRuntime
+    server: RunningServer
     sender: SlackSender
     api: SlackStandIn
     settings: Settings
     sleeps: list[float]
 
     def idle(self, timeout: float = 20.0) -> None:
-        """Wait until the work queue is empty and nothing runs (no sleeps: poll via the stand-in)."""
+        """Wait until every acknowledged event was dispatched, the work queue is empty and nothing
+        runs (no sleeps: polled)."""
         queue = self.runtime.deps.queue
         done = threading.Event()
 
         def check() -> bool:
-            return queue.waiting() == 0 and queue.busy() == 0
+            return self.server.door.pending_events() == 0 and queue.waiting() == 0 and queue.busy() == 0
 
         deadline = threading.Timer(timeout, done.set)
         deadline.start()
@@ -152,7 +155,7 @@ def make_bot(stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path) -> It
         server = runtime.start_http("127.0.0.1", 0, limits=limits)
         started.append((runtime, server))
         sender = SlackSender(server.events_url, SECRET, bot_user_id=stand_in.bot_user_id, team=stand_in.team_id)
-        return Bot(runtime=runtime, sender=sender, api=stand_in, settings=settings, sleeps=sleeps)
+        return Bot(runtime=runtime, server=server, sender=sender, api=stand_in, settings=settings, sleeps=sleeps)
 
     yield start
     for runtime, server in started:

@@ -58,6 +58,27 @@ def test_new_papers_are_posted_once_to_following_channels(bot: Bot) -> None:
     assert bot.runtime.deps.assistant.follows.store.queued_new_papers() == []
 
 
+HIDDEN = ("\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\x1b", "[31m")  # bidi, zero-width, terminal escape
+
+
+def test_a_follow_typed_with_hidden_characters_is_stored_and_echoed_as_plain_text(bot: Bot) -> None:
+    """A bidi override typed into ``/paperbot follow`` was stored, echoed, and would be in every
+    alert of the follow (issue #30 item 6a)."""
+    typed = "follow topic \u202egraph\u200bene\u2066\x1b[31m\u200d\ufeff"
+    echoed = _follow(bot, typed, "a")
+    assert "Following topic *graphene*" in echoed, echoed
+    [stored] = bot.runtime.deps.assistant.follows.list("CGENERAL1")
+    assert stored.query == "graphene"
+    assert "topic *graphene*" in _follow(bot, "follows", "b")
+    assert "does not follow *unknown topic*" in _follow(bot, "unfollow \u202eunknown topic\u200b", "c")
+    note_new_papers(bot.settings, [GRAPHENE])
+    assert bot.runtime.scheduler.tick() == 1
+    [alert] = bot.api.calls_to("chat.postMessage")
+    assert ":bell: New paper matching topic *graphene*" in alert.text()
+    for call in [*bot.api.calls_to("respond"), alert]:
+        assert not any(char in call.text() or char in str(call.params.get("text")) for char in HIDDEN), call.params
+
+
 def test_failed_posts_are_retried_on_the_next_pass(bot: Bot) -> None:
     _follow(bot, "follow scholar Adrian Del Maestro", "a")
     note_new_papers(bot.settings, DEL_MAESTRO)

@@ -42,6 +42,15 @@ def test_parse_follow() -> None:
         parse_follow("  ")
 
 
+def test_a_follow_is_plain_text() -> None:
+    """Bidi overrides, zero-width characters and terminal escapes are not stored (issue #30 item 6a)."""
+    hidden = "\u202e\u200b\x1b[31m"
+    assert parse_follow(f"topic {hidden}graph{hidden} networks\u202c") == ("topic", "graph networks")
+    assert parse_follow("scholar \u2067Zhao\u2069 Zhang\ufeff") == ("scholar", "Zhao Zhang")
+    with pytest.raises(InputError):
+        parse_follow(hidden)
+
+
 def test_topic_matching_is_stemmed_and_needs_every_word() -> None:
     assert matches(follow("topic", "graph neural networks"), GNN)
     assert not matches(follow("topic", "graph neural networks"), OPTICS)

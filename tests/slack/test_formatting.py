@@ -145,6 +145,14 @@ def test_incoming_text_decodes_slack_markup() -> None:
     assert not mentions_other_user("<@UBOT> hi", "UBOT")
 
 
+HIDDEN = "\u202e\u2066\u200b\u200d\ufeff\x1b[31m\x1b]0;title\x07\x00\x7f"  # bidi, zero-width, terminal, control
+
+
+def test_incoming_text_drops_bidi_zero_width_and_terminal_escapes() -> None:
+    raw = f"<@UBOT> follow topic {HIDDEN}graph\u200b neural{HIDDEN}  networks\u202c"
+    assert incoming_text(raw, bot_user_id="UBOT") == "follow topic graph neural networks"
+
+
 def test_context_lines_stay_within_the_limit_and_show_cuts() -> None:
     short = context("a notice")
     assert short["elements"] == [{"type": "mrkdwn", "text": "a notice", "verbatim": True}]

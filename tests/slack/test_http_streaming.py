@@ -4,8 +4,15 @@ escaping of model text, and the thread's history reaching the model on follow-up
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 from retrieval.assistant import Assistant
 from tests.slack.conftest import BotFactory, make_settings
@@ -105,3 +112,42 @@ def test_a_long_answer_continues_in_further_messages(make_bot: BotFactory, assis
         assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
     assert "Continued in the next message" in final.text() and "(continued, 2/" in pages[0].text()
     assert "paperbot_vote_up" in pages[-1].text() and "paperbot_vote_up" not in final.text()
+
+
+class SilentModel(BaseChatModel):
+    """A model that takes the request and says nothing until ``release`` is set (a server still
+    reading a long prompt, or hung)."""
+
+    release: threading.Event
+
+    @property
+    def _llm_type(self) -> str:
+        return "silent"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        self.release.wait(60)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="Too late [1]."))])
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        self.release.wait(60)
+        yield ChatGenerationChunk(message=AIMessageChunk(content="Too late [1]."))
+
+
+def test_a_silent_model_holds_the_answer_worker_no_longer_than_its_limit(make_bot: BotFactory,
+                                                                         assistant: Assistant) -> None:
+    release = threading.Event()
+    try:
+        settings = make_settings(assistant.settings.data_dir, llm_timeout=0.2, llm_deadline=1.0)
+        core = Assistant(settings, index=assistant.index, chat_model=SilentModel(release=release))
+        bot = make_bot(core=core)
+        bot.sender.mention(QUESTION)
+        final = final_answer(bot.api)
+        bot.idle()
+        # the worker is free again while the model still holds its call: the limit, not the model, ended it
+        assert not release.is_set() and bot.runtime.deps.queue.busy() == 0
+        assert "The model was too slow (it did not start answering within 0.2 s" in final.text()
+        assert "*Sources*" in final.text()  # the extractive answer, with its records
+    finally:
+        release.set()

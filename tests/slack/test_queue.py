@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -110,3 +110,49 @@ def test_burst_is_fully_processed() -> None:
         assert sorted(finished) == list(range(60))
     finally:
         work.close()
+
+
+def _one_worker_order(submissions: list[tuple[str, str]]) -> tuple[list[int], list[str]]:
+    """Submit ``(user, name)`` jobs to a one-worker queue while its first job holds the worker,
+    then let them finish one at a time. Returns the positions reported and the order they ran."""
+    work = WorkQueue(workers=1, per_user_limit=10)
+    log: list[str] = []
+    gates = {name: Gate(log, name) for _, name in submissions}
+    try:
+        positions = [work.submit(user, gates[name]) for user, name in submissions]
+        for ran in range(1, len(submissions) + 1):
+            assert _wait_for(lambda: len(log) >= ran), f"only {log} started"  # noqa: B023
+            assert len(log) == ran  # one worker: nothing else started meanwhile
+            gates[log[-1]].release.set()
+        return positions, log
+    finally:
+        for gate in gates.values():
+            gate.release.set()
+        work.close()
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = threading.Event()
+    timer = threading.Timer(timeout, deadline.set)
+    timer.start()
+    try:
+        while not condition():
+            if deadline.wait(0.005):
+                return False
+        return True
+    finally:
+        timer.cancel()
+
+
+def test_one_worker_serves_people_in_turns_not_in_order_of_arrival() -> None:
+    """User A's four questions do not all go before user B's one (issue #30 item 10)."""
+    positions, order = _one_worker_order([("UA", "a1"), ("UA", "a2"), ("UA", "a3"), ("UA", "a4"), ("UB", "b1")])
+    assert order == ["a1", "b1", "a2", "a3", "a4"]
+    assert positions == [0, 1, 2, 3, 1]  # b1 goes next: a2-a4 move back one place
+
+
+def test_turns_rotate_between_three_people() -> None:
+    positions, order = _one_worker_order([("UA", "a1"), ("UA", "a2"), ("UA", "a3"), ("UB", "b1"), ("UB", "b2"),
+                                          ("UC", "c1")])
+    assert order == ["a1", "b1", "c1", "a2", "b2", "a3"]
+    assert positions == [0, 1, 2, 1, 3, 2]  # each the place in the order at the moment of submitting

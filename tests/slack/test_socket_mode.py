@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,50 @@ def test_socket_mode_answers_mentions_and_commands(
 
         stand_in.wait_calls("reactions.remove")
         assert len(posts_in_thread(stand_in, "CGENERAL1", "1690000000.000100")) == 1  # the retry was dropped
+    finally:
+        handler.close()
+        runtime.close()
+
+
+ODD_PAYLOADS = [
+    ("events_api", {"type": "event_callback", "team_id": "T0TEST", "event_id": "EvODD1", "event": None}),
+    ("events_api", {"type": "event_callback", "team_id": "T0TEST", "event_id": "EvODD2",
+                    "event": {"type": "app_mention", "user": "UALICE01", "text": 42, "ts": "1.2", "channel": "C1"}}),
+    ("events_api", {"type": "event_callback", "team_id": "T0TEST", "event_id": "EvODD3",
+                    "event": {"type": "app_mention", "user": "UALICE01", "text": "hi", "ts": "1.3", "channel": ["C1"]}}),
+    ("interactive", {"type": "view_submission", "user": {"id": "UALICE01"}, "view": {"id": "V1"}}),
+    ("interactive", {"type": "block_actions", "team": {"id": "T0TEST"}, "user": {"id": "UALICE01"},
+                     "api_app_id": "A0TEST", "actions": [], "container": {"type": "message", "channel_id": "CGENERAL1"}}),
+    ("slash_commands", {"command": "/paperbot", "text": "help", "channel_id": "CGENERAL1"}),
+]
+
+
+def test_socket_mode_acks_payloads_of_other_shapes_and_runs_nothing(
+    stand_in: SlackStandIn, socket_server: SocketModeServer, assistant: Assistant, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The Socket Mode door sorts payloads as the HTTP door does (``bot/slack/socket_door.py``)."""
+    caplog.set_level(logging.DEBUG)
+    stand_in.socket_url = socket_server.url
+    settings = make_settings(tmp_path, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,
+                             slack_api_url=stand_in.api_url)
+    runtime = build_slack(settings, assistant, http=False, sleep=lambda seconds: None)
+    handler = runtime.socket_mode_handler()
+    try:
+        handler.connect()
+        for n, (kind, payload) in enumerate(ODD_PAYLOADS):
+            socket_server.push({"envelope_id": f"env-odd-{n}", "type": kind, "accepts_response_payload": True,
+                                "payload": payload})
+        for n in range(len(ODD_PAYLOADS)):
+            assert "payload" not in socket_server.ack_for(f"env-odd-{n}")
+        socket_server.push({  # answered after them: whatever they started has run by now
+            "envelope_id": "env-help", "type": "slash_commands", "accepts_response_payload": True,
+            "payload": {"command": "/paperbot", "text": "help", "user_id": "UALICE01", "channel_id": "CGENERAL1"},
+        })
+        assert "/paperbot summarize" in json.dumps(socket_server.ack_for("env-help")["payload"])
+        runtime.deps.queue.close(timeout=5)
+        assert [call.method for call in stand_in.calls] == ["auth.test", "apps.connections.open"]
+        assert [record.getMessage() for record in caplog.records if record.exc_info or record.levelno >= logging.ERROR] == []
     finally:
         handler.close()
         runtime.close()

@@ -66,6 +66,17 @@ def model_path() -> str:
     return str(get_model_path())
 
 
+def quiet_model_loading() -> None:
+    """Switch off, for this process, the progress bars transformers draws on stderr while it loads
+    weights ("Loading weights", through its own tqdm; huggingface_hub's download bars go with
+    them): the model is bundled, and in a log or under the command line's own progress they are
+    noise. Only the bars: warnings and errors still reach the log
+    (``transformers.utils.logging.disable_progress_bar``, the library's public switch)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def cpu_count() -> int:
     """Cores this process may run on (the affinity mask, not the machine's total)."""
     try:

@@ -16,8 +16,15 @@ from typing import Any
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, StorageError
 from retrieval.index.encoders.base import AUTO_CANDIDATES, Encoder, EncoderChoice, choice_for_name, cpu_count
-from retrieval.index.encoders.cache import export_key, stderr_notice
-from retrieval.index.encoders.choice import AutoChoice, Notify, cpu_signature, read_choice, remembered_or_probed
+from retrieval.index.encoders.cache import export_dir, export_key, inspect_export, stderr_notice
+from retrieval.index.encoders.choice import (
+    AutoChoice,
+    Notify,
+    choice_path,
+    cpu_signature,
+    read_choice,
+    remembered_or_probed,
+)
 from retrieval.index.encoders.onnx_export import (
     RECIPES,
     ExportError,
@@ -60,9 +67,16 @@ def load_encoder(settings: Settings, *, indexed: str | None = None, notify: Noti
     probe reports on ``notify``, by default stderr). Candidates whose ONNX export cannot be
     made are left out, so ``auto`` falls back to torch with a logged warning. An explicit
     ``onnx``/``onnx-int8`` raises instead, because the user asked for that vector space.
+
+    When the encoder cache lacks what this needs (``pending_preparation``), one line on ``notify``
+    (by default stderr) says so first: whatever the command, the user learns why it is slow this once.
     """
     choice = settings.encoder
     root = settings.encoder_cache_dir
+    pending = pending_preparation(settings, indexed=indexed)
+    if pending is not None:
+        say = notify or stderr_notice("Encoder")
+        say(f"first use on this machine: {pending} (once; about a minute, several on a busy machine)")
     if choice == "auto":
         kept = choice_for_name(indexed) if indexed else None
         if kept is not None:
@@ -70,6 +84,39 @@ def load_encoder(settings: Settings, *, indexed: str | None = None, notify: Noti
         made, loaded = auto_choice(root, notify=notify)
         return loaded.get(made.variant) or _candidates(root)[made.variant]()
     return _explicit(root, choice)
+
+
+def pending_preparation(settings: Settings, *, indexed: str | None = None) -> str | None:
+    """What ``load_encoder(settings, indexed=indexed)`` would first have to make in the encoder
+    cache, in words ("measuring which encoder runs fastest on this CPU"), or None when the cache
+    holds it. Follows ``load_encoder``'s choice; reads the cache, loads and writes nothing.
+
+    Counted: ``auto``'s probe (no choice remembered for this CPU) and the ONNX export (tens of
+    seconds each, minutes under load). Not counted: the optimised graph of an exported variant
+    (seconds) and a choice file too damaged to read (the probe's own lines say so).
+    """
+    root = settings.encoder_cache_dir
+    variant: str | None = settings.encoder
+    if variant == "auto":
+        variant = choice_for_name(indexed) if indexed else None
+    if variant is None:
+        signature = auto_signature()
+        made = read_choice(root, signature) if choice_path(root, signature).exists() else None
+        if made is None:
+            if all(_exported(root, name) for name in AUTO_CANDIDATES if name != "torch"):
+                return "measuring which encoder runs fastest on this CPU"
+            return "exporting the ONNX encoders and measuring which runs fastest on this CPU"
+        variant = made.variant
+    if variant == "torch" or _exported(root, variant):
+        return None
+    return "exporting the encoder to ONNX"
+
+
+def _exported(root: Path, variant: str) -> bool:
+    """Whether this runtime's export in the encoder cache ``root`` holds ``variant``'s graph
+    (a variant that is not exported, an unknown name, counts as there: nothing to announce)."""
+    recipe = RECIPES.get(variant)
+    return recipe is None or recipe.file_name in inspect_export(export_dir(root)).files
 
 
 def _explicit(root: Path, choice: EncoderChoice, why: str = "") -> Encoder:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from retrieval.errors import StorageError
-from retrieval.index.encoders.base import ENCODER_NAMES, MODEL_NAME, model_path
+from retrieval.index.encoders.base import ENCODER_NAMES, MODEL_NAME, model_path, quiet_model_loading
 from retrieval.index.encoders.cache import ensure_file
 from retrieval.index.encoders.choice import Notify, cpu_model_and_flags
 from retrieval.index.encoders.onnx_runtime import ModelFileError, make_session, model_inputs, model_tokens
@@ -87,9 +87,8 @@ def _export_fp32(target: Path) -> None:
     """``torch.onnx.export`` of BERT + mean pooling + L2 norm, checked against torch."""
     import torch
     from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    quiet_model_loading()
     # Eager attention traces to plain MatMul/Softmax nodes that onnxruntime fuses well.
     bert = AutoModel.from_pretrained(model_path(), attn_implementation="eager").eval()
 

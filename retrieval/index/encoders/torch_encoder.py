@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.index.encoders.base import DIMENSION, ENCODER_NAMES, MAX_TOKENS, model_path
+from retrieval.index.encoders.base import DIMENSION, ENCODER_NAMES, MAX_TOKENS, model_path, quiet_model_loading
 
 
 class TorchEncoder:
@@ -22,6 +22,7 @@ class TorchEncoder:
     def __init__(self, batch_size: int = 32) -> None:
         from sentence_transformers import SentenceTransformer
 
+        quiet_model_loading()
         self._model = SentenceTransformer(model_path(), device="cpu")
         self._model.max_seq_length = MAX_TOKENS
         self._batch_size = batch_size

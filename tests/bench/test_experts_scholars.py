@@ -1,0 +1,84 @@
+"""``bench/experts_scholars.py --json``, run as a user runs it (a subprocess): whose held-out
+abstract is this, over the 40 real publication lists.
+
+It reads ``../shared/datasets/scholars-real`` (never copied into the tree: the abstracts are their
+authors'), so it is skipped, with the reason printed in pytest's summary, where that folder is
+absent. The report's structure, then issue #27 item 6 on the *held-out* half only (the ranking's
+constants were shaped on the tuning half, ``bench.common.split_half``): the issue's MRR goal
+(0.80) is asserted, it is met (docs/performance.md: 0.807 on held-out abstracts); its Recall@10
+goal (0.95) is not (0.876), so the floor sits a little under what was measured. Then the work
+similarity against the ranking without it, and the issue's two example topics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
+HALVES = ("tune", "held-out", "all")
+PAPERBOT, PREVIOUS = "paperbot collaborators", "previous: sum over ranks"
+EVIDENCE_ONLY = "without work similarity (round 1)"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (DATA / "owners.json").exists(), reason=f"scholars-real not found at {DATA}: the benchmark needs it"),
+]
+
+
+@pytest.fixture(scope="module")
+def figures(scholars_bench_out: Path) -> dict:
+    out = scholars_bench_out  # shared with the other scholars benchmarks: one ingest of the 40 files
+    path = out / "experts-scholars.json"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(
+        [sys.executable, "bench/experts_scholars.py", "--reuse-index", "--out", str(out), "--json", str(path)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Query: the held-out record's abstract." in done.stdout
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_every_query_is_in_one_half_and_counted_once(figures):
+    rows = figures["rows"]
+    assert figures["queries"] == len(rows) > 150 and figures["owners_asked"] >= 20
+    assert len({(r["slug"], r["record_id"]) for r in rows}) == len(rows)  # held out once, in one fold
+    assert {r["half"] for r in rows} == {"tune", "held-out"}
+    for mode in ("abstract", "title"):
+        counts = {half: figures["results"][mode][half][PAPERBOT]["queries"] for half in HALVES}
+        assert counts["tune"] + counts["held-out"] == counts["all"] == len(rows)
+        for half in HALVES:
+            for scores in figures["results"][mode][half].values():
+                assert 0.0 <= scores["mrr"] <= 1.0 and 0.0 <= scores["recall_at_10"] <= 1.0
+
+
+def test_held_out_abstracts_find_their_owner(figures):
+    held = figures["results"]["abstract"]["held-out"]
+    assert held[PAPERBOT]["recall_at_10"] >= 0.86  # measured 0.876; the issue's goal, 0.95, is not met
+    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; measured 0.807
+    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # measured 0.807 against 0.713
+
+
+def test_the_work_similarity_finds_more_owners_than_the_retrieved_papers_alone(figures):
+    abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
+    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"]  # 0.876 against 0.865
+    assert abstract[PAPERBOT]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.01  # 0.807 against 0.809
+    assert title[PAPERBOT]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.04  # 0.843 against 0.787
+
+
+def test_the_issue_examples_rank_the_specific_expert_first(figures):
+    ranks = {ex["topic"]: ex for ex in figures["examples"]}
+    neologisms = ranks["neologisms and language change"]
+    moe = ranks["mixture-of-experts inference on GPUs"]
+    assert neologisms["owner"] == "Maria Ryskina" and neologisms["rank"] == 1
+    assert moe["owner"] == "Martijn de Vos" and moe["rank"] == 1
+    # the many-weak-matches winners of the issue are out of the top three
+    assert not {t["name"] for t in neologisms["top"]} & {"Jindong Wang", "Yidong Wang"}
+    assert not {t["name"] for t in moe["top"]} & {"Stefano Ermon", "Aditya Grover"}
