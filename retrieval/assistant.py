@@ -379,11 +379,11 @@ class Assistant:
         the record store, and creates none when the data dir has no index yet."""
         if self._index is not None:
             return self._index.store.get_meta(marker) is not None
-        if not self.settings.records_path.exists():
+        if self.settings.database_url is None and not self.settings.database_path.exists():
             return False
         from retrieval.storage.records import RecordStore
 
-        store = RecordStore(self.settings.records_path)  # the record store alone: no vector index opened
+        store = RecordStore.open(self.settings)  # the record store alone: no vector index opened
         try:
             return store.get_meta(marker) is not None
         finally:

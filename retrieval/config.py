@@ -62,9 +62,9 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(
         default=None,
         validation_alias=_env("PAPERBOT_DATABASE_URL"),
-        description="The database holding the roster, the follows and the Slack state (retrieval.storage.database): "
-                    "postgresql+psycopg://user@host/dbname for a PostgreSQL server. Unset = SQLite in the data dir "
-                    "(paperbot.sqlite3). Secret: it may carry a password.",
+        description="The database holding the records, the roster, the follows and the Slack state "
+                    "(retrieval.storage.database): postgresql+psycopg://user@host/dbname for a PostgreSQL server. "
+                    "Unset = SQLite in the data dir (records.sqlite3). Secret: it may carry a password.",
     )
     chroma_url: str | None = Field(
         default=None,
@@ -256,8 +256,9 @@ class Settings(BaseSettings):
 
     @property
     def database_path(self) -> Path:
-        """The SQLite file of the default database (used when ``database_url`` is unset)."""
-        return self.data_dir / "paperbot.sqlite3"
+        """The SQLite file of the default database (used when ``database_url`` is unset): the record
+        store's file, which the database grew out of (``storage.legacy_records``)."""
+        return self.records_path
 
     @property
     def chroma_dir(self) -> Path:

@@ -87,7 +87,7 @@ class PaperIndex:
         ``roster_names`` lets author filters follow roster aliases (the assistant passes
         ``ingest.roster.names_of``); without it a name stands for itself.
         """
-        store = RecordStore(settings.records_path)
+        store = RecordStore.open(settings)
         return cls(settings, store, DenseStore(settings), LexicalIndex(settings.lexical_dir, store), encoder,
                    fusion=fusion, embed=embed, encoder_factory=encoder_factory, roster_names=roster_names)
 

@@ -1,10 +1,11 @@
 """The database of an installation, on SQLAlchemy Core: SQLite in the data dir, or PostgreSQL.
 
 ``PAPERBOT_DATABASE_URL`` picks it (``database_url``): unset, it is the SQLite file
-``<data dir>/paperbot.sqlite3`` (no server); ``postgresql+psycopg://user@host/dbname`` puts the
-same tables on a PostgreSQL server (``docs/postgres.md``). It holds the roster, the follows and
-the Slack state (``storage.schema`` lists its tables); the record store and the embedding cache
-keep their own SQLite files for now, and are meant to move here through the same ``Database``.
+``<data dir>/records.sqlite3`` (no server; the file the record store always had, upgraded in
+place); ``postgresql+psycopg://user@host/dbname`` puts the same tables on a PostgreSQL server
+(``docs/postgres.md``). It holds the records and their provenance, the store's metadata, the
+roster, the follows and the Slack state (``storage.schema`` lists its tables); the embedding cache
+keeps its own SQLite file (a cache, local to each host).
 
     db = open_database(settings)            # cached per process, upgraded to the code's schema
     with db.writing("change the roster") as connection:
@@ -31,12 +32,11 @@ A data dir this process cannot write (``config.unwritable_reason``) is opened re
 (``storage.sqlite.open_read_only``: ``mode=ro``, or ``immutable`` when the log is empty), with no
 pragma that writes.
 
-Meant to carry the record store and the embedding cache next (they keep their own files for
-now): their tables join ``storage.schema`` through a new revision, a data migration imports
-their files as 0001 imports the roster's; their writers pass a ``lock`` of their own, so an
-ingest's batches and a roster change do not wait for each other on PostgreSQL; bulk writes are
-``connection.execute(insert(table), rows)`` (one executemany). Still to add for them: the
-``immutable`` read of a WAL file on a full disk (``storage.sqlite.open_snapshot``).
+The record store's writers pass a ``lock`` of their own (``RECORDS``), so an ingest's batches
+and a roster change do not wait for each other on PostgreSQL (on SQLite the file has one write
+lock). A WAL file on a full disk cannot be opened normally (its ``-shm`` cannot be created): a
+``Database`` made with ``snapshot=True`` reads it with SQLite's ``immutable`` flag
+(``storage.sqlite.open_snapshot``), for the record store to answer searches until space is back.
 """
 
 from __future__ import annotations
@@ -56,11 +56,12 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, DataDirReadOnlyError, PaperbotError
 from retrieval.storage.driver_errors import storage_error
-from retrieval.storage.sqlite import open_read_only, unwritable
+from retrieval.storage.sqlite import open_read_only, open_snapshot, unwritable
 
 BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one's transaction
 WRITERS = 0x70627772  # pg_advisory_xact_lock key every writer of the small stores takes ("pbwr")
 MIGRATION = 0x70626D67  # pg_advisory_xact_lock key of schema upgrades ("pbmg")
+RECORDS = 0x70627263  # pg_advisory_xact_lock key the record store's writers take ("pbrc")
 _WRITE_OPTION = "paperbot_write"  # execution option: begin this transaction as a writer
 _BACKENDS = {"sqlite": "sqlite+pysqlite", "postgresql": "postgresql+psycopg"}
 
@@ -91,13 +92,17 @@ def database_url(settings: Settings) -> URL:
 class Database:
     """One database and its engine; safe to share between threads (each use takes a pooled connection)."""
 
-    def __init__(self, url: URL, *, data_dir: Path) -> None:
+    def __init__(self, url: URL, *, data_dir: Path, snapshot: bool = False) -> None:
+        """``snapshot``: a SQLite file read with ``open_snapshot`` (a full disk; see the module
+        docstring); its ``read_only`` says so and ``writing`` refuses."""
         self.url = url
         self.data_dir = data_dir
         self.backend: str = url.get_backend_name()
         self.path: Path | None = Path(url.database).resolve() if self.backend == "sqlite" and url.database else None
         self.where = str(self.path) if self.path is not None else url.render_as_string(hide_password=True)
-        self.read_only: str | None = unwritable(self.path) if self.path is not None else None
+        self.snapshot = snapshot and self.path is not None
+        self.read_only: str | None = (
+            "the disk is full" if self.snapshot else unwritable(self.path) if self.path is not None else None)
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
 
@@ -113,7 +118,9 @@ class Database:
     def _sqlite_engine(self) -> Engine:
         assert self.path is not None
         path, reason = self.path, self.read_only
-        if reason is not None:
+        if self.snapshot:
+            engine = create_engine("sqlite+pysqlite://", creator=lambda: _snapshot_of(path))
+        elif reason is not None:
             label = f"the database {path}"
             engine = create_engine("sqlite+pysqlite://", creator=lambda: open_read_only(
                 path, label=label, data_dir=self.data_dir, reason=reason))
@@ -204,6 +211,16 @@ class Database:
             return stored_revision(connection)
 
 
+def _snapshot_of(path: Path) -> Any:
+    """A connection of ``open_snapshot``; a file it cannot read safely is a full disk's error."""
+    from retrieval.errors import DiskFullError
+
+    connection = open_snapshot(path)
+    if connection is None:
+        raise DiskFullError(f"read the database {path}", where=str(path.parent))
+    return connection
+
+
 def stored_revision(connection: Connection) -> str | None:
     """The revision in ``alembic_version`` as seen by ``connection``; None before the first upgrade."""
     if not inspect(connection).has_table("alembic_version"):
@@ -272,14 +289,20 @@ def open_database(settings: Settings, *, notice: Callable[[str], None] | None = 
             database = _OPEN[key] = Database(url, data_dir=settings.data_dir)
         if key in _CURRENT or database.read_only is not None:
             return database
-        from retrieval.storage.schema import HEAD
-
-        if database.revision() != HEAD:
-            from retrieval.storage.migrate import upgrade
-
-            upgrade(database, notice=notice or log.info)
+        ensure_current(database, notice=notice)
         _CURRENT.add(key)
         return database
+
+
+def ensure_current(database: Database, *, notice: Callable[[str], None] | None = None) -> None:
+    """Upgrade ``database`` to ``schema.HEAD`` when its revision differs (one query when it does
+    not; Alembic is imported only to upgrade). ``notice`` is told of an upgrade, else the log."""
+    from retrieval.storage.schema import HEAD
+
+    if database.revision() != HEAD:
+        from retrieval.storage.migrate import upgrade
+
+        upgrade(database, notice=notice or log.info)
 
 
 def close_databases() -> None:

@@ -27,9 +27,10 @@ failure                       SQLite / OS                        PostgreSQL SQLS
                                                                  words are quoted), anything else
 ============================  =================================  ====================================
 
-Messages name the database by ``where`` (a path, or the URL without its password) and never
-carry the driver's text for the typed cases; the generic ``StorageError`` quotes it, since it
-is all there is to say.
+Messages name the database by ``where`` (a path, or the URL without its password; not twice when
+``doing`` names it already: "write to the record store /data/records.sqlite3") and never carry
+the driver's text for the typed cases; the generic ``StorageError`` quotes it, since it is all
+there is to say.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def storage_error(exc: BaseException, *, doing: str, where: str, path: Path | No
     error = driver_error(exc)
     if isinstance(error, OSError) and error.errno is not None:
         if error.errno in _FULL_ERRNOS:
-            return DiskFullError(f"{doing} ({where})")
+            return DiskFullError(_at(doing, where))
         if error.errno == errno.EROFS and path is not None:
             return _read_only(doing, path, data_dir)
     code = sqlite_code(error)
@@ -103,11 +104,11 @@ def storage_error(exc: BaseException, *, doing: str, where: str, path: Path | No
 def _from_sqlite(code: int, error: BaseException, *, doing: str, where: str, path: Path | None,
                  data_dir: Path | None) -> PaperbotError:
     if code == sqlite3.SQLITE_FULL:
-        return DiskFullError(f"{doing} ({where})")
+        return DiskFullError(_at(doing, where))
     if code == sqlite3.SQLITE_IOERR and path is not None:
         free = free_bytes(path)
         if free is not None and free < LOW_SPACE:  # all SQLite says when it cannot grow its -shm file
-            return DiskFullError(f"{doing} ({where})")
+            return DiskFullError(_at(doing, where))
     if code == sqlite3.SQLITE_READONLY and path is not None:
         return _read_only(doing, path, data_dir)
     if code in _SQLITE_BUSY:
@@ -120,7 +121,7 @@ def _from_sqlite(code: int, error: BaseException, *, doing: str, where: str, pat
 
 def _from_postgres(state: str | None, error: BaseException, *, doing: str, where: str) -> PaperbotError:
     if state == "53100":
-        return DiskFullError(f"{doing} ({where})", disk="the database server's disk")
+        return DiskFullError(_at(doing, where), disk="the database server's disk")
     if state == "25006":
         failure = DataDirReadOnlyError(doing, data_dir=where, reason="the server accepts no writes")
         failure.hint = "Point PAPERBOT_DATABASE_URL at the primary server, not a read-only standby."
@@ -148,8 +149,13 @@ def _read_only(doing: str, path: Path, data_dir: Path | None) -> DataDirReadOnly
     return DataDirReadOnlyError(doing, data_dir=str(data_dir or path.parent), reason=reason)
 
 
+def _at(doing: str, where: str) -> str:
+    """``doing`` with the database named after it, unless it names it already."""
+    return doing if where in doing else f"{doing} ({where})"
+
+
 def _generic(doing: str, where: str, error: BaseException) -> StorageError:
-    return StorageError(f"Cannot {doing} ({where}): {_first_line(error)}.",
+    return StorageError(f"Cannot {_at(doing, where)}: {_first_line(error)}.",
                         hint="Check free disk space and permissions of PAPERBOT_DATA_DIR, or the database server.")
 
 

@@ -19,8 +19,10 @@ import difflib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from retrieval.config import Settings
-from retrieval.errors import InputError, UnknownScholarError
+from retrieval.errors import InputError, StorageError, UnknownScholarError
 from retrieval.records.paper import clean_text, normalize_openalex_id, normalize_orcid
 from retrieval.results import Scholar
 from retrieval.storage.legacy import ROSTER_FILE, read_roster
@@ -245,12 +247,19 @@ def _read(database: Database) -> list[Scholar]:
 
 
 def _rows(connection: Connection) -> dict[int, Scholar]:
-    """Every scholar by row id, in the order they were added."""
+    """Every scholar by row id, in the order they were added; a row that is no scholar (changed
+    by hand) is a ``StorageError`` naming it."""
     from retrieval.storage.schema import scholars as table
 
-    rows = connection.execute(table.select().order_by(table.c.id)).mappings()
-    return {row["id"]: Scholar.model_validate({key: value for key, value in row.items() if key != "id"})
-            for row in rows}
+    found = {}
+    for row in connection.execute(table.select().order_by(table.c.id)).mappings():
+        try:
+            found[row["id"]] = Scholar.model_validate({key: value for key, value in row.items() if key != "id"})
+        except ValidationError as exc:
+            raise StorageError(f"The roster in the database is damaged: row {row['id']} of the scholars table "
+                               f"({row['name']!r}) is not a scholar ({exc.errors()[0]['msg']}).",
+                               hint="Correct or delete that row (docs/postgres.md), then run the command again.") from None
+    return found
 
 
 def _columns(scholar: Scholar) -> dict[str, Any]:

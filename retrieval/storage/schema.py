@@ -7,7 +7,9 @@ database through ``database.open_database``, which upgrades a database behind ``
 
 Times are ISO-8601 text (as the stores always wrote them); lists and maps are JSON. The Slack
 tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; nothing in the
-core reads them).
+core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
+are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
+the database (``storage.legacy_records``); record ids sort bytewise on both backends (``ID``).
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
-HEAD = "0002_slack_state"  # the newest revision in storage/migrations/versions
+HEAD = "0003_records"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
+
+# Text compared bytewise: PostgreSQL's default collation would order (and paginate) ids by language
+# rules, SQLite orders them by bytes.
+ID = Text().with_variant(Text(collation="C"), "postgresql")
 
 scholars = Table(
     "scholars", metadata,
@@ -107,4 +114,60 @@ slack_deliveries = Table(
     Column("key", Text, primary_key=True),
     Column("expires_at", Float, nullable=False),
     Index("slack_deliveries_expiry", "expires_at"),
+)
+
+# --- the record store (storage/records.py) ------------------------------------------------------
+
+papers = Table(
+    "papers", metadata,  # one row per record: lookup columns beside the record's JSON
+    Column("id", ID, primary_key=True),
+    Column("doi", Text),
+    Column("arxiv_id", Text),
+    Column("openalex_id", Text),
+    Column("fingerprint", Text, nullable=False),
+    Column("title_key", Text, nullable=False),
+    Column("year", Integer),
+    Column("venue_key", Text),
+    Column("content_hash", Text, nullable=False),
+    Column("embedding_hash", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+    Column("record", Text, nullable=False),  # Paper.model_dump_json()
+    Index("papers_doi", "doi", sqlite_where=text("doi IS NOT NULL"), postgresql_where=text("doi IS NOT NULL")),
+    Index("papers_arxiv", "arxiv_id", sqlite_where=text("arxiv_id IS NOT NULL"),
+          postgresql_where=text("arxiv_id IS NOT NULL")),
+    Index("papers_openalex", "openalex_id", sqlite_where=text("openalex_id IS NOT NULL"),
+          postgresql_where=text("openalex_id IS NOT NULL")),
+    Index("papers_fingerprint", "fingerprint"),
+    Index("papers_title_key", "title_key"),
+    Index("papers_year", "year"),
+)
+
+title_variants = Table(
+    "title_variants", metadata,  # record_rows.variant_keys of each record's title
+    Column("paper_id", ID, ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Index("title_variants_key", "key"),
+)
+
+author_names = Table(
+    "author_names", metadata,  # each written author name under every family name it may carry
+    Column("paper_id", ID, ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("family", Text, primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("author_key", Text, nullable=False),
+    Index("author_names_family", "family"),
+    Index("author_names_key", "author_key"),
+)
+
+meta = Table(
+    "meta", metadata,  # the store's generation, the encoder of the vectors, pending work
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+vector_moves = Table(
+    "vector_moves", metadata,  # vectors a migration left for the index to move (index.catch_up)
+    Column("old_id", ID, primary_key=True),
+    Column("new_id", ID, nullable=False),
+    Column("old_embedding_hash", Text, nullable=False),
 )

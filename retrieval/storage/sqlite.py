@@ -1,7 +1,7 @@
 """What every SQLite file of the data dir needs: full-disk and read-only handling.
 
-The record store and the embedding cache (raw ``sqlite3``) and the database
-(``storage.database``, through SQLAlchemy) use these helpers.
+The embedding cache (raw ``sqlite3``) and the database (``storage.database``, through
+SQLAlchemy: the records, the roster, the Slack state) use these helpers.
 
 A full disk. SQLite rolls a transaction back by itself when a write fails for lack of space,
 so a ``ROLLBACK`` afterwards would fail too ("no transaction is active") and hide the real

@@ -22,7 +22,7 @@ def test_db_upgrade_says_what_it_did_then_that_there_is_nothing_to_do(tmp_path: 
 
     first = paperbot_here("db", "upgrade", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
     assert first.code == 0, first.stderr
-    where = str((data_dir / "paperbot.sqlite3").resolve()) if database_url is None else database_url
+    where = str((data_dir / "records.sqlite3").resolve()) if database_url is None else database_url
     assert first.stdout.startswith(f"Upgraded the database {where}") and first.stdout.rstrip().endswith(
         f"from schema (none) to {HEAD}.")
     close_databases()

@@ -26,9 +26,10 @@ NOT_FOR_HELP = (
     "pydantic", "pydantic_settings", "rich", "httpx", "sqlalchemy", "alembic", "psycopg",
 )
 LLM_STACK = ("langchain_core", "langchain_openai", "openai")
-# and, on a data dir without a roster (this one), no database layer at all
+# The records are read through the database layer (SQLAlchemy; docs/performance.md says what it
+# costs), and this process creates the database (Alembic); no PostgreSQL driver for SQLite.
 NOT_FOR_ANSWERS = (*LLM_STACK, "matplotlib", "slack_bolt", "slack_sdk", "torch", "sentence_transformers", "transformers",
-                   "sqlalchemy", "alembic", "psycopg")
+                   "psycopg")
 
 
 def _python(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -114,7 +114,7 @@ def _doctor(data_dir: Path, *extra: str) -> dict:
 
 def _synced_sources(data_dir: Path) -> dict[str, set[str]]:
     """``name -> sources with a sync mark``, read from the roster's table in the data dir's database."""
-    rows = query(data_dir / "paperbot.sqlite3", "SELECT name, last_synced FROM scholars")
+    rows = query(data_dir / "records.sqlite3", "SELECT name, last_synced FROM scholars")
     return {name: set(json.loads(marks)) for name, marks in rows}
 
 
@@ -175,7 +175,7 @@ def test_sigkill_between_scholars_then_doctor_and_rerun(tmp_path: Path, model_ca
         found = _doctor(killed)
         assert found["records"] == len(kept)
         assert found["missing_vectors"] == [] and found["stale_vectors"] == []
-        assert found["database"] == {"backend": "sqlite", "where": str((killed / "paperbot.sqlite3").resolve()),
+        assert found["database"] == {"backend": "sqlite", "where": str((killed / "records.sqlite3").resolve()),
                                      "revision": HEAD, "head": HEAD, "current": True}  # the roster's
 
         # 2. doctor --repair makes the stores agree

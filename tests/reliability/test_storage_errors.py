@@ -124,7 +124,7 @@ def _vector_count(data_dir: Path) -> int:
 
 
 def test_a_transaction_on_a_full_disk_reports_the_write_error_not_the_rollback(disk: FullDisk) -> None:
-    path = disk.mount / "paperbot.sqlite3"
+    path = disk.mount / "records.sqlite3"
     database = Database(URL.create("sqlite+pysqlite", database=str(path)), data_dir=disk.mount)
     items = Table("items", MetaData(), Column("value", LargeBinary, nullable=False))
     with database.writing("make the test table") as connection:

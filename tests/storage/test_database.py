@@ -52,7 +52,7 @@ def database(settings: Settings) -> Iterator[Database]:
 
 def test_the_default_is_sqlite_in_the_data_dir_and_postgresql_means_psycopg(tmp_path: Path) -> None:
     default = database_url(Settings(_env_file=None, data_dir=tmp_path))
-    assert default.drivername == "sqlite+pysqlite" and default.database == str(tmp_path / "paperbot.sqlite3")
+    assert default.drivername == "sqlite+pysqlite" and default.database == str(tmp_path / "records.sqlite3")
     server = Settings(_env_file=None, data_dir=tmp_path, database_url="postgresql://bot:s3cret@db.example.org/papers")
     url = database_url(server)
     assert url.drivername == "postgresql+psycopg" and url.password == "s3cret"
@@ -140,7 +140,7 @@ def test_sqlite_disk_full_is_a_disk_full_error(tmp_path: Path) -> None:
     with database.writing("make the test table") as connection:
         counter.create(connection)
         connection.execute(insert(counter).values(id=1, n=0))
-    with pytest.raises(DiskFullError, match=r"^Cannot count \(.*paperbot\.sqlite3\): the disk is full"), \
+    with pytest.raises(DiskFullError, match=r"^Cannot count \(.*records\.sqlite3\): the disk is full"), \
             database.writing("count") as connection:
         pages = connection.exec_driver_sql("PRAGMA page_count").scalar()
         connection.exec_driver_sql(f"PRAGMA max_page_count = {pages}")  # SQLite's own SQLITE_FULL past it
@@ -152,9 +152,9 @@ def test_sqlite_disk_full_is_a_disk_full_error(tmp_path: Path) -> None:
 def test_a_damaged_sqlite_file_is_a_damaged_database_error(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    (data_dir / "paperbot.sqlite3").write_bytes(b"this was never a database " * 200)
+    (data_dir / "records.sqlite3").write_bytes(b"this was never a database " * 200)
     try:
-        with pytest.raises(DatabaseDamagedError, match=r"paperbot\.sqlite3 is damaged; nothing was changed"):
+        with pytest.raises(DatabaseDamagedError, match=r"records\.sqlite3 is damaged; nothing was changed"):
             open_database(Settings(_env_file=None, data_dir=data_dir))
     finally:
         close_databases()

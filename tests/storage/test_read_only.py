@@ -29,6 +29,7 @@ from retrieval.records.paper import Author, Paper
 from retrieval.storage.locks import hold_writer_lock
 from retrieval.storage.records import RecordStore
 from retrieval.storage.roster import Roster
+from tests.support.legacy_records import as_legacy_store
 from tests.support.read_only import read_only_runner, tree_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,6 +180,7 @@ def test_the_record_store_of_a_read_only_dir_reads_and_refuses_writes(tmp_path: 
     path = tmp_path / "data" / "records.sqlite3"
     with monkeypatch.context() as writable:
         writable.setattr("retrieval.storage.sqlite.unwritable_reason", lambda path: None)
+        writable.setattr("retrieval.storage.database.unwritable", lambda path: None)
         with RecordStore(path) as store:
             store.put_many(_papers(3))
     before = _stored(path)
@@ -200,7 +202,9 @@ def test_a_record_store_that_needs_a_migration_or_does_not_exist_names_what_a_wr
     path = tmp_path / "data" / "records.sqlite3"
     with monkeypatch.context() as writable:
         writable.setattr("retrieval.storage.sqlite.unwritable_reason", lambda path: None)
+        writable.setattr("retrieval.storage.database.unwritable", lambda path: None)
         RecordStore(path).close()
+    as_legacy_store(path)  # a record store of before the database
     db = sqlite3.connect(path)
     db.execute("PRAGMA user_version = 1")  # as left by an older paperbot
     db.close()
