@@ -8,7 +8,7 @@ under ``--shared`` (default ``../shared`` next to the repo).
 Protocol, file by file, through the product's reader and writer, judged by pybtex (an
 independent implementation of BibTeX's name rules, used through its public API):
 
-1. The entries are read as ``parse_bibtex`` reads them (``_Reader``, crossrefs resolved,
+1. The entries are read as ``parse_bibtex`` reads them (``read_entries``, crossrefs resolved,
    ``build_item(entry_to_fields)``), and the records exported with ``to_bibtex``, what
    ``paperbot export --format bibtex`` writes: one entry per record, in order.
 2. **Source names**: each entry's raw ``author`` (and ``editor``) value, split by pybtex
@@ -56,7 +56,7 @@ from pylatexenc.latex2text import LatexNodes2Text
 from bench.common import OUT_DIR, REPO, markdown_table
 from retrieval.records.paper import Paper
 from retrieval.sources.files.base import ParseOutcome, build_item
-from retrieval.sources.files.bibtex import _Reader, _resolve_crossrefs, entry_to_fields
+from retrieval.sources.files.bibtex import entry_to_fields, read_entries, resolve_crossrefs
 from retrieval.sources.files.bibtex_writer import to_bibtex
 from retrieval.sources.files.detect import decode_text
 
@@ -183,8 +183,8 @@ def read_file(path: Path) -> tuple[list[dict[str, str]], list[Paper]]:
     """(raw fields of each entry that made a record, the records), as ``parse_bibtex`` reads them."""
     text = decode_text(path.read_bytes(), path.name)
     outcome = ParseOutcome(format="bibtex")
-    entries = _Reader(text).entries(outcome)
-    _resolve_crossrefs(entries)
+    entries = read_entries(text, outcome)
+    resolve_crossrefs(entries)
     fields: list[dict[str, str]] = []
     papers: list[Paper] = []
     for entry in entries:

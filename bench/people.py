@@ -30,7 +30,7 @@ Metrics (decided before any figure was seen):
 * **Gold** (recall) = records of the owner's entries that *name the owner*: an author of the
   parsed entry whose judge key equals the judge key of one of ``name_variants`` (or of
   ``name``). The judge key is the parser's own decoding of one BibTeX name
-  (``retrieval.sources.files.bibtex.parse_name``: LaTeX -> text, "Last, First" -> "First Last"), then
+  (``retrieval.sources.files.bibtex_names.parse_name``: LaTeX -> text, "Last, First" -> "First Last"), then
   HTML tags, parenthesised remarks and the marks ``*†‡§¶`` removed, accents folded, lowercased,
   punctuation to spaces, tokens sorted. Exact key equality; the product's name matcher is not
   the judge. Entries naming nobody like the owner are left out of recall and counted by reason

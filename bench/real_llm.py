@@ -6,7 +6,7 @@
                              [--out DIR] [--reuse-index] [--verbose] [--json OUT]
 
 A manual end-to-end check beside the scripted server of the tests (issue #15): it needs a model
-server (the README says how to start llama-cpp-python's with a small GGUF), so it is not part of
+server (docs/performance.md says how to start llama-cpp-python's with a small GGUF), so it is not part of
 CI. It exits 1 with a message, before building anything, when ``--base-url`` does not answer.
 
 Index: the bundled sample (``retrieval/sample/arxiv_sample.jsonl``) and, when ``--scholars``
@@ -323,6 +323,7 @@ class Outcome:
     dropped_sentences: list[dict[str, str]] = field(default_factory=list)
     checks: list[SentenceCheck] = field(default_factory=list)
     answer: str = ""
+    cited_ids: list[str] = field(default_factory=list)  # the shown answer's citations, in order
     error: str | None = None
 
     def count(self, verdict: str) -> int:
@@ -436,6 +437,7 @@ def run_question(assistant: Any, recorder: Recorder, q: Question, k: int) -> Out
     _, records, call = _model_fields(outcome, recorder.take())
     _notice_fields(outcome, result.notice)
     outcome.answer = result.answer
+    outcome.cited_ids = [citation.id for citation in result.citations]
     if result.abstained:
         outcome.mode = "abstained"
         report = final.report
@@ -470,7 +472,7 @@ def probe(base_url: str, api_key: str | None, timeout: float = 10.0) -> list[str
     except httpx.HTTPError as exc:
         raise SystemExit(
             f"real_llm: cannot reach the model server at {base_url} ({type(exc).__name__}: {exc or 'no answer'}).\n"
-            "Start an OpenAI-compatible server first (README, 'A real local model'), e.g.\n"
+            "Start an OpenAI-compatible server first (docs/performance.md, 'A real local model end to end'), e.g.\n"
             "  python -m llama_cpp.server --model MODEL.gguf --host 127.0.0.1 --port 8765 --n_ctx 8192\n"
             "then pass --base-url http://127.0.0.1:8765/v1."
         ) from None

@@ -30,13 +30,13 @@ Figures (counts beside every share):
   ``Paper`` field except ``provenance`` (``extra_fields``: one pair per key either side has),
   mismatches per field with up to 3 examples each, and the share of records identical in every
   field. Goal 100 %. Provenance is compared apart, as the set of (source, source_id) pairs.
-* **keys**: E1 and E2 are read with the project's reader (``bibtex._Reader``); an entry's record
+* **keys**: E1 and E2 are read with the project's reader (``bibtex.read_entries``); an entry's record
   is the one written at its position (by the writer's own key when the reader skipped an entry).
   Share of records with the same key in E1 and E2 (goal >= 99 %); share of records that came
   with a key LaTeX can cite (``bibtex_writer.user_key``) whose E1 key is that key ("user keys
   kept"); share of entries whose text is identical in E1 and E2, and whether the whole texts are.
 * **links**: share of records with a link (``Paper.link``: DOI, arXiv id or URL) in A and in B.
-  Per source entry (``_Reader(text).entries``, crossrefs resolved, ``build_item(entry_to_fields)``
+  Per source entry (``read_entries``, crossrefs resolved, ``build_item(entry_to_fields)``
   as ``parse_bibtex`` does): the share of entries whose raw text carries an identifier (the broad
   scan of ``carried_ids``: a DOI, an arXiv id, any http(s) URL, in any field) that got a link.
   Goal 100 %; up to 10 misses are listed (one of each carrying field first), with counts per
@@ -79,7 +79,7 @@ from bench.common import (
 from retrieval.config import Settings
 from retrieval.records.paper import Paper, normalize_doi, split_arxiv_id
 from retrieval.sources.files.base import ParseOutcome, build_item
-from retrieval.sources.files.bibtex import _Reader, _resolve_crossrefs, entry_to_fields
+from retrieval.sources.files.bibtex import entry_to_fields, read_entries, resolve_crossrefs
 from retrieval.sources.files.bibtex_writer import citation_keys, user_key
 from retrieval.sources.files.detect import decode_text
 from retrieval.sources.markup.latex import latex_to_text, latex_to_verbatim
@@ -162,9 +162,9 @@ def source_links(paths: Sequence[Path]) -> EntryLinks:
     for path in paths:
         text = decode_text(path.read_bytes(), path.name)
         outcome = ParseOutcome(format="bibtex")
-        entries = _Reader(text).entries(outcome)
+        entries = read_entries(text, outcome)
         raw = [dict(entry.fields) for entry in entries]  # as written, before crossrefs fill them in
-        _resolve_crossrefs(entries)
+        resolve_crossrefs(entries)
         counts: Counter[str] = Counter()
         for entry, fields in zip(entries, raw, strict=True):
             result.entries += 1
@@ -351,7 +351,7 @@ def compare_records(a: Sequence[Paper], b: Sequence[Paper]) -> dict[str, Any]:
 def export_entries(text: str, papers: Sequence[Paper]) -> dict[str, tuple[str, str]]:
     """Record id -> (parsed key, entry text) of an export, read back with the project's reader."""
     outcome = ParseOutcome(format="bibtex")
-    entries = _Reader(text).entries(outcome)
+    entries = read_entries(text, outcome)
     lines = text.split("\n")
     starts = [entry.line for entry in entries] + [len(lines) + 1]
     chunks = ["\n".join(lines[start - 1 : end - 1]).strip() for start, end in itertools.pairwise(starts)]

@@ -196,7 +196,8 @@ class Assistant:
         filters: SearchFilters | None = None,
         history: Sequence[tuple[str, str]] = (),
     ) -> Iterator[AnswerEvent]:
-        """Text deltas as the model writes, then ``Final`` with the validated result.
+        """A ``Progress`` (the model is reading) and text deltas as the model writes, then
+        ``Final`` with the validated result.
 
         A listing needs no model: it arrives as one ``Final``. A mixed question whose topic
         answer abstains ends with a ``Final`` listing the filtered set (replacing any deltas).

@@ -155,7 +155,8 @@ class Settings(BaseSettings):
         default=1500, ge=300, le=200_000, validation_alias=_env("PAPERBOT_LLM_PROMPT_BUDGET"),
         description="Tokens a prompt may hold (instructions, question and records): abstracts are trimmed to "
                     "the sentences that match the question and records that add nothing left out until it "
-                    "fits. Counted by the server's /tokenize when it has one (llama.cpp), else as characters / 4.",
+                    "fits. Counted by the server's /tokenize when it has one (llama.cpp), else as the embedding "
+                    "model's WordPiece tokens x 1.1 (retrieval.answers.prompt_tokens).",
     )
     llm_deadline: float = Field(
         default=120.0, gt=0, validation_alias=_env("PAPERBOT_LLM_DEADLINE"),

@@ -12,12 +12,20 @@ logged with a reference id and shown only as a short apology.
     ├── ParseError             one item of a file or response cannot be read (names the item)
     ├── SourceError            an external API (arXiv, OpenAlex, Crossref) failed or stayed down
     ├── IndexUnavailableError  the vector store (embedded or server) cannot be reached or written
+    │   ├── IndexDamagedError      the embedded index's files are damaged (`doctor --repair`)
+    │   └── IndexDiskFullError     the disk under the embedded index is full (also a DiskFullError)
     ├── LLMUnavailableError    the chat model endpoint failed after retries
+    ├── RepairRefusedError     `doctor --repair` would destroy what the record store cannot give back
     └── StorageError           the data directory cannot be written (disk full, permissions)
+        ├── DiskFullError          the disk holding the data dir is full; nothing was lost
+        │   └── IndexDiskFullError     (also an IndexUnavailableError, above)
         ├── BusyError              another process is writing to the data dir (names its pid)
         ├── DataDirReadOnlyError   a write was asked of a read-only data dir (names the cause)
         ├── DatabaseDamagedError   the database's file or pages are damaged (names it, says what to do)
         └── PartlySavedError       a write failed part-way: how much was saved, how to finish
+
+Defined elsewhere, beside what raises it: ``bot.slack.queue.QueueFullError`` (an
+``InputError``: one person already has as many questions waiting as allowed).
 """
 
 from __future__ import annotations

@@ -221,6 +221,15 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """What the answer is waiting for, for the asker (never answer text): sent once before a
+    model call that may take a while to start (a small local model reads a long prompt for tens
+    of seconds). A door may show it until the first ``TextDelta``; ignoring it loses nothing."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Final:
     """The validated answer; always the last event. ``report`` is set when a model answered."""
 
@@ -229,7 +238,7 @@ class Final:
     query: str = ""  # the query retrieval ran with (the standalone rewrite for follow-ups)
 
 
-AnswerEvent = TextDelta | Final
+AnswerEvent = TextDelta | Progress | Final
 
 
 # --- scholars and collaborators ----------------------------------------------------------------

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from retrieval.records.merge import dedupe
 from retrieval.records.paper import Paper
-from retrieval.sources.apis.arxiv import parse_atom
 from retrieval.sources.files.detect import parse_file
+from retrieval.sources.providers.arxiv import parse_atom
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "retrieval" / "sample" / "arxiv_sample.jsonl"

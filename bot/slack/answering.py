@@ -25,7 +25,7 @@ from bot.slack.formatting import escape
 from bot.slack.jobs import Reply, Work, new_reference
 from retrieval.errors import PaperbotError, StorageError
 from retrieval.records.paper import clean_text
-from retrieval.results import AmbiguousScholarResult, AnswerResult, Final, TextDelta
+from retrieval.results import AmbiguousScholarResult, AnswerResult, Final, Progress, TextDelta
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,8 @@ def ask_work(deps: SlackDeps, question: str, *, asked_by: str | None = None) -> 
             if isinstance(event, TextDelta):
                 text += event.text
                 reply.stream([*intro, *kit.partial_answer_blocks(text)], text)
+            elif isinstance(event, Progress) and not text:  # a slow model: say what the wait is for
+                reply.status([*intro, *kit.working_blocks(event.text)], event.text)
             elif isinstance(event, Final):
                 result = event.result
         if result is None:  # the core promises a Final; never show a silent non-answer

@@ -118,6 +118,12 @@ def asked_context(user: str | None, question: str) -> Block:
     return context(f"{who} asked: {escape(question)}")
 
 
+def working_blocks(status: str) -> list[Block]:
+    """The progress message while the answer waits (``Progress``: e.g. the model reading the
+    records), in place of the bare "Working on it…"."""
+    return sections(f":hourglass_flowing_sand: {escape(status)}")
+
+
 def partial_answer_blocks(text: str) -> list[Block]:
     """What a streaming answer shows while tokens arrive (the first ~2,900 characters)."""
     shown = markdown_to_mrkdwn(text)

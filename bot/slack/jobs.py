@@ -123,6 +123,15 @@ class Reply:
         self._update(blocks, fallback_text(fallback))
         return True
 
+    def status(self, blocks: Sequence[Block], fallback: str) -> bool:
+        """Show what the work waits for (a model reading the records) if the update slot is free;
+        True if shown. It does not hold the slot: the answer's first text may follow at once, so
+        a fast model's words are not delayed by the status it made obsolete."""
+        shown = self.stream(blocks, fallback)
+        if shown:
+            self._last_update = None
+        return shown
+
     def finish(self, blocks: Sequence[Block], *, fallback: str, footer: Sequence[Block] = ()) -> list[str]:
         """Replace the progress message with the result; overflow continues in the thread."""
         pages = paginate(blocks, footer=footer)

@@ -22,7 +22,9 @@ alone by ``misattributed``: that check is about credit given to the wrong record
 cited records support the sentence at all is ``unsupported``'s (validation drops what it names):
 
 * **says nothing**: no content term once the words that frame a claim about a paper are
-  gone (``CLAIM_FRAMING``: "The cited work proves this [1].");
+  gone (``CLAIM_FRAMING``: "The cited work proves this [1]."), or (when the abstracts are
+  known) none of the cited titles' and abstracts' terms, only their venue's or bylines'
+  ("International Conference on Learning Representations [3].", a reference list copied);
 * **unsupported**: fewer than ``MIN_SUPPORT`` of its content terms are in the cited records'
   text, counting a term as there when it or a word sharing its first ``PREFIX`` letters is
   ("analysed" and "analysis", "theory" and "theoretical"): "The cited work proves that P
@@ -77,6 +79,7 @@ class _RecordTerms:
     title: frozenset[str]
     text: frozenset[str]  # title, abstract, authors, venue
     families: frozenset[str] = frozenset()  # its authors' family names, folded
+    about: frozenset[str] = frozenset()  # title and abstract: what the paper is about (empty: unknown)
 
     @property
     def prefixes(self) -> frozenset[str]:
@@ -86,12 +89,17 @@ class _RecordTerms:
 class EvidenceAttribution:
     """The evidence records' terms, numbered 1..n like the citations."""
 
-    def __init__(self, records: Sequence[tuple[str, str]], families: Sequence[Sequence[str]] = ()) -> None:
+    def __init__(self, records: Sequence[tuple[str, str]], families: Sequence[Sequence[str]] = (),
+                 abstracts: Sequence[str] | None = None) -> None:
         """``records``: (title, full text) per evidence record, in citation order; ``families``:
-        each record's authors' family names (none given: authors are not checked)."""
+        each record's authors' family names (none given: authors are not checked);
+        ``abstracts``: each record's abstract (given: a claim must share a term with a cited
+        title or abstract, not only with its venue or authors, module docstring)."""
         self._records = [
             _RecordTerms(frozenset(content_terms(title)), frozenset(content_terms(f"{title} {text}")),
-                         frozenset(fold(name) for name in (families[n] if n < len(families) else ()) if name))
+                         frozenset(fold(name) for name in (families[n] if n < len(families) else ()) if name),
+                         frozenset(content_terms(f"{title} {abstracts[n]}")) if abstracts is not None
+                         else frozenset())
             for n, (title, text) in enumerate(records)
         ]
         self._families = frozenset().union(*(record.families for record in self._records))
@@ -100,7 +108,8 @@ class EvidenceAttribution:
     def from_papers(cls, papers: Sequence[Paper]) -> EvidenceAttribution:
         """The attribution over evidence ``papers``, in citation order."""
         return cls([(p.title, " ".join([p.abstract or "", p.venue or "", *(a.name for a in p.authors)]))
-                    for p in papers], [[_family(a) for a in p.authors] for p in papers])
+                    for p in papers], [[_family(a) for a in p.authors] for p in papers],
+                   [p.abstract or "" for p in papers])
 
     def __len__(self) -> int:
         return len(self._records)
@@ -123,6 +132,9 @@ class EvidenceAttribution:
         terms = claim_terms(sentence, exclude=names)
         if not terms:
             return "says nothing"
+        about = [record.about for record in records if record.about]
+        if about and len(about) == len(records) and not terms & frozenset().union(*about):
+            return "says nothing"  # only the venue or the byline: "International Conference on Learning [3]."
         text = frozenset().union(*(record.text for record in records))
         prefixes = frozenset().union(*(record.prefixes for record in records))
         held = sum(term in text or (len(term) >= PREFIX and term[:PREFIX] in prefixes) for term in terms)

@@ -26,7 +26,9 @@ Flow of ``stream_answer`` (``answer_question`` is the same, keeping only the res
    (``judgement.why_not``), without the answer call.
 3. No chat model (``chat_model=None``, or ``FROM_SETTINGS`` with no LLM configured) -> the
    extractive answer (``retrieval.answers.extractive``), with ``NO_LLM_NOTICE``.
-4. Otherwise the LCEL chain ``prompt | model`` streams plain text with inline ``[n]`` citations
+4. Otherwise one ``Progress`` says the model is reading the records (``reading_status``: a
+   small local model may need tens of seconds before its first word), then the LCEL chain
+   ``prompt | model`` streams plain text with inline ``[n]`` citations
    over delimited evidence blocks, fitted to ``settings.llm_prompt_budget`` tokens
    (``retrieval.answers.prompt_budget``: abstracts trimmed to the sentences that match the
    question, then records that add nothing left out; the extractive fallback keeps them all). The reply is untrusted (``retrieval.answers.model_output``): a
@@ -104,6 +106,7 @@ from retrieval.results import (
     AnswerResult,
     Citation,
     Final,
+    Progress,
     SearchFilters,
     SearchHit,
     TextDelta,
@@ -279,7 +282,8 @@ def stream_answer(
     chat_model: ChatModelChoice = FROM_SETTINGS,
     options: AnswerOptions = AnswerOptions(),
 ) -> Iterator[AnswerEvent]:
-    """Yield ``TextDelta``s while a model writes, then exactly one ``Final`` (see module doc).
+    """Yield one ``Progress`` and ``TextDelta``s while a model writes, then exactly one ``Final``
+    (see module doc).
 
     ``chat_model``: a model, None for extractive answers, or ``FROM_SETTINGS``
     (``retrieval.answers.chat_model``). Raises ``InputError`` for an empty or overlong question
@@ -452,6 +456,12 @@ def _model_judged(query: str, hits: list[SearchHit], assessment: Assessment, mod
     return []
 
 
+def reading_status(records: int) -> str:
+    """The ``Progress`` text while the model reads ``records`` records before it writes."""
+    return (f"Found {records} matching {'record' if records == 1 else 'records'}; the language model is reading "
+            f"{'it' if records == 1 else 'them'} and will write a cited answer…")
+
+
 def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: BaseChatModel) -> Iterator[AnswerEvent]:
     """The model writes the answer over the chosen evidence (module docstring, steps 4-5)."""
     from retrieval.answers.llm import LLM_FAILURES, describe_failure
@@ -476,6 +486,7 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
     inputs = chain_inputs(query, evidence)
     limits = CallLimits.from_settings(settings, deadline, prompt_tokens=fitted.tokens)
     call = CallReport()
+    yield Progress(reading_status(len(evidence)))
     chunks = stream_within(lambda: build_answer_chain(model).stream(inputs), limits, report=call)
     try:
         for piece in bounded_pieces(chunks, settings):

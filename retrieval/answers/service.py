@@ -71,7 +71,8 @@ class AnsweringService:
 
     def stream(self, question: ParsedQuestion, *, k: int = 8,
                history: Sequence[tuple[str, str]] = ()) -> Iterator[AnswerEvent]:
-        """``TextDelta``s as the model writes, then exactly one ``Final`` with the finished result.
+        """A ``Progress`` and ``TextDelta``s as the model writes, then exactly one ``Final`` with the
+        finished result.
 
         A listing is computed at once and arrives as one ``Final``. Otherwise the chain's input
         checks run at once (``InputError`` for ``k`` out of range), before iteration.

@@ -357,7 +357,7 @@ def merge_filters(explicit: SearchFilters | None, parsed: SearchFilters) -> Sear
 
 RosterNames = Callable[[str], list[str]]
 """Every name the roster knows a scholar by, given any of their names, aliases or ids; ``[name]``
-for a name it does not know (``ingest.roster.names_of`` bound to the settings). May raise a
+for a name it does not know (``storage.roster.names_of`` bound to the settings). May raise a
 ``PaperbotError`` when the roster cannot be read."""
 
 

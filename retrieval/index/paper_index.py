@@ -85,7 +85,7 @@ class PaperIndex:
         Nothing heavy happens here: Chroma is connected and the encoder loaded on first need,
         so ``count``/``iter_papers`` work without torch and without a running server.
         ``roster_names`` lets author filters follow roster aliases (the assistant passes
-        ``ingest.roster.names_of``); without it a name stands for itself.
+        ``storage.roster.names_of``); without it a name stands for itself.
         """
         store = RecordStore.open(settings)
         return cls(settings, store, DenseStore(settings), LexicalIndex(settings.lexical_dir, store), encoder,

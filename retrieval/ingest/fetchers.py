@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from retrieval.sources.apis.arxiv import ArxivSource
     from retrieval.sources.apis.crossref import CrossrefSource
     from retrieval.sources.apis.openalex import OpenAlexSource
+    from retrieval.sources.fetched import Fetched, PaperStream
 
 LABELS = {"arxiv": "arXiv", "openalex": "OpenAlex", "crossref": "Crossref"}
 DEFAULT_MAX_RESULTS = 200
@@ -83,14 +84,23 @@ class FetchPlan:
     works: Callable[[], Iterator[Paper]] = lambda: iter(())
     notes: list[str] = field(default_factory=list)  # filled while the works are drained
     lookups: list[SkippedItem] = field(default_factory=list)  # DOIs the source does not know
+    unusable: list[SkippedItem] = field(default_factory=list)  # items the source's calls could not use
 
     @property
     def label(self) -> str:
         return LABELS[self.source]
 
     def skipped(self) -> list[SkippedItem]:
-        """What the source could not deliver: unknown DOIs, then the connector's unusable items."""
-        return [*self.lookups, *self.connector.skipped]
+        """What the source could not deliver: unknown DOIs, then the items its calls could not use."""
+        return [*self.lookups, *self.unusable]
+
+    def delivering(self, outcome: PaperStream | Fetched[Paper]) -> Iterator[Paper]:
+        """The papers of one call's outcome; what the call could not use joins ``unusable`` once
+        the papers are drained or the stream fails."""
+        try:
+            yield from outcome
+        finally:
+            self.unusable.extend(outcome.skipped)
 
     def close(self) -> None:
         self.connector.http.close()
@@ -161,24 +171,27 @@ def _arxiv(settings: Settings, request: FetchRequest, selector: str) -> FetchPla
     if selector == "author":
         name = str(request.author)
         plan = FetchPlan("arxiv", f"arXiv papers of {name!r}", source)
-        plan.works = lambda: _by_author(source, name, request, plan.notes)
+        plan.works = lambda: _by_author(source, name, request, plan)
         return plan
     if selector == "query":
-        return FetchPlan("arxiv", f"arXiv search {request.query!r}", source,
-                         lambda: source.search(str(request.query), max_results=request.max_results))
-    return FetchPlan("arxiv", "arXiv ids", source, lambda: iter(source.by_ids(list(request.ids))))
+        plan = FetchPlan("arxiv", f"arXiv search {request.query!r}", source)
+        plan.works = lambda: plan.delivering(source.search(str(request.query), max_results=request.max_results))
+        return plan
+    plan = FetchPlan("arxiv", "arXiv ids", source)
+    plan.works = lambda: plan.delivering(source.by_ids(list(request.ids)))
+    return plan
 
 
-def _by_author(source: ArxivSource, name: str, request: FetchRequest, notes: list[str]) -> Iterator[Paper]:
+def _by_author(source: ArxivSource, name: str, request: FetchRequest, plan: FetchPlan) -> Iterator[Paper]:
     """arXiv's author search, keeping the works with an author whose name agrees with ``name``."""
     dropped = 0
-    for paper in source.by_author(name, since=request.since, max_results=request.max_results):
+    for paper in plan.delivering(source.by_author(name, since=request.since, max_results=request.max_results)):
         if written_by(paper, [name]):
             yield paper
         else:
             dropped += 1
     if dropped:
-        notes.append(f"Left out {dropped} arXiv result(s) with no author whose name agrees with {name!r}.")
+        plan.notes.append(f"Left out {dropped} arXiv result(s) with no author whose name agrees with {name!r}.")
 
 
 def _openalex(settings: Settings, request: FetchRequest, selector: str) -> FetchPlan:
@@ -192,18 +205,21 @@ def _openalex(settings: Settings, request: FetchRequest, selector: str) -> Fetch
         except BaseException:
             source.http.close()
             raise
-        return FetchPlan("openalex", f"OpenAlex works of {author_id}", source,
-                         lambda: source.works_by_author(author_id, since=since, max_results=cap))
+        plan = FetchPlan("openalex", f"OpenAlex works of {author_id}", source)
+        plan.works = lambda: plan.delivering(source.works_by_author(author_id, since=since, max_results=cap))
+        return plan
     if selector == "orcid":
         orcid = str(request.orcid)
-        return FetchPlan("openalex", f"OpenAlex works of ORCID {orcid}", source,
-                         lambda: source.works_by_orcid(orcid, since=since, max_results=cap))
+        plan = FetchPlan("openalex", f"OpenAlex works of ORCID {orcid}", source)
+        plan.works = lambda: plan.delivering(source.works_by_orcid(orcid, since=since, max_results=cap))
+        return plan
     if selector == "dois":
         plan = FetchPlan("openalex", "OpenAlex DOIs", source)
         plan.works = lambda: _doi_lookup(source.work_by_doi, request.dois, plan)
         return plan
-    return FetchPlan("openalex", f"OpenAlex search {request.query!r}", source,
-                     lambda: source.search(str(request.query), max_results=cap))
+    plan = FetchPlan("openalex", f"OpenAlex search {request.query!r}", source)
+    plan.works = lambda: plan.delivering(source.search(str(request.query), max_results=cap))
+    return plan
 
 
 def _openalex_author(source: OpenAlexSource, value: str) -> str:
@@ -211,7 +227,7 @@ def _openalex_author(source: OpenAlexSource, value: str) -> str:
     bare = normalize_openalex_id(value)
     if bare and bare.startswith("A"):
         return bare
-    choice = choose_openalex_profile([value], source.find_authors(value))
+    choice = choose_openalex_profile([value], source.find_authors(value).items)
     if choice.author_id is None:
         raise InputError(choice.problem(value), hint="Pass the OpenAlex author id: paperbot ingest openalex --author A...")
     return choice.author_id
@@ -223,23 +239,28 @@ def _crossref(settings: Settings, request: FetchRequest, selector: str) -> Fetch
     source = CrossrefSource(settings)
     if selector == "orcid":
         orcid = str(request.orcid)
-        return FetchPlan("crossref", f"Crossref works of ORCID {orcid}", source,
-                         lambda: source.works_by_orcid(orcid, since=request.since, max_results=request.max_results))
+        plan = FetchPlan("crossref", f"Crossref works of ORCID {orcid}", source)
+        plan.works = lambda: plan.delivering(
+            source.works_by_orcid(orcid, since=request.since, max_results=request.max_results))
+        return plan
     if selector == "dois":
         plan = FetchPlan("crossref", "Crossref DOIs", source)
         plan.works = lambda: _doi_lookup(source.work_by_doi, request.dois, plan)
         return plan
-    return FetchPlan("crossref", f"Crossref search {request.query!r}", source,
-                     lambda: source.search(str(request.query), max_results=request.max_results))
+    plan = FetchPlan("crossref", f"Crossref search {request.query!r}", source)
+    plan.works = lambda: plan.delivering(source.search(str(request.query), max_results=request.max_results))
+    return plan
 
 
-def _doi_lookup(lookup: Callable[[str], Paper | None], dois: Sequence[str], plan: FetchPlan) -> Iterator[Paper]:
+def _doi_lookup(lookup: Callable[[str], Fetched[Paper] | None], dois: Sequence[str],
+                plan: FetchPlan) -> Iterator[Paper]:
+    """The work of each DOI; unknown DOIs join ``plan.lookups``, unusable works ``plan.unusable``."""
     for doi in dois:
-        paper = lookup(doi)
-        if paper is None:
+        fetched = lookup(doi)
+        if fetched is None:
             plan.lookups.append(SkippedItem(f"DOI {doi}", f"{plan.label} does not know this DOI"))
         else:
-            yield paper
+            yield from plan.delivering(fetched)
 
 
 def _orcid(value: str) -> str:

@@ -24,7 +24,7 @@ scholar and overall, for the follow alerts.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -35,7 +35,7 @@ from retrieval.ingest.pipeline import ingest_papers
 from retrieval.records.merge import dedupe, same_paper
 from retrieval.records.names import NameMatch, name_match, names_compatible
 from retrieval.records.paper import Paper
-from retrieval.results import ScholarSync, SourceFailure, SyncEvent, SyncReport
+from retrieval.results import ScholarSync, SkippedItem, SourceFailure, SyncEvent, SyncReport
 from retrieval.storage.roster import Roster, Scholar
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     from retrieval.index.paper_index import PaperIndex
     from retrieval.sources.apis.arxiv import ArxivSource
     from retrieval.sources.apis.crossref import CrossrefSource
-    from retrieval.sources.apis.openalex import OpenAlexAuthor, OpenAlexSource
+    from retrieval.sources.apis.openalex import OpenAlexSource
+    from retrieval.sources.fetched import PaperStream
+    from retrieval.sources.providers.openalex import OpenAlexAuthor
 
 #: Works fetched per scholar and source in one sync; the first sync of a prolific author stops here.
 MAX_RESULTS = 500
@@ -179,24 +181,29 @@ def written_by(paper: Paper, names: Sequence[str]) -> bool:
     return any(names_compatible(mine, author.name) for mine in names for author in paper.authors)
 
 
-def _drain(source: str, works: Callable[[], Iterator[Paper]], keep: Callable[[Paper], bool], cap: int) -> _Fetch:
-    """Collect works until the iterator ends or fails; what arrived before a failure is kept."""
+def _drain(source: str, works: Callable[[], PaperStream], keep: Callable[[Paper], bool], cap: int) -> _Fetch:
+    """Collect works until the stream ends or fails; what arrived before a failure is kept, and
+    the items the stream could not use end the notes."""
     result = _Fetch()
     received = 0
+    stream: PaperStream | None = None
     try:
-        for paper in works():
+        stream = works()
+        for paper in stream:
             received += 1
             if keep(paper):
                 result.papers.append(paper)
     except (SourceError, InputError) as exc:  # InputError: e.g. a deleted OpenAlex profile
         message = exc.user_message if isinstance(exc, SourceError) else str(exc)
         result.failure = SourceFailure(source=source, message=message, fetched_before_failure=len(result.papers))
+        result.notes.extend(_skips(source, stream.skipped if stream is not None else []))
         return result
     dropped = received - len(result.papers)
     if dropped:
         result.notes.append(f"{source}: left out {dropped} work(s) with no author whose name agrees with the scholar's.")
     if received >= cap:
         result.notes.append(f"{source}: stopped at {cap} works; older works were not fetched.")
+    result.notes.extend(_skips(source, stream.skipped))
     result.complete = True
     return result
 
@@ -232,7 +239,6 @@ class _ScholarFetcher:
         since = self._since("arxiv")
         result = _drain("arxiv", lambda: source.by_author(query_name, since=since, max_results=self.cap),
                         self._is_theirs, self.cap)
-        result.notes.extend(_skips("arxiv", source.skipped))
         return result
 
     def openalex(self) -> _Fetch:
@@ -250,7 +256,7 @@ class _ScholarFetcher:
                             lambda _: True, self.cap)
         else:
             try:
-                candidates = source.find_authors(scholar.name)
+                candidates = source.find_authors(scholar.name).items
             except SourceError as exc:
                 return _Fetch(failure=SourceFailure(source="openalex", message=exc.user_message))
             choice = choose_openalex_profile(scholar.names, candidates, orcid=scholar.orcid)
@@ -264,7 +270,6 @@ class _ScholarFetcher:
             result = _drain("openalex", lambda: source.works_by_author(chosen, since=since, max_results=self.cap),
                             lambda _: True, self.cap)
             result.notes.insert(0, f"openalex: matched by name to profile {chosen}.")
-        result.notes.extend(_skips("openalex", source.skipped))
         return result
 
     def crossref(self) -> _Fetch:
@@ -279,11 +284,10 @@ class _ScholarFetcher:
         since = self._since("crossref")
         result = _drain("crossref", lambda: source.works_by_orcid(orcid, since=since, max_results=self.cap),
                         lambda _: True, self.cap)
-        result.notes.extend(_skips("crossref", source.skipped))
         return result
 
 
-def _skips(source: str, skipped: list) -> list[str]:
+def _skips(source: str, skipped: list[SkippedItem]) -> list[str]:
     if not skipped:
         return []
     shown = "; ".join(f"{item.item}: {item.reason}" for item in skipped[:SKIPS_REPORTED])

@@ -231,11 +231,10 @@ class PoliteClient:
 
 
 class ApiSource:
-    """What every API connector shares: a ``PoliteClient`` and the skip lists of its last call.
+    """What every API connector shares: a ``PoliteClient`` for its source.
 
     Subclasses set ``SOURCE`` and pass their error describer (and arXiv its politeness delay).
-    ``skipped``/``warnings`` hold ``SkippedItem``s: items the most recent call could not use,
-    and items kept without a value that could not be read.
+    A call's items, and what it could not use, are its return value (``sources.fetched``).
     """
 
     SOURCE: str = ""
@@ -254,8 +253,6 @@ class ApiSource:
             self.SOURCE, settings, client, min_interval=min_interval, sleep=sleep, clock=clock,
             describe_error=describe_error,
         )
-        self.skipped: list[Any] = []
-        self.warnings: list[Any] = []
 
     def close(self) -> None:
         """Close the HTTP client if this source built it."""

@@ -16,13 +16,14 @@ from retrieval.answers.chain import (
     AnswerOptions,
     EvidenceContext,
     answer_question,
+    reading_status,
     stream_answer,
 )
 from retrieval.answers.evidence import RelevancePolicy
 from retrieval.answers.extractive import NO_EVIDENCE_ANSWER
 from retrieval.errors import InputError
 from retrieval.records.paper import Paper
-from retrieval.results import Final, SearchFilters, SearchHit, TextDelta
+from retrieval.results import Final, Progress, SearchFilters, SearchHit, TextDelta
 from tests.answers.conftest import FailingModel, LexicalRetriever, by_title, make_settings, scripted
 
 DDA = "Which papers study the convergence of the discrete dipole approximation?"
@@ -35,9 +36,25 @@ def threshold(value: float) -> AnswerOptions:
 
 
 def final(events: list) -> Final:
+    """The Final, after checking the stream's shape: at most one Progress, first, then text."""
     assert isinstance(events[-1], Final)
-    assert all(isinstance(e, TextDelta) for e in events[:-1])
+    body = events[:-1]
+    waits = [e for e in body if isinstance(e, Progress)]
+    assert len(waits) <= 1 and (not waits or body[0] is waits[0])
+    assert all(isinstance(e, TextDelta) for e in body[len(waits):])
     return events[-1]
+
+
+def test_the_asker_hears_what_a_model_call_waits_for_and_nothing_without_one(retriever: LexicalRetriever) -> None:
+    model = scripted("Convergence of the discrete dipole approximation was analysed [1].")
+    written = list(stream_answer(DDA, retriever=retriever, settings=make_settings(), chat_model=model))
+    assert written[0] == Progress(reading_status(3))  # the three records the lexical retriever keeps
+    assert reading_status(3).startswith("Found 3 matching records; ") and "1 matching record; " in reading_status(1)
+    assert final(written).result.mode == "llm"
+    extractive = list(stream_answer(DDA, retriever=retriever, settings=make_settings(), chat_model=None))
+    assert not any(isinstance(e, Progress) for e in extractive)
+    refused = list(stream_answer(OFF_TOPIC, retriever=retriever, settings=make_settings(), chat_model=model))
+    assert final(refused).result.abstained and not any(isinstance(e, Progress) for e in refused)
 
 
 def test_without_llm_the_answer_is_extractive_with_one_notice(retriever: LexicalRetriever) -> None:

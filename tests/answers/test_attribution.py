@@ -124,3 +124,23 @@ def test_authors_are_read_from_the_papers() -> None:
     attribution = EvidenceAttribution.from_papers([paper, other])
     assert attribution.unsupported("Gemmis and Lops survey recommender systems [1].", [1]) is None
     assert attribution.unsupported("Lops et al. describe matrix factorization [2].", [2]) == "wrong author"
+
+
+def test_a_venue_or_byline_copied_from_a_reference_list_says_nothing() -> None:
+    # a real 1.5B model answered "X's work since 2022" with a numbered reference list; split at its
+    # periods, the venue lines kept valid citations and were shown as the answer
+    papers = [Paper(title="Denoising Diffusion Restoration Models", published="2022", venue="Neural Information "
+                    "Processing Systems", authors=[Author(name="Bahjat Kawar"), Author(name="Jiaming Song")]),
+              Paper(title="Pseudoinverse-Guided Diffusion Models for Inverse Problems", published="2023",
+                    venue="International Conference on Learning Representations",
+                    abstract="We solve linear inverse problems with a pretrained diffusion model.",
+                    authors=[Author(name="Jiaming Song")])]
+    attribution = EvidenceAttribution.from_papers(papers)
+    assert attribution.unsupported("International Conference on Learning Representations [2].", [2]) == "says nothing"
+    assert attribution.unsupported("Neural Information Processing Systems [1].", [1]) == "says nothing"
+    assert attribution.unsupported("Song et al. solve linear inverse problems at ICLR [2].", [2]) is None
+    assert attribution.unsupported("Denoising diffusion restores images [1].", [1]) is None
+    reply = ("[1] Bahjat Kawar and Jiaming Song. Denoising Diffusion Restoration Models. Neural Information "
+             "Processing Systems [1].\nInternational Conference on Learning Representations [2].")
+    report = validate_answer(reply, 2, attribution=attribution)
+    assert "Conference" not in report.text and "Neural Information" not in report.text

@@ -22,7 +22,7 @@ from retrieval.errors import InputError
 from retrieval.index.background import Background
 from retrieval.index.filters import MAX_QUERY_CHARS, extract_filters
 from retrieval.records.paper import Author, Paper
-from retrieval.results import Final, SearchFilters, SearchHit, TextDelta
+from retrieval.results import Final, Progress, SearchFilters, SearchHit, TextDelta
 from retrieval.text import fold
 from tests.answers.conftest import LexicalRetriever, make_settings, scripted
 
@@ -169,7 +169,8 @@ def test_a_topic_answer_streams_deltas_then_one_final_with_kind_and_filters(inde
     events = list(answering.stream(answering.parse("convergence of the discrete dipole approximation since 2015")))
     finals = [event for event in events if isinstance(event, Final)]
     assert len(finals) == 1 and events[-1] is finals[0]
-    assert all(isinstance(event, TextDelta) for event in events[:-1]) and len(events) > 1
+    assert isinstance(events[0], Progress) and all(isinstance(event, TextDelta) for event in events[1:-1])
+    assert len(events) > 2
     result = finals[0].result
     assert result.mode == "llm" and result.kind == "mixed" and result.filters == {"since": 2015}
     assert [c.title for c in result.citations] == [DDA.title]

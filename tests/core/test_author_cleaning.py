@@ -20,14 +20,14 @@ from retrieval.records.author_cleaning import (
     strip_annotations,
 )
 from retrieval.records.paper import Author, Paper
-from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.apis.crossref import parse_crossref_work
-from retrieval.sources.apis.openalex import parse_work
 from retrieval.sources.files.bibtex import parse_bibtex
 from retrieval.sources.files.bibtex_names import parse_author_list
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.jsonl import parse_jsonl
 from retrieval.sources.files.ris import parse_ris
+from retrieval.sources.providers.arxiv import parse_atom
+from retrieval.sources.providers.crossref import parse_crossref_work
+from retrieval.sources.providers.openalex import parse_work
 
 SCHOLARS_REAL = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scholars-real"
 

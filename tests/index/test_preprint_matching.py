@@ -18,7 +18,7 @@ from retrieval.index.paper_index import PaperIndex
 from retrieval.ingest.pipeline import ingest_papers
 from retrieval.records.merge import same_paper
 from retrieval.records.paper import Author, Paper
-from retrieval.sources.apis.openalex import parse_works_page
+from retrieval.sources.providers.openalex import parse_works_page
 from retrieval.storage.records import MAX_TITLE_CANDIDATES, RecordStore
 from tests.support.legacy_records import as_legacy_store
 

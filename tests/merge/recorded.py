@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.records.paper import Author, Paper
-from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.apis.crossref import parse_crossref_work
-from retrieval.sources.apis.openalex import parse_work, parse_works_page
+from retrieval.sources.providers.arxiv import parse_atom
+from retrieval.sources.providers.crossref import parse_crossref_work
+from retrieval.sources.providers.openalex import parse_work, parse_works_page
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "merge"
 

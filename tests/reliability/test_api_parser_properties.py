@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from retrieval.errors import ParseError, SourceError
 from retrieval.records.paper import Paper
-from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.apis.crossref import parse_crossref_page, parse_crossref_work
-from retrieval.sources.apis.openalex import parse_author, parse_work, parse_works_page
+from retrieval.sources.providers.arxiv import parse_atom
+from retrieval.sources.providers.crossref import parse_crossref_page, parse_crossref_work
+from retrieval.sources.providers.openalex import parse_author, parse_work, parse_works_page
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reliability"
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -51,8 +51,8 @@ def test_model_text_streams_into_the_message_at_most_once_a_second(make_bot: Bot
     bot = make_bot(core=core, clock=clock, sleep=clock.sleep)
     update_times: list[float] = []
 
-    def observe(call: Call) -> None:
-        if call.method == "chat.update":
+    def observe(call: Call) -> None:  # the answer's updates (the status before them holds no slot)
+        if call.method == "chat.update" and "the language model is reading" not in call.text():
             update_times.append(clock.now)
 
     bot.api.on_record = observe
@@ -151,3 +151,19 @@ def test_a_silent_model_holds_the_answer_worker_no_longer_than_its_limit(make_bo
         assert "*Sources*" in final.text()  # the extractive answer, with its records
     finally:
         release.set()
+
+
+def test_the_progress_message_says_the_model_is_reading_before_it_writes(make_bot: BotFactory,
+                                                                          assistant: Assistant) -> None:
+    core = Assistant(make_settings(assistant.settings.data_dir), index=assistant.index,
+                     chat_model=scripted_model(REPLY))
+    clock = FakeClock()
+    bot = make_bot(core=core, clock=clock, sleep=clock.sleep)
+    bot.sender.mention(QUESTION)
+    final = final_answer(bot.api)
+
+    updates = [c.text() for c in bot.api.calls_to("chat.update") if c.params["ts"] == final.params["ts"]]
+    reading = [n for n, text in enumerate(updates) if "the language model is reading them" in text]
+    writing = [n for n, text in enumerate(updates) if "writing…" in text]
+    assert reading and writing and reading[0] < writing[0]  # what the wait is for, then the text as it comes
+    assert "the language model is reading" not in final.text()

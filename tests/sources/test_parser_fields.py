@@ -17,13 +17,15 @@ from typing import Any
 import pytest
 
 from retrieval.records.paper import Paper
-from retrieval.sources.apis.arxiv import parse_atom
-from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page, parse_crossref_work
-from retrieval.sources.apis.openalex import OpenAlexSource, parse_work
+from retrieval.sources.apis.crossref import CrossrefSource
+from retrieval.sources.apis.openalex import OpenAlexSource
 from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.files.csljson import parse_csl_json
 from retrieval.sources.files.oai import parse_oai_dc
 from retrieval.sources.files.ris import parse_ris
+from retrieval.sources.providers.arxiv import parse_atom
+from retrieval.sources.providers.crossref import parse_crossref_page, parse_crossref_work
+from retrieval.sources.providers.openalex import parse_work
 from tests.sources.replay import FIXTURES, FakeClock, Replay, body_bytes, load, make_settings
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project
@@ -128,8 +130,10 @@ def test_crossref_work_by_doi_replayed_carries_the_new_fields():
     replay = Replay([load("crossref/test-works__test_works_with_many_ids__1.json")])
     clock = FakeClock()
     source = CrossrefSource(make_settings(), replay.client(), clock.sleep, clock=clock)
-    paper = source.work_by_doi("10.1002/jor.1100150407")
-    assert paper is not None and (paper.volume, paper.issue, paper.pages) == ("15", "4", "519\u2013527")
+    fetched = source.work_by_doi("10.1002/jor.1100150407")
+    assert fetched is not None
+    [paper] = fetched.items
+    assert (paper.volume, paper.issue, paper.pages) == ("15", "4", "519\u2013527")
 
 
 # --- OpenAlex -------------------------------------------------------------------------------------
@@ -162,8 +166,9 @@ def test_openalex_work_by_doi_replayed():
     recorded = load(SHARED / "openalex/commonmeta-py_cassettes/test-openalex_reader__test_doi_with_sici__0.json")
     clock = FakeClock()
     source = OpenAlexSource(make_settings(), Replay([recorded]).client(), clock.sleep, clock=clock)
-    paper = source.work_by_doi("10.1890/0012-9658(2006)87[2832:tiopma]2.0.co;2")
-    assert paper is not None
+    fetched = source.work_by_doi("10.1890/0012-9658(2006)87[2832:tiopma]2.0.co;2")
+    assert fetched is not None
+    [paper] = fetched.items
     assert (paper.volume, paper.issue, paper.pages) == ("87", "11", "2832\u20132841")
     assert paper.extra_fields["issn"] == "0012-9658"
 

@@ -13,6 +13,7 @@ from retrieval.errors import InputError, SourceError
 from retrieval.ingest import fetchers
 from retrieval.ingest.fetchers import FetchRequest, collect, plan_fetch
 from retrieval.records.paper import Author, Paper
+from retrieval.sources.fetched import PaperStream
 from tests.sync.conftest import make_settings
 
 
@@ -25,7 +26,6 @@ class _Arxiv:
     then (optionally) fails."""
 
     def __init__(self, settings: object, fail: bool = False) -> None:
-        self.skipped: list = []
         self.http = self
         self.closed = False
         self.fail = fail
@@ -34,8 +34,11 @@ class _Arxiv:
     def close(self) -> None:
         self.closed = True
 
-    def by_author(self, name: str, *, since: date | None = None, max_results: int = 500) -> Iterator[Paper]:
+    def by_author(self, name: str, *, since: date | None = None, max_results: int = 500) -> PaperStream:
         self.asked = (name, since, max_results)
+        return PaperStream(lambda stream: self._papers())
+
+    def _papers(self) -> Iterator[Paper]:
         yield _paper("Worm algorithms for helium", "Adrian Del Maestro", "Bob Smith")
         yield _paper("A paper by somebody else", "Maria Maestro")
         yield _paper("Entanglement in superfluids", "A. Del Maestro")

@@ -10,7 +10,7 @@ import pytest
 
 from retrieval.ingest.sync import OVERLAP, SyncSources, choose_openalex_profile, sync_roster
 from retrieval.results import SyncEvent
-from retrieval.sources.apis.openalex import parse_author
+from retrieval.sources.providers.openalex import parse_author
 from retrieval.storage.roster import Roster
 from tests.sources.replay import ReplayServer, recording
 from tests.sync.conftest import add_roster, make_settings

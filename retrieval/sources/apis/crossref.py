@@ -1,29 +1,13 @@
-"""Crossref connector: work parser (pure) and a cursor-paging client.
-
-Quirks handled by the parser:
-
-- the payload is under ``message`` (one work) or ``message.items`` (a list);
-- titles are lists (first one wins; a subtitle is appended) and may carry inline markup;
-- abstracts are JATS XML fragments (``<jats:p>``) -> plain text;
-- dates are ``date-parts`` with missing parts (``[[2008]]``, ``[[2008, 3]]``, ``[[null]]``):
-  the publication date is ``issued`` (Crossref's earliest of print and online), refined by a
-  more precise ``published``/``published-online``/``published-print`` of the same date
-  (theses carry only ``approved``, used last);
-- organisational authors have only ``name``; people have ``given``/``family``/``ORCID``
-  (``family`` is kept as ``Author.family``);
-- ``container-title`` -> venue, ``publisher``, ``type``, ``is-referenced-by-count`` -> citations;
-  ``page``/``volume``/``issue``, ``editor`` -> editors, the first ``ISSN`` and ``ISBN`` and
-  ``language`` -> ``extra_fields`` (a ``"null"`` string, which some members deposit, is absent).
+"""Crossref API client: works by DOI, by ORCID and by search, cursor-paged, read by ``providers.crossref``.
 
 Crossref's polite pool is joined through the User-Agent (it carries ``settings.contact_email``).
+A 404 for one DOI means "not known"; other failures are ``SourceError`` with the API's message.
 """
 
 from __future__ import annotations
 
-import html
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from datetime import date
 from typing import Any
 from urllib.parse import quote
@@ -31,295 +15,20 @@ from urllib.parse import quote
 import httpx
 
 from retrieval.config import Settings
-from retrieval.errors import InputError, ParseError, SourceError
-from retrieval.records.name_parts import leading_particle
+from retrieval.errors import InputError, SourceError
 from retrieval.records.paper import Paper, clean_text, normalize_doi, normalize_orcid
-from retrieval.results import SkippedItem
-from retrieval.sources.files.base import (
-    ItemRejected,
-    ParseOutcome,
-    build_item,
-    check_field_sizes,
-    json_array,
-    json_object,
-    person_name,
-)
+from retrieval.sources.fetched import Fetched, PaperStream
 from retrieval.sources.http import ApiSource
-from retrieval.sources.markup.jats import jats_to_text
+from retrieval.sources.providers.crossref import SOURCE, describe_error, parse_crossref_page, read_work, unwrap
 
-SOURCE = "crossref"
-MAX_TITLE_CHARS = 2_000
-MAX_ABSTRACT_CHARS = 100_000
 MAX_ROWS = 1_000
-#: Raw abstracts beyond this many characters are not even parsed.
-MAX_RAW_ABSTRACT_CHARS = 4 * MAX_ABSTRACT_CHARS
-_DATE_FIELDS = ("issued", "published", "published-online", "published-print", "approved")
-
-
-@dataclass
-class CrossrefPage:
-    """One page of ``/works``: papers, the cursor to the next page and what was skipped."""
-
-    papers: list[Paper]
-    total_results: int | None
-    next_cursor: str | None
-    items: int = 0  # items on the page, kept or skipped
-    skipped: list[SkippedItem] = field(default_factory=list)
-    warnings: list[SkippedItem] = field(default_factory=list)
-
-
-# --- parsing (pure) -----------------------------------------------------------------------
-
-
-_dict = json_object
-_list = json_array
-
-
-def _first_text(value: Any) -> str:
-    """First non-empty string of a Crossref list field (or the string itself)."""
-    values = value if isinstance(value, list) else [value]
-    for entry in values:
-        if isinstance(entry, str) and entry.strip():
-            return _markup_text(entry)
-    return ""
-
-
-def _markup_text(value: str) -> str:
-    return jats_to_text(value).replace("\n\n", " ") if "<" in value or "&" in value else clean_text(value)
-
-
-def date_from_parts(value: Any) -> str | None:
-    """``{"date-parts": [[2008, 3]]}`` -> "2008-03"; missing or null parts are cut off."""
-    rows = _list(_dict(value).get("date-parts"))
-    if not rows or not isinstance(rows[0], list):
-        return None
-    numbers: list[int] = []
-    for part in rows[0][:3]:
-        try:
-            numbers.append(int(part))
-        except (TypeError, ValueError, OverflowError):
-            break
-    if not numbers or not 1000 <= numbers[0] <= date.today().year + 2:
-        return None
-    year, rest = numbers[0], numbers[1:]
-    text = f"{year:04d}"
-    if rest and 1 <= rest[0] <= 12:
-        text += f"-{rest[0]:02d}"
-        if len(rest) > 1 and 1 <= rest[1] <= 31:
-            text += f"-{rest[1]:02d}"
-    return text
-
-
-def publication_date(item: Mapping[str, Any]) -> str | None:
-    """The best publication date: ``issued`` first, made more precise by an agreeing field."""
-    candidates = [d for d in (date_from_parts(item.get(name)) for name in _DATE_FIELDS) if d]
-    if not candidates:
-        return None
-    best = candidates[0]
-    for candidate in candidates[1:]:
-        if len(candidate) > len(best) and candidate.startswith(best):
-            best = candidate
-    return best
-
-
-def _authors(item: Mapping[str, Any]) -> list[dict[str, Any]]:
-    authors: list[dict[str, Any]] = []
-    for entry in _list(item.get("author")):
-        entry = _dict(entry)
-        family, given = entry.get("family"), entry.get("given")
-        name = (
-            person_name(family if isinstance(family, str) else None, given if isinstance(given, str) else None,
-                        entry.get("suffix") if isinstance(entry.get("suffix"), str) else None)
-            if isinstance(family, str) and family.strip()
-            else clean_text(entry.get("name")) if isinstance(entry.get("name"), str) else ""
-        )
-        if not name and isinstance(given, str):
-            name = clean_text(given)
-        if not name:
-            continue
-        orcid = entry.get("ORCID")
-        affiliations = [_dict(a).get("name") for a in _list(entry.get("affiliation"))]
-        has_family = isinstance(family, str) and bool(family.strip())
-        authors.append({
-            "name": name,
-            # the family part, its particle read as BibTeX reads "de Vos" (``Author.family``)
-            "family": family if has_family else None,
-            "particle": leading_particle(clean_text(family)) if has_family else None,
-            "orcid": orcid if isinstance(orcid, str) else None,
-            # Crossref passes affiliation text through with HTML entities ("Lab &amp; ...")
-            "affiliations": [html.unescape(a) for a in affiliations if isinstance(a, str)],
-        })
-    return authors
-
-
-def _title(item: Mapping[str, Any]) -> str:
-    title = _first_text(item.get("title"))
-    subtitle = _first_text(item.get("subtitle"))
-    if title and subtitle and subtitle.lower() not in title.lower():
-        joiner = " " if title[-1] in ":?!." else ": "
-        title = f"{title}{joiner}{subtitle}"
-    return title
-
-
-def _abstract(item: Mapping[str, Any]) -> str | None:
-    raw = item.get("abstract")
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    if len(raw) > MAX_RAW_ABSTRACT_CHARS:
-        raise ItemRejected(f"abstract is longer than {MAX_ABSTRACT_CHARS} characters")
-    text = jats_to_text(raw)
-    if len(text) > MAX_ABSTRACT_CHARS:
-        raise ItemRejected(f"abstract is longer than {MAX_ABSTRACT_CHARS} characters")
-    return text or None
-
-
-def _plain(value: Any) -> str | None:
-    """A Crossref scalar field as text; None when absent, empty or the literal "null" some
-    members deposit (``"volume": "null"``)."""
-    text = clean_text(str(value)) if isinstance(value, str | int) and not isinstance(value, bool) else ""
-    return text if text and text.lower() != "null" else None
-
-
-def _editors(item: Mapping[str, Any]) -> list[str]:
-    """``editor`` entries (``given``/``family``, or an organisation's ``name``) as display names."""
-    names: list[str] = []
-    for entry in _list(item.get("editor")):
-        family, given, suffix, organisation = (
-            value if isinstance(value := _dict(entry).get(key), str) else None
-            for key in ("family", "given", "suffix", "name")
-        )
-        name = person_name(family, given, suffix) if family and family.strip() else clean_text(organisation or given)
-        if name:
-            names.append(name)
-    return names
-
-
-def _extra_fields(item: Mapping[str, Any]) -> dict[str, str]:
-    """First ``ISSN``, first ``ISBN`` and ``language``, under their BibTeX field names."""
-    extra = {
-        "issn": next((v for v in map(_plain, _list(item.get("ISSN"))) if v), None),
-        "isbn": next((v for v in map(_plain, _list(item.get("ISBN"))) if v), None),
-        "language": _plain(item.get("language")),
-    }
-    return {name: value for name, value in extra.items() if value}
-
-
-def _work_fields(item: Mapping[str, Any]) -> dict[str, Any]:
-    title = _title(item)
-    if len(title) > MAX_TITLE_CHARS:
-        raise ItemRejected(f"title is longer than {MAX_TITLE_CHARS} characters")
-    authors = _authors(item)
-    check_field_sizes({"authors": [a["name"] for a in authors]})
-    doi = normalize_doi(item.get("DOI") if isinstance(item.get("DOI"), str) else None)
-    arxiv = doi.removeprefix("10.48550/arxiv.") if doi and doi.startswith("10.48550/arxiv.") else None
-    venue = _first_text(item.get("container-title")) or _first_text(_dict(item.get("event")).get("name"))
-    cited = item.get("is-referenced-by-count")
-    url = _dict(_dict(item.get("resource")).get("primary")).get("URL") or item.get("URL")
-    return {
-        "title": title,
-        "abstract": _abstract(item),
-        "authors": authors,
-        "published": publication_date(item),
-        "venue": venue,
-        "publisher": item.get("publisher") if isinstance(item.get("publisher"), str) else None,
-        "doi": doi,
-        "arxiv_id": arxiv,
-        "url": url if isinstance(url, str) else None,
-        "type": item.get("type") if isinstance(item.get("type"), str) else None,
-        "pages": _plain(item.get("page")),
-        "volume": _plain(item.get("volume")),
-        "issue": _plain(item.get("issue")),
-        "editors": _editors(item),
-        "extra_fields": _extra_fields(item),
-        "categories": [s for s in _list(item.get("subject")) if isinstance(s, str)],
-        "citation_count": cited if isinstance(cited, int) and cited >= 0 else None,
-    }
-
-
-def _parse_into(item: Any, position: int, outcome: ParseOutcome) -> Paper | None:
-    if not isinstance(item, Mapping):
-        outcome.skipped.append(SkippedItem(f"Crossref item #{position + 1}", "not a JSON object"))
-        return None
-    doi = normalize_doi(item.get("DOI") if isinstance(item.get("DOI"), str) else None)
-    label = f"Crossref work {doi}" if doi else f"Crossref item #{position + 1}"
-    if isinstance(item.get("type"), str) and not _first_text(item.get("title")):
-        label += f" ({item['type']})"
-    return build_item(_work_fields, item, source=SOURCE, source_id=doi, item=label, outcome=outcome)
-
-
-def _unwrap(payload: Any) -> Any:
-    """The work inside a ``{"status", "message-type", "message"}`` envelope, else the payload."""
-    if isinstance(payload, Mapping) and isinstance(payload.get("message"), Mapping) and "DOI" not in payload:
-        return payload["message"]
-    return payload
-
-
-def parse_crossref_work(item: dict[str, Any]) -> Paper:
-    """One Crossref work (bare, or the whole single-work response) -> Paper.
-
-    Raises ``ParseError`` naming the item when it cannot become a paper (no title, absurd
-    sizes, a list response passed by mistake).
-    """
-    item = _unwrap(item)
-    if isinstance(item, Mapping) and isinstance(item.get("items"), list):
-        raise ParseError(
-            "Crossref: this is a list response (message.items); read it with parse_crossref_page.",
-            source=SOURCE, item="message.items",
-        )
-    outcome = ParseOutcome(format="crossref")
-    paper = _parse_into(item, 0, outcome)
-    if paper is None:
-        skipped = outcome.skipped[0]
-        raise ParseError(f"{skipped.item}: {skipped.reason}.", source=SOURCE, item=skipped.item)
-    return paper
-
-
-def parse_crossref_page(payload: Any) -> CrossrefPage:
-    """A ``/works`` list response (``message.items``) -> papers, skipped items, next cursor."""
-    message = _unwrap(payload)
-    if not isinstance(message, Mapping) or not isinstance(message.get("items"), list):
-        raise SourceError(SOURCE, "returned a list response without 'message.items'; the API may have changed.")
-    outcome = ParseOutcome(format="crossref")
-    for position, item in enumerate(message["items"]):
-        _parse_into(item, position, outcome)
-    total = message.get("total-results")
-    cursor = message.get("next-cursor")
-    return CrossrefPage(
-        papers=outcome.papers,
-        total_results=total if isinstance(total, int) else None,
-        next_cursor=cursor if isinstance(cursor, str) and cursor else None,
-        items=len(message["items"]),
-        skipped=outcome.skipped,
-        warnings=outcome.warnings,
-    )
-
-
-# --- client -------------------------------------------------------------------------------
-
-
-def _describe_error(response: httpx.Response) -> str | None:
-    """Crossref errors: ``{"message": [{"type", "value", "message"}]}`` or plain text."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300].strip() or None
-    messages = _dict(body).get("message")
-    if isinstance(messages, list):
-        texts = []
-        for entry in messages:
-            entry = _dict(entry)
-            text = entry.get("message") or entry.get("type")
-            if text:
-                value = entry.get("value")
-                texts.append(f"{text} ({value})" if value and str(value) not in str(text) else str(text))
-        return "; ".join(texts) or None
-    return messages if isinstance(messages, str) else None
 
 
 class CrossrefSource(ApiSource):
     """Works from the Crossref REST API (``settings.crossref_url``).
 
-    ``skipped``/``warnings`` describe the items the most recent call could not use.
+    Each call returns its outcome (``Fetched`` or ``PaperStream``): the works, and the items it
+    could not use with the reason. A failed request raises ``SourceError``.
     """
 
     SOURCE = SOURCE
@@ -332,12 +41,12 @@ class CrossrefSource(ApiSource):
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(settings, client, sleep, clock=clock, describe_error=_describe_error)
+        super().__init__(settings, client, sleep, clock=clock, describe_error=describe_error)
         self.base = settings.crossref_url
 
-    def work_by_doi(self, doi: str) -> Paper | None:
-        """The work with this DOI, or None when Crossref does not know it (HTTP 404)."""
-        self.skipped, self.warnings = [], []
+    def work_by_doi(self, doi: str) -> Fetched[Paper] | None:
+        """The work with this DOI (in ``items``, or in ``skipped`` with the reason when it cannot
+        become a paper), or None when Crossref does not know it (HTTP 404)."""
         bare = normalize_doi(doi)
         if not bare:
             raise InputError(f"{doi!r} is not a DOI (they look like 10.1234/abcd).")
@@ -345,12 +54,10 @@ class CrossrefSource(ApiSource):
         payload = self._json(url, {}, what=f"work {bare}", not_found_is_empty=True)
         if payload is None:
             return None
-        outcome = ParseOutcome(format="crossref")
-        paper = _parse_into(_unwrap(payload), 0, outcome)
-        self.skipped, self.warnings = outcome.skipped, outcome.warnings
-        return paper
+        outcome = read_work(unwrap(payload))
+        return Fetched(outcome.papers, outcome.skipped, outcome.warnings)
 
-    def works_by_orcid(self, orcid: str, *, since: date | None = None, max_results: int = 1000) -> Iterator[Paper]:
+    def works_by_orcid(self, orcid: str, *, since: date | None = None, max_results: int = 1000) -> PaperStream:
         """Works whose metadata carries this ORCID, newest first."""
         bare = normalize_orcid(orcid)
         if not bare:
@@ -361,7 +68,7 @@ class CrossrefSource(ApiSource):
         params = {"filter": filter_, "sort": "published", "order": "desc"}
         return self._paged(params, max_results, what=f"works of ORCID {bare}")
 
-    def search(self, query: str, *, max_results: int = 100) -> Iterator[Paper]:
+    def search(self, query: str, *, max_results: int = 100) -> PaperStream:
         """Bibliographic search, by relevance."""
         query = clean_text(query)
         if not query:
@@ -370,8 +77,11 @@ class CrossrefSource(ApiSource):
 
     # --- plumbing --------------------------------------------------------------------------
 
-    def _paged(self, params: dict[str, Any], max_results: int, *, what: str) -> Iterator[Paper]:
-        self.skipped, self.warnings = [], []
+    def _paged(self, params: dict[str, Any], max_results: int, *, what: str) -> PaperStream:
+        return PaperStream(lambda stream: self._pages(stream, params, max_results, what=what))
+
+    def _pages(self, stream: PaperStream, params: dict[str, Any], max_results: int, *, what: str) -> Iterator[Paper]:
+        """The works of a listing, cursor page by page; each page's skips and warnings go to ``stream``."""
         rows = max(1, min(max_results, MAX_ROWS))
         cursor = "*"
         delivered = 0
@@ -379,8 +89,7 @@ class CrossrefSource(ApiSource):
         while delivered < max_results:
             payload = self._json(f"{self.base}/works", {**params, "rows": rows, "cursor": cursor}, what=what)
             page = parse_crossref_page(payload)
-            self.skipped.extend(page.skipped)
-            self.warnings.extend(page.warnings)
+            stream.note(page.skipped, page.warnings)
             for paper in page.papers:
                 if delivered >= max_results:
                     return

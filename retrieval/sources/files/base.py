@@ -127,7 +127,7 @@ class FileBudget:
 class ParseOutcome:
     """The papers a document yielded and every item that was skipped, with the reason."""
 
-    format: str  # "bibtex" | "jsonl" | "csl-json" | "ris" | "oai-dc" | "arxiv-snapshot"
+    format: str  # a name of ``formats.FILE_FORMATS`` ("bibtex", "openalex", ...)
     papers: list[Paper] = field(default_factory=list)
     skipped: list[SkippedItem] = field(default_factory=list)
     # Items that were kept but lost an unusable optional field (e.g. a year that is no date).
@@ -137,6 +137,13 @@ class ParseOutcome:
 
     def __post_init__(self) -> None:
         self.budget = FileBudget(self.skipped)
+
+    def add(self, other: ParseOutcome) -> None:
+        """Append what ``other`` yielded (papers, skipped items, warnings) to this outcome: one
+        item's parse (a provider's ``read_work``) collected into its document's outcome."""
+        self.papers.extend(other.papers)
+        self.skipped.extend(other.skipped)
+        self.warnings.extend(other.warnings)
 
 
 class ItemRejected(Exception):

@@ -628,8 +628,15 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
     return data
 
 
-def _resolve_crossrefs(entries: list[BibEntry]) -> None:
-    """Copy missing fields from a ``crossref`` parent (its title becomes the booktitle)."""
+def read_entries(text: str, outcome: ParseOutcome) -> list[BibEntry]:
+    """Every entry of a BibTeX document as written (``@string`` macros expanded, ``crossref``
+    parents not yet applied: ``resolve_crossrefs``), in file order; a broken entry, or the file's
+    budget running out, is recorded in ``outcome.skipped`` instead."""
+    return _Reader(text).entries(outcome)
+
+
+def resolve_crossrefs(entries: list[BibEntry]) -> None:
+    """Copy missing fields from a ``crossref`` parent (its title becomes the booktitle), in place."""
     by_key = {entry.key.lower(): entry for entry in entries if entry.key}
     for entry in entries:
         parent = by_key.get(entry.fields.get("crossref", "").strip().lower())
@@ -666,9 +673,8 @@ def parse_bibtex(text: str) -> ParseOutcome:
     exporting again gives the same text.
     """
     outcome = ParseOutcome(format=FORMAT)
-    reader = _Reader(text)
-    entries = reader.entries(outcome)
-    _resolve_crossrefs(entries)
+    entries = read_entries(text, outcome)
+    resolve_crossrefs(entries)
     line_of_key: dict[str, int] = {}  # key -> line of its first entry
     entries.reverse()
     while entries:  # each entry is dropped once it is a paper: never both held for the whole file

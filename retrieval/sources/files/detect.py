@@ -1,15 +1,16 @@
 """Bibliographic files -> papers: recognise the format, read the file safely, dispatch.
 
-Formats (``FORMATS``): BibTeX, JSON Lines of papers, CSL-JSON, RIS, arXiv OAI-PMH ``oai_dc``,
-the arXiv metadata snapshot, and API responses saved as files: an arXiv Atom feed
-(``arxiv-atom``), OpenAlex and Crossref works (single or lists, Crossref with or without its
-envelope), Semantic Scholar papers and DBLP search answers. The saved responses are read by
-``saved_responses`` with the network parsers, so they yield the same records as a fetch.
+Formats (``FORMATS``, one ``Reader`` each in ``formats.READERS``): BibTeX, JSON Lines of papers,
+CSL-JSON, RIS, arXiv OAI-PMH ``oai_dc``, the arXiv metadata snapshot, and API responses saved as
+files: an arXiv Atom feed (``arxiv-atom``), OpenAlex and Crossref works (single or lists,
+Crossref with or without its envelope), Semantic Scholar papers and DBLP search answers. The
+saved responses are read by ``saved_responses`` with the providers' parsers, so they yield the
+same records as a fetch.
 
-The format is recognised from the CONTENT (a ``.txt`` export of BibTeX is still BibTeX); the
-file extension only breaks ties, e.g. a single JSON object that could be a CSL item or a Paper
-record. Saved API responses are told apart by keys only their API writes (see
-``saved_responses.detect_saved_json``), before the CSL/Paper/snapshot rules.
+The format is recognised from the CONTENT (a ``.txt`` export of BibTeX is still BibTeX), by
+each reader's rule (``sniff``); the file extension only breaks ties, e.g. a single JSON object
+that could be a CSL item or a Paper record. Saved API responses are told apart by keys only
+their API writes (``sniff.saved_api_format``), before the CSL/Paper/snapshot rules.
 
 ``parse_file`` reads plain or gzip-compressed files up to ``MAX_FILE_BYTES`` (decompressed),
 decodes UTF-8 (with or without BOM), UTF-16 with BOM, or else Windows-1252/Latin-1 (old BibTeX
@@ -23,45 +24,17 @@ says what to do); a malformed entry is skipped and reported in ``ParseOutcome.sk
 from __future__ import annotations
 
 import gzip
-import re
 import stat
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 
 from retrieval.errors import ParseError
-from retrieval.sources.files.arxiv_snapshot import parse_arxiv_snapshot
 from retrieval.sources.files.base import MAX_FILE_BYTES, ParseOutcome
-from retrieval.sources.files.bibtex import parse_bibtex
-from retrieval.sources.files.csljson import parse_csl_json
+from retrieval.sources.files.formats import BY_NAME, READERS
 from retrieval.sources.files.formats import FILE_FORMATS as FORMATS
-from retrieval.sources.files.jsonl import load_json, parse_jsonl
-from retrieval.sources.files.oai import OAI_DC_NAMESPACE, parse_oai_dc
-from retrieval.sources.files.ris import parse_ris
-from retrieval.sources.files.saved_responses import PARSERS as SAVED_RESPONSE_PARSERS
-from retrieval.sources.files.saved_responses import detect_saved_json, is_arxiv_atom
+from retrieval.sources.files.sniff import Head
 
-_PARSERS: dict[str, Callable[[str, str], ParseOutcome]] = {
-    "bibtex": lambda text, name: parse_bibtex(text),
-    "jsonl": lambda text, name: parse_jsonl(text),
-    "csl-json": parse_csl_json,
-    "ris": lambda text, name: parse_ris(text),
-    "oai-dc": parse_oai_dc,
-    "arxiv-snapshot": lambda text, name: parse_arxiv_snapshot(text),
-    **SAVED_RESPONSE_PARSERS,
-}
-_EXTENSIONS = {
-    ".bib": "bibtex", ".bibtex": "bibtex", ".jsonl": "jsonl", ".ndjson": "jsonl",
-    ".json": "csl-json", ".csl": "csl-json", ".ris": "ris", ".xml": "oai-dc",
-}  # fmt: skip
-
-_HEAD = 65_536  # detection looks at the start of the text only
-_BIBTEX_ENTRY = re.compile(r"^[ \t]*@[ \t]*[A-Za-z]+[ \t]*[{(]", re.MULTILINE)
-_RIS_START = re.compile(r"^[ \t]*TY  ?- ", re.MULTILINE)
-_CSL_KEYS = {"issued", "container-title", "DOI", "URL", "author", "citation-key", "page", "ISSN"}
-_PAPER_KEYS = {"authors", "published", "venue", "arxiv_id", "provenance", "openalex_id", "year"}
-_SNAPSHOT_KEYS = {"authors_parsed", "versions", "journal-ref", "submitter", "update_date"}
-_KEY = re.compile(r'"([A-Za-z_-]+)"\s*:')
+_EXTENSIONS = {extension: reader.name for reader in READERS for extension in reader.extensions}
 
 
 def _extension_format(filename: str | None) -> str | None:
@@ -73,54 +46,18 @@ def _extension_format(filename: str | None) -> str | None:
     return _EXTENSIONS.get(suffixes[-1]) if suffixes else None
 
 
-def _json_format(head: str, hint: str | None) -> str | None:
-    """CSL vs Paper vs snapshot, from the keys that appear near the start."""
-    keys = set(_KEY.findall(head))
-    scores = {
-        "arxiv-snapshot": len(keys & _SNAPSHOT_KEYS) * 2,
-        "csl-json": len(keys & _CSL_KEYS),
-        "jsonl": len(keys & _PAPER_KEYS),
-    }
-    if head.lstrip().startswith("{") and scores["arxiv-snapshot"] == 0:
-        first_line = head.lstrip().split("\n", 1)[0]
-        try:
-            load_json(first_line)  # a line nested too deeply is a ValueError too
-            several_lines = "\n" in head.strip()
-        except ValueError:
-            several_lines = False
-        if several_lines:  # one object per line: JSON Lines of Paper records
-            scores["jsonl"] += 1
-    best = max(scores.values())
-    if best == 0:
-        return hint if hint in {"jsonl", "csl-json", "arxiv-snapshot"} else None
-    leaders = [fmt for fmt, score in scores.items() if score == best]
-    if len(leaders) > 1 and hint in leaders:
-        return hint
-    return leaders[0]
-
-
 def detect_format(text: str, filename: str | None = None) -> str:
-    """One of FORMATS, from the content first and the extension as a tie-breaker."""
+    """One of FORMATS: the reader whose rule (``sniff``) the start of the text meets, the file's
+    extension breaking ties; an empty file, or a ``.bib`` with only comments, is what its
+    extension says. ``ParseError`` (naming the file and the formats) when no rule is met."""
     hint = _extension_format(filename)
-    head = text[:_HEAD].lstrip("\ufeff \t\r\n")
-    if head.startswith("<"):
-        if OAI_DC_NAMESPACE in head or "<oai_dc:dc" in head:
-            return "oai-dc"
-        if is_arxiv_atom(head):
-            return "arxiv-atom"
-    elif head.startswith(("[", "{")):
-        found = detect_saved_json(head) or _json_format(head, hint)
-        if found:
-            return found
-    else:  # text formats: whichever marker comes first (exports may start with prose)
-        ris, bib = _RIS_START.search(head), _BIBTEX_ENTRY.search(head)
-        if ris and (not bib or ris.start() < bib.start()):
-            return "ris"
-        if bib:
-            return "bibtex"
-    if hint is not None and not head:
+    head = Head.of(text, hint)
+    found = next((reader.name for reader in READERS if reader.sniff(head)), None)
+    if found:
+        return found
+    if hint is not None and not head.text:
         return hint  # an empty file: trust the extension
-    if hint == "bibtex" and "@" not in head:
+    if hint == "bibtex" and "@" not in head.text:
         return hint  # a .bib with only comments
     where = f"{filename}" if filename else "The text"
     raise ParseError(
@@ -137,14 +74,14 @@ def parse_text(text: str, fmt: str | None = None, name: str = "<text>") -> Parse
     """Parse text in ``fmt`` (detected when None); ``name`` appears in error messages."""
     if fmt is None:
         fmt = detect_format(text, None if name.startswith("<") else name)
-    parser = _PARSERS.get(fmt)
-    if parser is None:
+    reader = BY_NAME.get(fmt)
+    if reader is None:
         raise ParseError(
             f"Unknown format {fmt!r} for {name}; use one of: {', '.join(FORMATS)}.",
             source="files",
             item=name,
         )
-    return parser(text, name)
+    return reader.parse(text, name)
 
 
 def _kind_of(mode: int) -> str:

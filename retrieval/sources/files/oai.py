@@ -24,11 +24,11 @@ from retrieval.errors import ParseError
 from retrieval.records.paper import clean_text, normalize_doi, split_arxiv_id
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import ItemRejected, ParseOutcome, build_item, check_field_sizes, person_name
+from retrieval.sources.files.sniff import OAI_DC_NAMESPACE
 from retrieval.sources.markup.jats import UnsafeXMLError, parse_xml
 from retrieval.sources.markup.latex import latex_to_text
 
 FORMAT = "oai-dc"
-OAI_DC_NAMESPACE = "http://www.openarchives.org/OAI/2.0/oai_dc/"
 
 _DECLARATION = re.compile(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 _RECORD_START = re.compile(r"<(?:[\w.-]+:)?record[\s>]")

@@ -12,7 +12,7 @@ from retrieval.errors import ParseError
 from retrieval.sources.files import detect as files
 from retrieval.sources.files.detect import FORMATS, detect_format, parse_file, parse_text
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "files"
 
 
 @pytest.mark.parametrize(

@@ -19,14 +19,16 @@ import pytest
 from retrieval.errors import ParseError
 from retrieval.records.paper import Paper
 from retrieval.sources.apis.arxiv import ArxivSource
-from retrieval.sources.apis.crossref import CrossrefSource, parse_crossref_page
-from retrieval.sources.apis.openalex import OpenAlexSource, parse_works_page
+from retrieval.sources.apis.crossref import CrossrefSource
+from retrieval.sources.apis.openalex import OpenAlexSource
 from retrieval.sources.files.detect import FORMATS, detect_format, parse_file, parse_text
+from retrieval.sources.providers.crossref import parse_crossref_page
+from retrieval.sources.providers.openalex import parse_works_page
 from tests.sources.replay import FakeClock, Replay, load, make_settings
 
-_SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # ../shared beside the project
+_SHARED_FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "fixtures"  # ../shared beside the project
 SHARED = _SHARED_FIXTURES if _SHARED_FIXTURES.is_dir() else None
-FILES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
+FILES = Path(__file__).resolve().parents[2] / "fixtures" / "files"
 SAVED_FORMATS = ("arxiv-atom", "openalex", "crossref", "semantic-scholar", "dblp")
 
 
@@ -426,19 +428,19 @@ def test_saved_and_fetched_give_the_same_records(tmp_path: Path) -> None:
     settings = make_settings()
     arxiv_rec = "arxiv/recorded_2026/id_0808.05394_1707.08567_s0_m100_42e5aa0ec3af.json"
     fetched = ArxivSource(settings, Replay([load(_shared(arxiv_rec))]).client(), clock.sleep, clock=clock)
-    _same(parse_file(_save(tmp_path, arxiv_rec)).papers, fetched.by_ids(["0808.05394", "1707.08567"]))
+    _same(parse_file(_save(tmp_path, arxiv_rec)).papers, fetched.by_ids(["0808.05394", "1707.08567"]).items)
 
     openalex_rec = "openalex/paper-qa_cassettes/test_doi_search_paper_attributes0___2.json"
     source = OpenAlexSource(settings, Replay([load(_shared(openalex_rec))]).client(), clock.sleep, clock=clock)
     work = source.work_by_doi("10.1016/j.xgen.2025.100814")
-    assert work is not None
-    _same(parse_file(_save(tmp_path, openalex_rec)).papers, [work])
+    assert work is not None and len(work.items) == 1
+    _same(parse_file(_save(tmp_path, openalex_rec)).papers, work.items)
 
     replay = Replay([load(_shared(CROSSREF_WORK))])
     crossref_source = CrossrefSource(settings, replay.client(), clock.sleep, clock=clock)
     crossref_work = crossref_source.work_by_doi("10.1002/jor.1100150407")
-    assert crossref_work is not None
-    _same(parse_file(_save(tmp_path, CROSSREF_WORK)).papers, [crossref_work])
+    assert crossref_work is not None and len(crossref_work.items) == 1
+    _same(parse_file(_save(tmp_path, CROSSREF_WORK)).papers, crossref_work.items)
 
 
 def test_saved_lists_and_the_page_parsers_agree(tmp_path: Path) -> None:
