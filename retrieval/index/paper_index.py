@@ -132,6 +132,10 @@ class PaperIndex:
     def find_matches(self, paper: Paper) -> list[Paper]:
         return self.store.find_matches(paper)
 
+    def find_matches_many(self, papers: Sequence[Paper]) -> list[list[Paper]]:
+        """``find_matches`` of each paper, read for the whole batch at once (``RecordStore.find_matches_many``)."""
+        return self.store.find_matches_many(papers)
+
     def iter_papers(self) -> Iterator[Paper]:
         return self.store.iter_papers()
 

@@ -94,6 +94,24 @@ def test_find_matches_by_each_identifier(store, arxiv_papers):
     assert store.find_matches(stranger) == []
 
 
+def test_find_matches_many_gives_what_find_matches_gives_for_each_paper(store, arxiv_papers):
+    original = arxiv_papers[0]
+    another_version = Paper(title=original.title, published="1999", doi="10.9/other")  # same title
+    store.put_many([*arxiv_papers[::2], another_version])
+    batch = [
+        *arxiv_papers,  # stored ones (their own id) and others
+        original.model_copy(update={"doi": None}),  # by arXiv id
+        Paper(title=original.title.upper(), published=original.published, authors=original.authors[:1]),  # fingerprint
+        Paper(title=original.title, published="2001", doi="10.9/third"),  # title variants only
+        Paper(title="Something else entirely", published="2020"),  # nothing
+        arxiv_papers[2],  # twice in one batch
+    ]
+    expected = [[p.id for p in store.find_matches(paper)] for paper in batch]
+    assert [[p.id for p in found] for found in store.find_matches_many(batch)] == expected
+    assert store.find_matches_many(batch) == [store.find_matches(paper) for paper in batch]
+    assert any(len(ids) > 1 for ids in expected) and [] in expected and store.find_matches_many([]) == []
+
+
 def test_openalex_id_matches(store):
     first = Paper(title="A", openalex_id="W123", published="2020")
     store.put_many([first])

@@ -2,7 +2,7 @@
 dirs bringing the same paper at once end in one record carrying both sources, and a writer kept
 waiting names the holder and gives up with ``BusyError`` (``storage.locks.ServerWriterLock``).
 
-Each ingest widens the race on purpose: it waits 0.3 s after looking up the records a paper
+Each ingest widens the race on purpose: it waits 0.3 s after looking up the records its batch
 must merge with, so that without the lock both would look before either wrote, and the later
 write would drop the other's provenance.
 """
@@ -48,14 +48,14 @@ def url(postgres_server) -> Iterator[str]:
 
 def test_two_ingests_of_the_same_paper_from_two_data_dirs_end_in_one_record_with_both_sources(
         tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    find_matches = RecordStore.find_matches
+    find_matches_many = RecordStore.find_matches_many
 
-    def slow_find_matches(store: RecordStore, paper: Paper) -> list[Paper]:
-        found = find_matches(store, paper)
+    def slow_find_matches(store: RecordStore, batch: list[Paper]) -> list[list[Paper]]:
+        found = find_matches_many(store, batch)
         time.sleep(0.3)
         return found
 
-    monkeypatch.setattr(RecordStore, "find_matches", slow_find_matches)
+    monkeypatch.setattr(RecordStore, "find_matches_many", slow_find_matches)
     start = threading.Barrier(2)
     errors: list[BaseException] = []
 
