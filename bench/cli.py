@@ -1,6 +1,6 @@
 """The command line as a user feels it: seconds per call of `paperbot`, as ratios to a floor.
 
-    python bench/cli.py [--rounds N] [--datasets DIR] [--out DIR]
+    python bench/cli.py [--rounds N] [--datasets DIR] [--out DIR] [--baseline CHECKOUT]
 
 * **Variants**, each a fresh process, as a user runs them: `paperbot --help`, `search`, an
   extractive `ask` (no LLM configured) and `summarize`, beside the floor: `python -c "import
@@ -19,6 +19,11 @@
 * **Environment**: ``bench.common.clean_env``: no PAPERBOT_/OPENAI_/SLACK_ variables, so no LLM;
   output goes to a pipe. The warm-up checks that each call succeeds and that `ask` and
   `summarize` answered without a model (``mode: extractive``).
+* **Baseline** (``--baseline CHECKOUT``, e.g. a worktree of ``main``): every `paperbot` variant
+  also runs with ``PYTHONPATH=CHECKOUT``, that checkout's code on the same dependencies and the
+  same data dir, interleaved in the same rounds; the table adds each command's ratio to its
+  baseline twin. The index is then made by the baseline's code (a newer paperbot upgrades an
+  older data dir in place; the older one still reads it).
 """
 
 from __future__ import annotations
@@ -53,21 +58,29 @@ QUESTION = "Which papers use diffusion models for molecules?"
 FLOOR = "import chromadb, onnxruntime, numpy"
 
 
+BASELINE = " [baseline]"  # suffix of a variant run with the baseline checkout's code
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
     argv: tuple[str, ...]
     goal: float | None  # the ratio to the floor it must stay under
+    env: tuple[tuple[str, str], ...] = ()  # set on top of clean_env
 
 
-def variants(scholar: str) -> list[Variant]:
-    return [
+def variants(scholar: str, baseline: Path | None = None) -> list[Variant]:
+    chosen = [
         Variant("floor: python -c \"import chromadb, onnxruntime, numpy\"", (sys.executable, "-c", FLOOR), None),
         Variant("paperbot --help", (str(PAPERBOT), "--help"), 0.3),
         Variant(f"paperbot search \"{QUERY}\"", (str(PAPERBOT), "search", QUERY), 1.5),
         Variant(f"paperbot ask \"{QUESTION}\" (extractive)", (str(PAPERBOT), "ask", QUESTION), 1.7),
         Variant(f"paperbot summarize \"{scholar}\"", (str(PAPERBOT), "summarize", scholar), 2.0),
     ]
+    if baseline is None:
+        return chosen
+    return [*chosen, *(Variant(v.name + BASELINE, v.argv, None, (("PYTHONPATH", str(baseline.resolve())),))
+                       for v in chosen[1:])]
 
 
 def host_line() -> str:
@@ -98,11 +111,15 @@ def corpus_files(datasets: Path) -> tuple[list[Path], str]:
     return [SAMPLE], SAMPLE_SCHOLAR
 
 
-def prepared_index(files: Sequence[Path]) -> Path:
-    """A data dir with ``files`` ingested through the CLI, reused while their bytes are unchanged."""
+def prepared_index(files: Sequence[Path], baseline: Path | None = None) -> Path:
+    """A data dir with ``files`` ingested through the CLI (the ``baseline`` checkout's, when given),
+    reused while their bytes are unchanged."""
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    extra = {} if baseline is None else {"PYTHONPATH": str(baseline.resolve())}
+    if baseline is not None:
+        digest.update(b"baseline\0" + str(baseline.resolve()).encode())
     root = out_dir() / f"cli-index-{digest.hexdigest()[:12]}"
     data_dir, ready = root / "data", root / "ready.json"
     if ready.exists():
@@ -111,7 +128,7 @@ def prepared_index(files: Sequence[Path]) -> Path:
     root.mkdir(parents=True)
     print(f"indexing {len(files)} file(s) into {data_dir} (once) ...", file=sys.stderr, flush=True)
     run = subprocess.run([str(PAPERBOT), "ingest", *map(str, files), "--json"], capture_output=True, text=True,
-                         cwd=root, env=clean_env(data_dir))
+                         cwd=root, env=clean_env(data_dir, **extra))
     if run.returncode != 0:
         raise SystemExit(f"paperbot ingest failed ({run.returncode}):\n{run.stderr}")
     report = json.loads(run.stdout)
@@ -126,7 +143,8 @@ def check(variant: Variant, data_dir: Path) -> str:
     wants_mode = argv[1:2] in (["ask"], ["summarize"])
     if argv[1:2] in (["ask"], ["search"], ["summarize"]):
         argv.append("--json")
-    run = subprocess.run(argv, capture_output=True, text=True, cwd=data_dir.parent, env=clean_env(data_dir))
+    run = subprocess.run(argv, capture_output=True, text=True, cwd=data_dir.parent,
+                         env=clean_env(data_dir, **dict(variant.env)))
     if run.returncode != 0:
         raise SystemExit(f"{variant.name} failed ({run.returncode}):\n{run.stderr}")
     if not wants_mode:
@@ -148,7 +166,7 @@ def timed(variant: Variant, data_dir: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one call."""
     cpu, start = _children_cpu(), time.perf_counter()
     run = subprocess.run(variant.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         cwd=data_dir.parent, env=clean_env(data_dir))
+                         cwd=data_dir.parent, env=clean_env(data_dir, **dict(variant.env)))
     seconds = time.perf_counter() - start
     if run.returncode != 0:
         raise SystemExit(f"{variant.name} failed ({run.returncode}) during the timed rounds")
@@ -161,13 +179,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder holding scholars-real/")
     parser.add_argument("--out", type=Path, help="where the scratch index lives (default bench/out)")
     parser.add_argument("--seed", type=int, default=16, help="seed of the per-round order")
+    parser.add_argument("--baseline", type=Path, help="another checkout of paperbot to time beside this one")
     args = parser.parse_args(argv)
     if args.out is not None:
         set_out_dir(args.out)
     files, scholar = corpus_files(args.datasets)
-    data_dir = prepared_index(files)
+    data_dir = prepared_index(files, args.baseline)
     records = json.loads((data_dir.parent / "ready.json").read_text(encoding="utf-8")).get("records")
-    chosen = variants(scholar)
+    chosen = variants(scholar, args.baseline)
     notes = [note for variant in chosen if (note := check(variant, data_dir))]
     rng = random.Random(args.seed)
     before = host_line()
@@ -191,16 +210,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = median / floor
         verdict = "" if variant.goal is None else ("met" if ratio <= variant.goal else "**missed**")
         spread = f"{min(times[variant.name]):.2f}-{max(times[variant.name]):.2f}"
-        rows.append([variant.name, f"{median:.2f}", spread, f"**{ratio:.2f}×**",
-                     "" if variant.goal is None else f"≤ {variant.goal}×", verdict,
-                     f"{median_cpu:.2f}", f"{median_cpu / floor_cpu:.2f}×"])
+        twin = times.get(variant.name + BASELINE)
+        row = [variant.name, f"{median:.2f}", spread, f"**{ratio:.2f}×**",
+               "" if variant.goal is None else f"≤ {variant.goal}×", verdict,
+               f"{median_cpu:.2f}", f"{median_cpu / floor_cpu:.2f}×"]
+        rows.append([*row, f"{median / statistics.median(twin):.3f}×" if twin else ""] if args.baseline else row)
     print(f"Index: {records} records from {', '.join(p.name for p in files)} ({data_dir})")
     print(f"Host before: {before}")
     print(f"Host after:  {after}")
     print(f"{args.rounds} interleaved rounds (+1 warm-up); checked: {'; '.join(notes)}")
     print()
-    print(markdown_table(["command", "median s", "min-max s", "vs floor", "goal", "", "CPU s", "CPU vs floor"], rows))
-    return 0 if all(row[-1] != "**missed**" for row in rows) else 1
+    headers = ["command", "median s", "min-max s", "vs floor", "goal", "", "CPU s", "CPU vs floor"]
+    print(markdown_table([*headers, "vs baseline"] if args.baseline else headers, rows))
+    return 0 if all(row[5] != "**missed**" for row in rows) else 1
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "bot.commands.summarize",
     "bot.commands.collaborators",
     "bot.commands.serve",
+    "bot.commands.db",
 )
 
 QUIET_LIBRARIES = ("bm25s", "chromadb", "httpx", "sentence_transformers", "onnxruntime")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from retrieval.errors import (
         BusyError,
         ConfigError,
+        DatabaseDamagedError,
         DataDirReadOnlyError,
         DiskFullError,
         IndexDamagedError,
@@ -92,7 +93,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     # light (the standard library only): the file formats, listed without importing the parsers
     "retrieval.sources.files.formats": ("FILE_FORMATS",),
     "retrieval.errors": (
-        "BusyError", "ConfigError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
+        "BusyError", "ConfigError", "DatabaseDamagedError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
         "IndexUnavailableError", "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "PartlySavedError", "RepairRefusedError",
         "SourceError", "StorageError", "UnknownScholarError",
     ),
@@ -122,6 +123,7 @@ __all__ = [
     "CollaboratorsResult",
     "ConfigError",
     "DataDirReadOnlyError",
+    "DatabaseDamagedError",
     "DiskFullError",
     "DroppedSentence",
     "ExpertCandidate",

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from retrieval.index.paper_index import PaperIndex
     from retrieval.ingest.fetchers import ProgressBars
     from retrieval.ingest.pipeline import Progress
+    from retrieval.storage.database import SchemaStatus
     from retrieval.storage.locks import Activity
 
 log = logging.getLogger(__name__)
@@ -308,6 +309,18 @@ class Assistant:
 
     # --- checks ------------------------------------------------------------------------------
 
+    def database_status(self) -> SchemaStatus:
+        """The database's backend, place and schema revision, read without changing anything (``paperbot doctor``)."""
+        from retrieval.storage.database import schema_status
+
+        return schema_status(self.settings)
+
+    def upgrade_database(self, notice: Callable[[str], None] | None = None) -> tuple[SchemaStatus, SchemaStatus]:
+        """Bring the database to this code's schema now (``paperbot db upgrade``); before and after."""
+        from retrieval.storage.migrate import upgrade_database
+
+        return upgrade_database(self.settings, notice=notice)
+
     def check_consistency(self) -> ConsistencyReport:
         """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""
         return self.index.check_consistency()
@@ -367,11 +380,11 @@ class Assistant:
         the record store, and creates none when the data dir has no index yet."""
         if self._index is not None:
             return self._index.store.get_meta(marker) is not None
-        if not self.settings.records_path.exists():
+        if self.settings.database_url is None and not self.settings.database_path.exists():
             return False
         from retrieval.storage.records import RecordStore
 
-        store = RecordStore(self.settings.records_path)  # the record store alone: no vector index opened
+        store = RecordStore.open(self.settings)  # the record store alone: no vector index opened
         try:
             return store.get_meta(marker) is not None
         finally:

@@ -59,6 +59,13 @@ class Settings(BaseSettings):
         description="Where `paperbot demo` keeps the sample corpus's own index; unset = beside the data dir, "
                     "named like it with -demo (never in the data dir itself).",
     )
+    database_url: SecretStr | None = Field(
+        default=None,
+        validation_alias=_env("PAPERBOT_DATABASE_URL"),
+        description="The database holding the records, the roster, the follows and the Slack state "
+                    "(retrieval.storage.database): postgresql+psycopg://user@host/dbname for a PostgreSQL server. "
+                    "Unset = SQLite in the data dir (records.sqlite3). Secret: it may carry a password.",
+    )
     chroma_url: str | None = Field(
         default=None,
         validation_alias=_env("PAPERBOT_CHROMA_URL"),
@@ -217,7 +224,7 @@ class Settings(BaseSettings):
             return None
         return value
 
-    @field_validator("openai_api_key", mode="before")
+    @field_validator("openai_api_key", "database_url", mode="before")
     @classmethod
     def _blank_key_is_unset(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip():
@@ -245,8 +252,14 @@ class Settings(BaseSettings):
 
     def for_demo(self) -> Settings:
         """These settings pointed at ``demo_dir`` with an embedded vector store: the demo never
-        writes into the group's data dir or a shared Chroma server."""
-        return self.model_copy(update={"data_dir": self.demo_dir, "chroma_url": None})
+        writes into the group's data dir, a shared Chroma server or a shared database."""
+        return self.model_copy(update={"data_dir": self.demo_dir, "chroma_url": None, "database_url": None})
+
+    @property
+    def database_path(self) -> Path:
+        """The SQLite file of the default database (used when ``database_url`` is unset): the record
+        store's file, which the database grew out of (``storage.legacy_records``)."""
+        return self.records_path
 
     @property
     def chroma_dir(self) -> Path:

@@ -21,6 +21,7 @@ logged with a reference id and shown only as a short apology.
         │   └── IndexDiskFullError     (also an IndexUnavailableError, above)
         ├── BusyError              another process is writing to the data dir (names its pid)
         ├── DataDirReadOnlyError   a write was asked of a read-only data dir (names the cause)
+        ├── DatabaseDamagedError   the database's file or pages are damaged (names it, says what to do)
         └── PartlySavedError       a write failed part-way: how much was saved, how to finish
 
 Defined elsewhere, beside what raises it: ``bot.slack.queue.QueueFullError`` (an
@@ -107,11 +108,12 @@ class DiskFullError(StorageError):
     """The disk holding the data directory is full: a recoverable state, nothing was lost.
 
     ``doing`` says what could not be done ("write to the record store /data/records.sqlite3");
-    ``where`` is the data directory on that disk, when known. Free space and run it again.
+    ``where`` is the data directory on that disk, when known; ``disk`` says which disk (a database
+    server's, for PostgreSQL). Free space and run it again.
     """
 
-    def __init__(self, doing: str, *, where: str | None = None) -> None:
-        place = f"the disk holding PAPERBOT_DATA_DIR, {where}" if where else "the disk holding PAPERBOT_DATA_DIR"
+    def __init__(self, doing: str, *, where: str | None = None, disk: str = "the disk holding PAPERBOT_DATA_DIR") -> None:
+        place = f"{disk}, {where}" if where else disk
         super().__init__(f"Cannot {doing}: the disk is full ({place}); nothing was changed.",
                          hint="Free some disk space and retry; nothing was lost.")
         self.doing = doing
@@ -153,6 +155,18 @@ class DataDirReadOnlyError(StorageError):
         self.doing = doing
         self.data_dir = data_dir
         self.reason = reason
+
+
+class DatabaseDamagedError(StorageError):
+    """The database (``storage.database``) is damaged: SQLite says its file is not a database or
+    is malformed, or PostgreSQL reports corrupted data. ``where`` names the database (a path, or
+    a URL without its password); nothing was changed by the failed call."""
+
+    def __init__(self, doing: str, *, where: str) -> None:
+        super().__init__(f"Cannot {doing}: the database {where} is damaged; nothing was changed.",
+                         hint="Restore it from a backup (docs/postgres.md says how to take one).")
+        self.doing = doing
+        self.where = where
 
 
 class BusyError(StorageError):

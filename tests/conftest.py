@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.model_cache import shared_model_cache, use_session_encoder_cache
+from tests.support.postgres import PostgresServer
+
+# The database backends a store's tests run against: SQLite in the data dir, and a real PostgreSQL.
+BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,3 +52,32 @@ def slack_retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     monkeypatch.setattr(handler, "time", clock)
     monkeypatch.setattr(builtin_handlers, "time", clock)
     return waits
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server on 127.0.0.1, started for this test process and stopped after it."""
+    server = PostgresServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """``PAPERBOT_DATABASE_URL`` for each backend: None (SQLite in the data dir), then a new, empty
+    PostgreSQL database of the test's own. The process's engines are disposed of afterwards."""
+    from retrieval.storage.database import close_databases
+
+    if request.param == "sqlite":
+        yield None
+        close_databases()
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.new_database()
+    try:
+        yield url
+    finally:
+        close_databases()
+        server.drop_database(url)

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stats.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     stats.set_defaults(handler=run_stats)
 
-    doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma and the lexical index")
+    doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma "
+                                                  "and the lexical index; show the database's schema revision")
     doctor.add_argument("--repair", action="store_true",
                         help="fix what the check finds (a damaged vector index is rebuilt from the record store)")
     doctor.add_argument("--force", action="store_true",
@@ -65,16 +66,19 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
             report = ctx.assistant.repair(progress=update, force=args.force)  # under the data dir's writer lock
     else:
         report = ctx.assistant.check_consistency()
+    database = ctx.assistant.database_status()
     # the model is measured by a check only (a repair is about the index); it never changes the exit status
     probe = None if (args.repair or args.no_model) else ctx.assistant.probe_model()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok,
+                      "database": {**dataclasses.asdict(database), "current": database.current},
                       **({"model": dataclasses.asdict(probe)} if probe is not None else {})})
     else:
         ctx.out(str(report))
         if report.encoder_choice:
             ctx.out(report.encoder_choice)
         ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
+        ctx.out(database.describe())
         if probe is not None:
             ctx.out(model_probe_text(probe, ctx.settings))
     return 0 if (args.repair or report.ok) else 3

@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "scholars",
         help="manage the roster of scholars whose publications `paperbot sync` fetches",
-        description="The roster lives in the data dir (roster.json). ORCID and OpenAlex ids make syncs exact; "
+        description="The roster lives in the database (PAPERBOT_DATABASE_URL; unset, records.sqlite3 in the data dir). ORCID and OpenAlex ids make syncs exact; "
         "without them paperbot searches by name.",
     )
     actions = parser.add_subparsers(dest="scholars_action", metavar="ACTION")

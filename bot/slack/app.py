@@ -216,7 +216,7 @@ def build_slack(
         ) from exc
 
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paperbot-notices")
-    store = SlackStore(settings.data_dir / "slack" / "state.sqlite3", data_dir=settings.data_dir)
+    store = SlackStore.for_settings(settings)
     deps = SlackDeps(
         settings=settings,
         assistant=assistant,

@@ -1,62 +1,37 @@
-"""What the Slack app remembers in the data dir (``slack/state.sqlite3``).
+"""What the Slack app remembers, in the installation's database (``retrieval.storage.database``:
+SQLite in the data dir, or PostgreSQL; tables ``slack_*`` of ``retrieval.storage.schema``).
 
 * ``answers``: every posted answer with its question, text and cited ids, so the buttons under
   it ("More papers", "BibTeX", votes) work after a restart and carry only an id.
 * ``feedback``: one vote per person per answer (the latest wins), stored *with* the question,
-  the answer and the cited ids so the file is useful on its own for evaluation.
+  the answer and the cited ids so the table is useful on its own for evaluation.
 * ``threads``: threads the bot answered in; a message there is a follow-up even untagged.
 * ``deliveries``: event ids and message keys already handled, until they expire
-  (``dedupe.StoredDeduper``), so a restarted process, or a second one on the same data dir,
+  (``dedupe.StoredDeduper``), so a restarted process, or a second one on the same database,
   does not answer Slack's re-delivery of an event again.
+
+Every change is one transaction under the database's writer lock; every failure is a typed
+``StorageError`` (a ``DiskFullError`` on a full disk) naming the database. A data dir made before
+the database had ``slack/state.sqlite3``: its first upgrade imports it.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
+from sqlalchemy import delete, insert, select, update
 
-from retrieval.storage.sqlite import SqliteFile
+from retrieval.config import Settings
+from retrieval.errors import DataDirReadOnlyError
+from retrieval.storage.database import Database, open_database
+from retrieval.storage.schema import slack_answers, slack_deliveries, slack_feedback, slack_threads
 
 Vote = Literal["up", "down"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (
-    id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    team TEXT, channel TEXT NOT NULL, thread_ts TEXT, user TEXT,
-    kind TEXT NOT NULL,
-    question TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    cited_ids TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS feedback (
-    answer_id TEXT NOT NULL,
-    user TEXT NOT NULL,
-    vote TEXT NOT NULL CHECK (vote IN ('up', 'down')),
-    created_at TEXT NOT NULL,
-    question TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    cited_ids TEXT NOT NULL,
-    PRIMARY KEY (answer_id, user)
-);
-CREATE TABLE IF NOT EXISTS threads (
-    channel TEXT NOT NULL,
-    thread_ts TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (channel, thread_ts)
-);
-CREATE TABLE IF NOT EXISTS deliveries (
-    key TEXT PRIMARY KEY,
-    expires_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS deliveries_expiry ON deliveries (expires_at);
-"""
+_SAVE = "save to the Slack state"
 
 
 class StoredAnswer(BaseModel):
@@ -83,16 +58,22 @@ class FeedbackRecord(BaseModel):
 
 
 class SlackStore:
-    """SQLite-backed, thread-safe; every failure is a ``StorageError`` naming the file."""
+    """The Slack state in the database; thread-safe (each call takes a pooled connection)."""
 
-    def __init__(self, path: Path, *, data_dir: Path | None = None) -> None:
-        """``data_dir``: the installation's data dir, named when it is read-only (default: the file's dir)."""
-        self.path = path
-        self._file = SqliteFile(path, _SCHEMA, label=f"the Slack state file {path}", write_verb="update",
-                                data_dir=data_dir)
+    def __init__(self, database: Database) -> None:
+        """A read-only data dir is a ``DataDirReadOnlyError`` here: the Slack app must write."""
+        if database.read_only is not None:
+            raise DataDirReadOnlyError("open the Slack state", data_dir=str(database.data_dir),
+                                       reason=database.read_only)
+        self.database = database
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> SlackStore:
+        """The Slack state of these settings' database (upgraded first if it is behind)."""
+        return cls(open_database(settings))
 
     def close(self) -> None:
-        self._file.close()
+        """Nothing to release: the database's connections are pooled per process."""
 
     # --- answers -----------------------------------------------------------------------------
 
@@ -102,79 +83,77 @@ class SlackStore:
     ) -> str:
         """Store an answer; returns its id (what the buttons carry)."""
         answer_id = secrets.token_hex(8)
-        with self._file.call() as db:
-            db.execute(
-                "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (answer_id, _now(), team, channel, thread_ts, user, kind, question, answer, json.dumps(list(cited_ids))),
-            )
+        with self.database.writing(_SAVE) as db:
+            db.execute(insert(slack_answers).values(
+                id=answer_id, created_at=_now(), team=team, channel=channel, thread_ts=thread_ts, user=user, kind=kind,
+                question=question, answer=answer, cited_ids=list(cited_ids),
+            ))
         return answer_id
 
     def answer(self, answer_id: str) -> StoredAnswer | None:
-        with self._file.call() as db:
-            row = db.execute(
-                "SELECT id, created_at, team, channel, thread_ts, user, kind, question, answer, cited_ids "
-                "FROM answers WHERE id = ?", (answer_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        keys = ("id", "created_at", "team", "channel", "thread_ts", "user", "kind", "question", "answer")
-        return StoredAnswer(**dict(zip(keys, row[:9], strict=True)), cited_ids=json.loads(row[9]))
+        columns = [column for column in slack_answers.c if column.name != "seq"]
+        with self.database.reading("read the Slack state") as db:
+            row = db.execute(select(*columns).where(slack_answers.c.id == answer_id)).mappings().first()
+        return StoredAnswer(**row) if row is not None else None
 
     def thread_history(self, channel: str, thread_ts: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """(question, answer) pairs of the questions answered in this thread, oldest first."""
-        with self._file.call() as db:
-            rows = db.execute(
-                "SELECT question, answer FROM answers WHERE channel = ? AND thread_ts = ? AND kind = 'ask' "
-                "ORDER BY created_at DESC, rowid DESC LIMIT ?", (channel, thread_ts, limit),
-            ).fetchall()
+        query = (select(slack_answers.c.question, slack_answers.c.answer)
+                 .where(slack_answers.c.channel == channel, slack_answers.c.thread_ts == thread_ts,
+                        slack_answers.c.kind == "ask")
+                 .order_by(slack_answers.c.seq.desc()).limit(limit))
+        with self.database.reading("read the Slack state") as db:
+            rows = db.execute(query).all()
         return [(question, answer) for question, answer in reversed(rows)]
 
     # --- feedback ----------------------------------------------------------------------------
 
     def record_vote(self, answer: StoredAnswer, user: str, vote: Vote) -> bool:
         """Store a vote with the question, answer and cited ids; False if it only repeated one."""
-        with self._file.call() as db:
-            previous = db.execute(
-                "SELECT vote FROM feedback WHERE answer_id = ? AND user = ?", (answer.id, user)
-            ).fetchone()
-            db.execute(
-                "INSERT OR REPLACE INTO feedback VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (answer.id, user, vote, _now(), answer.question, answer.answer, json.dumps(answer.cited_ids)),
-            )
-        return previous is None or previous[0] != vote
+        key = (slack_feedback.c.answer_id == answer.id, slack_feedback.c.user == user)
+        values: dict[str, Any] = {"vote": vote, "created_at": _now(), "question": answer.question,
+                                  "answer": answer.answer, "cited_ids": answer.cited_ids}
+        with self.database.writing(_SAVE) as db:
+            previous = db.execute(select(slack_feedback.c.vote).where(*key)).scalar()
+            if previous is None:
+                db.execute(insert(slack_feedback).values(answer_id=answer.id, user=user, **values))
+            else:
+                db.execute(update(slack_feedback).where(*key).values(**values))
+        return previous is None or previous != vote
 
     def feedback(self) -> list[FeedbackRecord]:
-        with self._file.call() as db:
-            rows = db.execute(
-                "SELECT answer_id, user, vote, created_at, question, answer, cited_ids FROM feedback ORDER BY created_at"
-            ).fetchall()
-        keys = ("answer_id", "user", "vote", "created_at", "question", "answer")
-        return [FeedbackRecord(**dict(zip(keys, row[:6], strict=True)), cited_ids=json.loads(row[6])) for row in rows]
+        query = select(slack_feedback).order_by(slack_feedback.c.created_at)
+        with self.database.reading("read the Slack state") as db:
+            return [FeedbackRecord(**row) for row in db.execute(query).mappings()]
 
     # --- threads -----------------------------------------------------------------------------
 
     def remember_thread(self, channel: str, thread_ts: str) -> None:
-        with self._file.call() as db:
-            db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?)", (channel, thread_ts, _now()))
+        key = (slack_threads.c.channel == channel, slack_threads.c.thread_ts == thread_ts)
+        with self.database.writing(_SAVE) as db:
+            if db.execute(select(slack_threads.c.channel).where(*key)).first() is None:
+                db.execute(insert(slack_threads).values(channel=channel, thread_ts=thread_ts, created_at=_now()))
 
     def is_bot_thread(self, channel: str, thread_ts: str) -> bool:
-        with self._file.call() as db:
-            row = db.execute("SELECT 1 FROM threads WHERE channel = ? AND thread_ts = ?", (channel, thread_ts)).fetchone()
-        return row is not None
-
+        query = select(slack_threads.c.channel).where(slack_threads.c.channel == channel,
+                                                      slack_threads.c.thread_ts == thread_ts)
+        with self.database.reading("read the Slack state") as db:
+            return db.execute(query).first() is not None
 
     # --- deliveries --------------------------------------------------------------------------
 
     def first_delivery(self, key: str, *, now: float, ttl: float) -> bool:
         """True the first time ``key`` is offered within ``ttl`` seconds (wall clock ``now``).
 
-        One transaction: expired keys are dropped and ``key`` claimed, so of two processes
-        offered the same key at once exactly one gets True.
+        One transaction under the writer lock: expired keys are dropped and ``key`` claimed, so
+        of two processes offered the same key at once exactly one gets True.
         """
-        with self._file.transaction() as db:
-            db.execute("DELETE FROM deliveries WHERE expires_at <= ?", (now,))
-            claimed = db.execute("INSERT OR IGNORE INTO deliveries VALUES (?, ?)", (key, now + ttl))
-            return claimed.rowcount == 1
+        with self.database.writing(_SAVE) as db:
+            db.execute(delete(slack_deliveries).where(slack_deliveries.c.expires_at <= now))
+            if db.execute(select(slack_deliveries.c.key).where(slack_deliveries.c.key == key)).first() is not None:
+                return False
+            db.execute(insert(slack_deliveries).values(key=key, expires_at=now + ttl))
+            return True
 
 
 def _now() -> str:

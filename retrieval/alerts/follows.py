@@ -1,6 +1,7 @@
 """Follows: "tell this channel about new papers by <scholar> / on <topic>".
 
-The store lives in the data dir (``follows.sqlite3``) and remembers, per follow, which papers
+The store lives in the database (``storage.database``: SQLite in the data dir, or PostgreSQL)
+and remembers, per follow, which papers
 were already announced, so every new matching paper is posted exactly once even when a sync
 reports it again or the bot restarts. Nothing here knows about Slack: a "channel" is an
 opaque destination string given by the door.
@@ -18,16 +19,19 @@ from __future__ import annotations
 
 import builtins  # annotations in FollowStore's body after its method `list` need the builtin by name
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Row, delete, func, insert, select
 
 from retrieval.config import Settings
-from retrieval.errors import InputError
+from retrieval.errors import DataDirReadOnlyError, InputError
 from retrieval.records.names import names_compatible
 from retrieval.records.paper import Paper, clean_text, normalize_openalex_id, normalize_orcid
 from retrieval.results import Follow, FollowAlert, FollowKind
-from retrieval.storage.sqlite import SqliteFile
+from retrieval.storage.database import Database, open_database
+from retrieval.storage.schema import follow_announced, follow_inbox, follows
 from retrieval.text import fold, follow_terms
 
 MAX_QUERY_CHARS = 200
@@ -100,93 +104,70 @@ def matches(follow: Follow, paper: Paper) -> bool:
 
 # --- storage ---------------------------------------------------------------------------------
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS follows (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    channel TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('scholar', 'topic')),
-    query TEXT NOT NULL,
-    query_key TEXT NOT NULL,
-    created_by TEXT,
-    created_at TEXT NOT NULL,
-    UNIQUE (channel, kind, query_key)
-);
-CREATE TABLE IF NOT EXISTS inbox (
-    paper_id TEXT PRIMARY KEY,
-    noted_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS announced (
-    follow_id INTEGER NOT NULL REFERENCES follows(id) ON DELETE CASCADE,
-    paper_id TEXT NOT NULL,
-    announced_at TEXT NOT NULL,
-    PRIMARY KEY (follow_id, paper_id)
-);
-"""
-
 
 class FollowStore:
-    """Follows and what each already announced, in one SQLite file; safe across threads."""
+    """Follows and what each already announced, in the database (``storage.database``: the
+    tables ``follows``, ``follow_inbox`` and ``follow_announced``); safe across threads and
+    processes: every change is one transaction under the database's writer lock."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._file = SqliteFile(path, _SCHEMA, label=f"the follows store at {path}", pragmas=("foreign_keys = ON",))
+    def __init__(self, database: Database) -> None:
+        if database.read_only is not None:
+            raise DataDirReadOnlyError("open the follows store", data_dir=str(database.data_dir),
+                                       reason=database.read_only)
+        self.database = database
 
     @classmethod
     def for_settings(cls, settings: Settings) -> FollowStore:
-        return cls(settings.data_dir / "follows.sqlite3")
+        """The follows of these settings' database (upgraded first if it is behind)."""
+        return cls(open_database(settings))
 
     def close(self) -> None:
-        self._file.close()
+        """Nothing to release: the database's connections are pooled per process (``close_databases``)."""
 
     def add(self, channel: str, kind: FollowKind, query: str, *, created_by: str | None = None) -> tuple[Follow, bool]:
         """Follow ``query`` in ``channel``; returns (follow, False) when it already existed."""
         query = " ".join(query.split())
         key = fold(query) or query.casefold()
-        with self._file.transaction() as db:
-            row = db.execute(
-                "SELECT * FROM follows WHERE channel = ? AND kind = ? AND query_key = ?", (channel, kind, key)
-            ).fetchone()
+        with self.database.writing("change the follows") as db:
+            row = db.execute(select(follows).where(
+                follows.c.channel == channel, follows.c.kind == kind, follows.c.query_key == key)).first()
             if row is not None:
                 return _follow(row), False
-            (count,) = db.execute("SELECT COUNT(*) FROM follows WHERE channel = ?", (channel,)).fetchone()
+            count = db.execute(select(func.count()).select_from(follows).where(follows.c.channel == channel)).scalar_one()
             if count >= MAX_FOLLOWS_PER_CHANNEL:
                 raise InputError(
                     f"This channel already follows {count} scholars and topics.",
                     hint="Unfollow some first (`follows` lists them).",
                 )
-            cursor = db.execute(
-                "INSERT INTO follows (channel, kind, query, query_key, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (channel, kind, query, key, created_by, _now()),
-            )
-            row = db.execute("SELECT * FROM follows WHERE id = ?", (cursor.lastrowid,)).fetchone()
+            row = db.execute(insert(follows).values(
+                channel=channel, kind=kind, query=query, query_key=key, created_by=created_by, created_at=_now(),
+            ).returning(*follows.c)).one()
             return _follow(row), True
 
     def remove(self, channel: str, reference: str) -> Follow | None:
         """Unfollow by number (as listed) or by the followed name/topic; None if nothing matched."""
         reference = " ".join(reference.split()).strip().strip("\"'").removeprefix("#")
         kind, text = parse_follow(reference) if reference else (None, "")
-        with self._file.transaction() as db:
+        with self.database.writing("change the follows") as db:
             if text.isdigit():
-                row = db.execute("SELECT * FROM follows WHERE channel = ? AND id = ?", (channel, int(text))).fetchone()
+                row = db.execute(select(follows).where(follows.c.channel == channel, follows.c.id == int(text))).first()
             else:
-                rows = db.execute(
-                    "SELECT * FROM follows WHERE channel = ? AND query_key = ? ORDER BY id",
-                    (channel, fold(text) or text.casefold()),
-                ).fetchall()
-                rows = [r for r in rows if kind is None or r[2] == kind]
+                rows = db.execute(select(follows).where(
+                    follows.c.channel == channel, follows.c.query_key == (fold(text) or text.casefold()),
+                ).order_by(follows.c.id)).all()
+                rows = [r for r in rows if kind is None or r.kind == kind]
                 row = rows[0] if rows else None
             if row is None:
                 return None
-            db.execute("DELETE FROM follows WHERE id = ?", (row[0],))
+            db.execute(delete(follows).where(follows.c.id == row.id))
             return _follow(row)
 
-    def list(self, channel: str | None = None) -> list[Follow]:
-        with self._file.locked() as db:
-            if channel is None:
-                rows = db.execute("SELECT * FROM follows ORDER BY id").fetchall()
-            else:
-                rows = db.execute("SELECT * FROM follows WHERE channel = ? ORDER BY id", (channel,)).fetchall()
-        return [_follow(row) for row in rows]
+    def list(self, channel: str | None = None) -> builtins.list[Follow]:
+        query = select(follows).order_by(follows.c.id)
+        if channel is not None:
+            query = query.where(follows.c.channel == channel)
+        with self.database.reading("read the follows") as db:
+            return [_follow(row) for row in db.execute(query)]
 
     def note_new_papers(self, paper_ids: Iterable[str]) -> int:
         """Queue ids a sync reported as NEW; the serving bot matches and posts them later.
@@ -195,28 +176,29 @@ class FollowStore:
         Returns how many ids were not queued already.
         """
         now = _now()
-        with self._file.transaction() as db:
-            before = db.total_changes
-            db.executemany(
-                "INSERT OR IGNORE INTO inbox (paper_id, noted_at) VALUES (?, ?)",
-                [(paper_id, now) for paper_id in dict.fromkeys(paper_ids)],
-            )
-            return db.total_changes - before
+        wanted = builtins.list(dict.fromkeys(paper_ids))
+        with self.database.writing("queue new papers for the follow alerts") as db:
+            queued = _present(db, follow_inbox.c.paper_id, wanted)
+            fresh = [paper_id for paper_id in wanted if paper_id not in queued]
+            if fresh:
+                db.execute(insert(follow_inbox), [{"paper_id": paper_id, "noted_at": now} for paper_id in fresh])
+            return len(fresh)
 
     def queued_new_papers(self, limit: int = 500) -> builtins.list[str]:
         """Ids noted by syncs and not yet processed, oldest first."""
-        with self._file.locked() as db:
-            rows = db.execute("SELECT paper_id FROM inbox ORDER BY noted_at, paper_id LIMIT ?", (limit,)).fetchall()
-        return [row[0] for row in rows]
+        query = select(follow_inbox.c.paper_id).order_by(follow_inbox.c.noted_at, follow_inbox.c.paper_id).limit(limit)
+        with self.database.reading("read the follow alerts' queue") as db:
+            return builtins.list(db.execute(query).scalars())
 
     def done_with_new_papers(self, paper_ids: Sequence[str]) -> None:
         """Drop processed ids from the queue (after their alerts were posted)."""
-        with self._file.transaction() as db:
-            db.executemany("DELETE FROM inbox WHERE paper_id = ?", [(paper_id,) for paper_id in paper_ids])
+        with self.database.writing("update the follow alerts' queue") as db:
+            for chunk in _chunks(paper_ids):
+                db.execute(delete(follow_inbox).where(follow_inbox.c.paper_id.in_(chunk)))
 
     def pending_alerts(self, papers: Iterable[Paper]) -> builtins.list[FollowAlert]:
         """For each follow, the given papers that match it and were not announced yet."""
-        candidates = list(papers)
+        candidates = builtins.list(papers)
         alerts: list[FollowAlert] = []
         for follow in self.list():
             matching = [paper for paper in candidates if matches(follow, paper)]
@@ -231,25 +213,37 @@ class FollowStore:
     def mark_announced(self, follow_id: int, paper_ids: Sequence[str]) -> None:
         """Record that these papers were posted for this follow (call after a successful post)."""
         now = _now()
-        with self._file.transaction() as db:
-            exists = db.execute("SELECT 1 FROM follows WHERE id = ?", (follow_id,)).fetchone()
-            if exists is None:
+        with self.database.writing("record the posted follow alerts") as db:
+            if db.execute(select(follows.c.id).where(follows.c.id == follow_id)).first() is None:
                 return  # unfollowed meanwhile
-            db.executemany(
-                "INSERT OR IGNORE INTO announced (follow_id, paper_id, announced_at) VALUES (?, ?, ?)",
-                [(follow_id, paper_id, now) for paper_id in paper_ids],
-            )
+            wanted = builtins.list(dict.fromkeys(paper_ids))
+            done = _present(db, follow_announced.c.paper_id, wanted, follow_announced.c.follow_id == follow_id)
+            fresh = [{"follow_id": follow_id, "paper_id": paper_id, "announced_at": now}
+                     for paper_id in wanted if paper_id not in done]
+            if fresh:
+                db.execute(insert(follow_announced), fresh)
 
     def _announced(self, follow_id: int, paper_ids: Sequence[str]) -> set[str]:
         if not paper_ids:
             return set()
-        marks = ",".join("?" * len(paper_ids))
-        with self._file.locked() as db:
-            rows = db.execute(
-                f"SELECT paper_id FROM announced WHERE follow_id = ? AND paper_id IN ({marks})",
-                (follow_id, *paper_ids),
-            ).fetchall()
-        return {row[0] for row in rows}
+        with self.database.reading("read the posted follow alerts") as db:
+            return _present(db, follow_announced.c.paper_id, paper_ids, follow_announced.c.follow_id == follow_id)
+
+
+_CHUNK = 500  # ids per IN (...) list: well under SQLite's limit of bound parameters
+
+
+def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start:start + _CHUNK]
+
+
+def _present(db: Connection, column: ColumnElement[str], values: Sequence[str], *where: ColumnElement[bool]) -> set[str]:
+    """Which of ``values`` are in ``column`` (of the rows that satisfy ``where``)."""
+    found: set[str] = set()
+    for chunk in _chunks(values):
+        found.update(db.execute(select(column).where(column.in_(chunk), *where)).scalars())
+    return found
 
 
 def note_new_papers(settings: Settings, paper_ids: Iterable[str]) -> int:
@@ -261,9 +255,9 @@ def note_new_papers(settings: Settings, paper_ids: Iterable[str]) -> int:
         store.close()
 
 
-def _follow(row: tuple[object, ...]) -> Follow:
-    follow_id, channel, kind, query, _key, created_by, created_at = row
-    return Follow(id=follow_id, channel=channel, kind=kind, query=query, created_by=created_by, created_at=created_at)
+def _follow(row: Row[Any]) -> Follow:
+    return Follow(id=row.id, channel=row.channel, kind=row.kind, query=row.query, created_by=row.created_by,
+                  created_at=row.created_at)
 
 
 def _now() -> str:

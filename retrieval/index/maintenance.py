@@ -363,7 +363,7 @@ class Maintenance:
 
     def _refusal(self, report: ConsistencyReport) -> RepairRefusedError:
         """Why ``repair`` will not drop the vectors of a record store that looks lost, and what to do."""
-        where = f"the record store {self.store.path}"
+        where = f"the record store {self.store.where}"
         if report.records == 0:
             found = f"{where} is empty but the vector index holds {report.vectors} vectors"
         else:
@@ -391,7 +391,7 @@ class Maintenance:
         total = self.store.count()
         if total == 0 and not force:
             raise RepairRefusedError(
-                f"Refusing to rebuild the damaged vector index: the record store {self.store.path} is empty, so "
+                f"Refusing to rebuild the damaged vector index: the record store {self.store.where} is empty, so "
                 "the new index would be empty too. The record store is the source of truth, and an empty one "
                 "usually means the file was lost.",
                 hint="Restore records.sqlite3 from a backup, or re-ingest your sources with `paperbot ingest`; "

@@ -87,7 +87,7 @@ class PaperIndex:
         ``roster_names`` lets author filters follow roster aliases (the assistant passes
         ``storage.roster.names_of``); without it a name stands for itself.
         """
-        store = RecordStore(settings.records_path)
+        store = RecordStore.open(settings)
         return cls(settings, store, DenseStore(settings), LexicalIndex(settings.lexical_dir, store), encoder,
                    fusion=fusion, embed=embed, encoder_factory=encoder_factory, roster_names=roster_names)
 
@@ -131,6 +131,10 @@ class PaperIndex:
 
     def find_matches(self, paper: Paper) -> list[Paper]:
         return self.store.find_matches(paper)
+
+    def find_matches_many(self, papers: Sequence[Paper]) -> list[list[Paper]]:
+        """``find_matches`` of each paper, read for the whole batch at once (``RecordStore.find_matches_many``)."""
+        return self.store.find_matches_many(papers)
 
     def iter_papers(self) -> Iterator[Paper]:
         return self.store.iter_papers()

@@ -58,12 +58,13 @@ def _without_ids(paper: Paper, other: Paper, names: list[str], warnings: list[Sk
     return paper.model_copy(update=update)
 
 
-def _merge_with_index(index: PaperIndex, paper: Paper, warnings: list[SkippedItem]) -> tuple[Paper, list[str]]:
-    """The paper merged with every indexed record it matches, and the ids those records had.
+def _merge_with_index(index: PaperIndex, paper: Paper, matches: list[Paper],
+                      warnings: list[SkippedItem]) -> tuple[Paper, list[str]]:
+    """The paper merged with every indexed record it matches (``matches``: its
+    ``find_matches``), and the ids those records had.
 
     An indexed record with the paper's own id that is another paper (``titles_conflict``) keeps
     the id; the paper loses it, so that the upsert cannot overwrite that record."""
-    matches = index.find_matches(paper)
     for existing in matches:
         if existing.id == paper.id and not same_paper(existing, paper) and (names := shared_ids(existing, paper)):
             paper = _without_ids(paper, existing, names, warnings)
@@ -134,8 +135,8 @@ def _upsert_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestRe
         final: dict[str, Paper] = {}
         replaces: dict[str, str] = {}
         stale: list[str] = []
-        for paper in batch:
-            merged, previous_ids = _merge_with_index(index, paper, report.warnings)
+        for paper, matches in zip(batch, index.find_matches_many(batch), strict=True):
+            merged, previous_ids = _merge_with_index(index, paper, matches, report.warnings)
             if merged.id in final:  # two batch items matched the same indexed record
                 merged = merge_papers(final[merged.id], merged)
             final[merged.id] = merged

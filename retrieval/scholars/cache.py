@@ -74,7 +74,8 @@ def index_state(index: Any) -> dict[str, Any] | None:
     store: Any = getattr(index, "store", None)
     if not all(callable(getattr(store, name, None)) for name in ("digest", "meta")):
         return None
-    return {"store": str(Path(store.path).resolve()), "digest": str(store.digest()), "meta": dict(store.meta())}
+    where = str(Path(store.path).resolve()) if store.path is not None else str(store.where)
+    return {"store": where, "digest": str(store.digest()), "meta": dict(store.meta())}
 
 
 def _retrieval_owners(module: ModuleType) -> set[str]:

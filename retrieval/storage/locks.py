@@ -1,4 +1,4 @@
-"""One writer at a time per data dir.
+"""One writer at a time per data dir, or per database when it is a PostgreSQL server.
 
 An ingest, a sync and a repair each read stored records, merge what they bring and write the
 result back. Two of them on one data dir at once (two terminals, a cron sync during an ingest,
@@ -22,6 +22,15 @@ always means nothing was changed. Within a process the lock is re-entrant for th
 holds it and keeps other threads out. A data dir this process cannot write (a read-only snapshot,
 ``config.unwritable_reason``) is refused before anything is tried: ``DataDirReadOnlyError``
 names the cause ("Cannot ingest: the data dir /snap is read-only (a read-only file system)").
+
+A PostgreSQL database (``PAPERBOT_DATABASE_URL``) holds the records of every host that uses it,
+so there the writers coordinate through the database instead of the file: a session advisory
+lock (``pg_advisory_lock(SERVER_WRITERS)``, ``ServerWriterLock``) on a connection of its own,
+held for the whole ingest, sync, repair or removal and released at its end (the server releases
+it when the connection drops: a killed writer blocks nobody). Two ingests on two hosts, or two
+data dirs, then merge with each other's records instead of overwriting them. The holder names
+itself in its connection's ``application_name`` ("paperbot ingest pid 12345"), which a waiter
+reads from ``pg_locks``; the policy (one notice, ``BusyError`` after the wait) is the same.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +46,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from filelock import FileLock, Timeout
 
@@ -47,6 +57,7 @@ from retrieval.storage.atomic import atomic_write_text
 log = logging.getLogger(__name__)
 
 Activity = Literal["ingest", "sync", "repair", "remove"]
+SERVER_WRITERS = 0x70627772_0001  # pg_advisory_lock key of the writers of a PostgreSQL database
 _DOING: dict[str, str] = {"ingest": "ingest", "sync": "sync", "repair": "repair the index",
                           "remove": "remove records"}  # "Cannot <doing>: ..."
 NOTHING_CHANGED = "Wait for it to finish, or stop it; nothing was changed."
@@ -134,9 +145,9 @@ def _storage_error(settings: Settings, exc: OSError) -> StorageError:
     )
 
 
-def _busy(holder: Holder, waited: float) -> BusyError:
+def _busy(holder: Holder, waited: float, where: str = "on this data dir") -> BusyError:
     return BusyError(
-        f"Another {holder.what} is still running on this data dir{holder.details} after {waited:g} s of waiting.",
+        f"Another {holder.what} is still running {where}{holder.details} after {waited:g} s of waiting.",
         hint=NOTHING_CHANGED,
         pid=holder.pid,
         activity=holder.activity,
@@ -144,23 +155,31 @@ def _busy(holder: Holder, waited: float) -> BusyError:
     )
 
 
-def _acquire(settings: Settings, guard: _Guard, wait: float, notice: Callable[[str], None]) -> None:
-    """Take the thread lock and then the file lock within ``wait`` seconds, telling ``notice``
-    once when another holder makes it wait; ``BusyError`` when the wait runs out."""
+def _acquire(settings: Settings, guard: _Guard, wait: float, notice: Callable[[str], None],
+             server: ServerWriterLock | None = None) -> None:
+    """Take the thread lock and then the file lock (or ``server``'s) within ``wait`` seconds,
+    telling ``notice`` once when another holder makes it wait; ``BusyError`` when the wait runs out."""
     deadline = time.monotonic() + wait
     told = False
 
-    def tell(holder: Holder) -> None:
+    def tell(holder: Holder, where: str = "on this data dir") -> None:
         nonlocal told
         if not told and wait > 0:  # no wait, no "waiting": the error follows at once
             told = True
-            notice(f"Waiting for another {holder.what} on this data dir{holder.details} to finish "
+            notice(f"Waiting for another {holder.what} {where}{holder.details} to finish "
                    f"(giving up after {wait:g} s) ...")
 
     if not guard.thread_lock.acquire(blocking=False):  # another thread of this process writes
         tell(read_holder(settings))
         if not guard.thread_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise _busy(read_holder(settings), wait)
+    if server is not None:
+        try:
+            server.acquire(deadline, wait, tell)
+        except BaseException:
+            guard.thread_lock.release()
+            raise
+        return
     try:
         try:
             guard.file_lock.acquire(blocking=False)
@@ -227,14 +246,98 @@ def hold_writer_lock(
         settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise _storage_error(settings, exc) from None
-    _acquire(settings, guard, seconds, say)
+    server = ServerWriterLock(settings, activity) if _on_server(settings) else None
+    _acquire(settings, guard, seconds, say, server)
     guard.owner, guard.depth = threading.get_ident(), 1
     try:
-        _write_holder(settings, activity)
+        if server is None:
+            _write_holder(settings, activity)
         yield
     finally:
         guard.owner, guard.depth = None, 0
-        with suppress(OSError):
-            settings.writer_holder_path.unlink(missing_ok=True)
-        guard.file_lock.release()
+        if server is None:
+            with suppress(OSError):
+                settings.writer_holder_path.unlink(missing_ok=True)
+            guard.file_lock.release()
+        else:
+            server.release()
         guard.thread_lock.release()
+
+
+def _on_server(settings: Settings) -> bool:
+    """Whether the settings' database is a PostgreSQL server (its URL is checked when it is opened)."""
+    url = settings.database_url.get_secret_value() if settings.database_url is not None else ""
+    return url.startswith(("postgresql:", "postgresql+"))
+
+
+class ServerWriterLock:
+    """The writer lock of a PostgreSQL database (module docstring): one connection holding
+    ``pg_advisory_lock(SERVER_WRITERS)`` from ``acquire`` to ``release``."""
+
+    def __init__(self, settings: Settings, activity: Activity) -> None:
+        from retrieval.storage.database import open_database
+
+        self.database = open_database(settings)
+        self.activity = activity
+        self._connection: Any = None
+
+    def holder(self) -> Holder:
+        """Who holds the lock, as its connection's ``application_name`` says (empty when unknown)."""
+        from sqlalchemy import text
+
+        with self.database.reading("find the holder of the writer lock") as connection:
+            name = connection.execute(text(
+                "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                " WHERE l.locktype = 'advisory' AND l.granted"
+                " AND l.classid = :high AND l.objid = :low AND l.objsubid = 1"),
+                {"high": SERVER_WRITERS >> 32, "low": SERVER_WRITERS & 0xFFFFFFFF}).scalar()
+        match = re.fullmatch(r"paperbot (\w+) pid (\d+)", name or "")
+        return Holder(int(match[2]), match[1]) if match else Holder()
+
+    def acquire(self, deadline: float, wait: float, tell: Callable[[Holder, str], None]) -> None:
+        """Take the lock by ``deadline`` (``time.monotonic``), telling ``tell`` once if it must wait."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import DBAPIError
+
+        where = f"on the database {self.database.where}"
+        doing = "take the writer lock of the database"
+        try:
+            connection = self.database.engine.connect()
+        except DBAPIError as exc:
+            raise self.database.error(exc, doing) from exc
+        try:
+            connection.execute(text("SELECT set_config('application_name', :name, false)"),
+                               {"name": f"paperbot {self.activity} pid {os.getpid()}"})
+            while True:
+                taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": SERVER_WRITERS}).scalar()
+                connection.commit()  # held by the session, not by an open transaction
+                if taken:
+                    self._connection = connection
+                    return
+                holder = self.holder()
+                if time.monotonic() >= deadline:
+                    raise _busy(holder, wait, where)
+                tell(holder, where)
+                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+        except DBAPIError as exc:
+            connection.close()
+            raise self.database.error(exc, doing) from exc
+        except BaseException:
+            connection.close()
+            raise
+
+    def release(self) -> None:
+        """Let the lock go (closing the connection would too: the server drops a session's locks)."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import DBAPIError
+
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SERVER_WRITERS})
+            connection.commit()
+        except DBAPIError as exc:  # the connection is gone, and with it the lock
+            log.warning("Could not release the writer lock of the database cleanly: %s", exc)
+        finally:
+            connection.close()

@@ -1,44 +1,40 @@
 """The scholar roster: the people whose publications paperbot keeps in sync.
 
-Stored as JSON in ``<data dir>/roster.json``. Every change re-reads the file under an exclusive
-lock and replaces it atomically (write to a temporary file in the same directory, fsync,
-rename), so a crash never leaves half a roster and a sync that records its progress does not
-erase a scholar added meanwhile from another process. A roster file that cannot be read is never
-overwritten: the error names it and says how to fix it.
+Stored in the database (``storage.database``: the ``scholars`` table, SQLite in the data dir or
+PostgreSQL), one row per scholar in the order they were added. Every change is one write
+transaction that re-reads the roster under the database's writer lock, so two processes adding
+at once both land and a sync that records its progress does not erase a scholar added meanwhile.
+A data dir made before the database had ``roster.json``: the first upgrade imports it
+(``storage.legacy``; the file stays, no longer read). A read-only data dir that was never
+upgraded is read from that file, and refuses changes (``DataDirReadOnlyError``).
+
+SQLAlchemy is imported when the roster is first read or changed, not with this module, and not
+at all for a data dir without a roster (no database, no ``roster.json``): opening the index binds
+``names_of``, and ``summarize`` loads the roster, without paying for it there.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
-from retrieval.config import Settings, unwritable_reason
-from retrieval.errors import DataDirReadOnlyError, InputError, StorageError, UnknownScholarError
+from retrieval.config import Settings
+from retrieval.errors import InputError, StorageError, UnknownScholarError
 from retrieval.records.paper import clean_text, normalize_openalex_id, normalize_orcid
 from retrieval.results import Scholar
-from retrieval.storage.atomic import atomic_write_text
+from retrieval.storage.legacy import ROSTER_FILE, read_roster
 from retrieval.text import fold
 
-try:  # POSIX advisory locks; elsewhere the atomic rename alone protects the file
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
-ROSTER_FILE = "roster.json"
-FORMAT_VERSION = 1
+    from retrieval.storage.database import Database
+
 SOURCES = ("arxiv", "openalex", "crossref")
-
-
-class _RosterFile(BaseModel):
-    version: int = FORMAT_VERSION
-    scholars: list[Scholar] = Field(default_factory=list)
-
-
+_CHANGE = "change the roster"
 def _check_orcid(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
@@ -63,51 +59,28 @@ def _check_openalex_author(value: str | None) -> str | None:
     return openalex
 
 
-def roster_path(settings: Settings) -> Path:
-    return settings.data_dir / ROSTER_FILE
-
-
 class Roster:
-    """The roster of one installation; every mutating call is persisted before it returns."""
+    """The roster of one installation; every change is committed before it returns."""
 
-    def __init__(self, path: Path, scholars: list[Scholar]) -> None:
-        self.path = path
+    def __init__(self, settings: Settings, scholars: list[Scholar]) -> None:
+        self.settings = settings
         self._scholars = scholars
 
     # --- persistence -----------------------------------------------------------------------
 
     @classmethod
     def load(cls, settings: Settings) -> Roster:
-        """The roster in the settings' data dir (empty when no roster file exists yet)."""
-        path = roster_path(settings)
-        return cls(path, _read(path))
+        """The roster of these settings' database (upgraded first if it is behind); empty, without
+        opening anything, for a data dir that has neither a database nor a ``roster.json``."""
+        return cls(settings, [] if _nothing_stored(settings) else _read(_open_database(settings)))
 
-    @contextmanager
-    def _locked(self) -> Iterator[list[Scholar]]:
-        """Re-read under an exclusive lock, let the caller change the list, then save it atomically.
-
-        A data dir this process cannot write is a ``DataDirReadOnlyError`` before anything is tried."""
-        reason = unwritable_reason(self.path.parent)
-        if reason is not None:
-            raise DataDirReadOnlyError("change the roster", data_dir=str(self.path.parent), reason=reason)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            lock = open(self.path.with_name(self.path.name + ".lock"), "a+")  # noqa: SIM115
-        except OSError as exc:
-            raise StorageError(
-                f"Cannot write the roster in {self.path.parent}: {exc.strerror or exc}.",
-                hint="Check that PAPERBOT_DATA_DIR points to a writable directory.",
-            ) from None
-        with lock:
-            if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            scholars = _read(self.path)
-            yield scholars
-            _write(self.path, scholars)
-            self._scholars = scholars
+    @property
+    def database(self) -> Database:
+        """The database the roster is in (opened, and upgraded if behind, on first use)."""
+        return _open_database(self.settings)
 
     def reload(self) -> Roster:
-        self._scholars = _read(self.path)
+        self._scholars = _read(self.database)
         return self
 
     # --- queries ---------------------------------------------------------------------------
@@ -154,24 +127,33 @@ class Roster:
             arxiv_name=clean_text(arxiv_name) or None,
             aliases=list(aliases),
         )
-        with self._locked() as scholars:
-            for existing in scholars:
+        from retrieval.storage.schema import scholars as table
+
+        with self.database.writing(_CHANGE) as connection:
+            rows = _rows(connection)
+            for existing in rows.values():
                 clash = _clash(existing, scholar)
                 if clash:
                     raise InputError(
                         f"{clash} is already on the roster as {existing.name!r}.",
                         hint=f'Remove it first (paperbot scholars remove "{existing.name}") to re-add it differently.',
                     )
-            scholars.append(scholar)
+            connection.execute(table.insert().values(_columns(scholar)))
+        self._scholars = [*rows.values(), scholar]
         return scholar
 
     def remove(self, name: str) -> Scholar:
         """Remove the scholar known by ``name`` (any of their names or ids)."""
-        with self._locked() as scholars:
-            for position, scholar in enumerate(scholars):
-                if scholar.matches(name):
-                    return scholars.pop(position)
-            raise self._unknown(name, scholars)
+        from retrieval.storage.schema import scholars as table
+
+        with self.database.writing(_CHANGE) as connection:
+            rows = _rows(connection)
+            found = next(((row_id, scholar) for row_id, scholar in rows.items() if scholar.matches(name)), None)
+            if found is None:
+                raise self._unknown(name, list(rows.values()))
+            connection.execute(table.delete().where(table.c.id == found[0]))
+        self._scholars = [scholar for row_id, scholar in rows.items() if row_id != found[0]]
+        return found[1]
 
     def mark_synced(self, name: str, source: str, when: str) -> None:
         """Record that ``source`` was fetched completely for this scholar up to ``when``."""
@@ -179,12 +161,18 @@ class Roster:
 
     def update(self, name: str, change: Callable[[Scholar], None]) -> Scholar:
         """Apply ``change`` to the scholar called ``name`` and persist it."""
-        with self._locked() as scholars:
-            for scholar in scholars:
-                if scholar.matches(name):
-                    change(scholar)
-                    return scholar
-            raise self._unknown(name, scholars)
+        from retrieval.storage.schema import scholars as table
+
+        with self.database.writing(_CHANGE) as connection:
+            rows = _rows(connection)
+            found = next(((row_id, scholar) for row_id, scholar in rows.items() if scholar.matches(name)), None)
+            if found is None:
+                raise self._unknown(name, list(rows.values()))
+            row_id, scholar = found
+            change(scholar)
+            connection.execute(table.update().where(table.c.id == row_id).values(_columns(scholar)))
+        self._scholars = list(rows.values())
+        return scholar
 
     def _unknown(self, name: str, scholars: Sequence[Scholar] | None = None) -> UnknownScholarError:
         pool = scholars if scholars is not None else self._scholars
@@ -220,59 +208,60 @@ def _clash(existing: Scholar, new: Scholar) -> str | None:
     return None
 
 
-_LOADED: dict[Path, tuple[tuple[int, int], list[Scholar]]] = {}  # path -> (mtime_ns, size), scholars
-
-
-def _current(path: Path) -> list[Scholar]:
-    """The roster's scholars, re-read only when the file changed (searches consult it often)."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StorageError(f"Cannot read the roster {path}: {exc.strerror or exc}.") from None
-    signature = (stat.st_mtime_ns, stat.st_size)
-    cached = _LOADED.get(path)
-    if cached is None or cached[0] != signature:
-        cached = (signature, _read(path))
-        _LOADED[path] = cached
-    return cached[1]
-
-
 def names_of(settings: Settings, query: str) -> list[str]:
     """Every name the roster knows the scholar ``query`` by, or just ``[query]``.
 
     ``query`` may be any of the scholar's names, aliases, arXiv name, ORCID or OpenAlex id:
     an author filter "by Lenny Guo" then also selects the papers written as "Luanzheng Guo".
+    A data dir with neither a database nor a ``roster.json`` has no roster: a search there
+    creates no database and imports no SQLAlchemy.
     """
-    path = roster_path(settings)
-    scholar = Roster(path, _current(path)).find(query)
+    if _nothing_stored(settings):
+        return [query]
+    scholar = Roster.load(settings).find(query)
     return scholar.names if scholar else [query]
 
 
-def _read(path: Path) -> list[Scholar]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StorageError(f"Cannot read the roster {path}: {exc.strerror or exc}.") from None
-    try:
-        return _RosterFile.model_validate(json.loads(text)).scholars
-    except (json.JSONDecodeError, ValidationError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else exc.errors()[0]["msg"]
-        raise StorageError(
-            f"The roster {path} is damaged ({detail}); it was left untouched.",
-            hint="Fix the JSON by hand, or move the file away to start an empty roster.",
-        ) from None
+def _nothing_stored(settings: Settings) -> bool:
+    """True when no roster can exist yet: SQLite in the data dir, no database file, no ``roster.json``."""
+    return (settings.database_url is None and not settings.database_path.exists()
+            and not (settings.data_dir / ROSTER_FILE).exists())
 
 
-def _write(path: Path, scholars: list[Scholar]) -> None:
-    payload = _RosterFile(scholars=scholars).model_dump_json(indent=2)
-    try:
-        atomic_write_text(path, payload + "\n")
-    except OSError as exc:
-        raise StorageError(
-            f"Cannot write the roster {path}: {exc.strerror or exc}; the previous roster is unchanged.",
-            hint="Free some disk space or fix the directory's permissions, then retry.",
-        ) from None
+def _open_database(settings: Settings) -> Database:
+    """``storage.database.open_database``, imported on first use (see the module docstring)."""
+    from retrieval.storage.database import open_database
+
+    return open_database(settings)
+
+
+def _read(database: Database) -> list[Scholar]:
+    """The scholars in the order they were added; from ``roster.json`` for a read-only data dir
+    whose database was never upgraded to this code's schema."""
+    from retrieval.storage.schema import HEAD
+
+    if database.read_only is not None and database.revision() != HEAD:
+        return read_roster(database.data_dir / ROSTER_FILE)
+    with database.reading("read the roster") as connection:
+        return list(_rows(connection).values())
+
+
+def _rows(connection: Connection) -> dict[int, Scholar]:
+    """Every scholar by row id, in the order they were added; a row that is no scholar (changed
+    by hand) is a ``StorageError`` naming it."""
+    from retrieval.storage.schema import scholars as table
+
+    found = {}
+    for row in connection.execute(table.select().order_by(table.c.id)).mappings():
+        try:
+            found[row["id"]] = Scholar.model_validate({key: value for key, value in row.items() if key != "id"})
+        except ValidationError as exc:
+            raise StorageError(f"The roster in the database is damaged: row {row['id']} of the scholars table "
+                               f"({row['name']!r}) is not a scholar ({exc.errors()[0]['msg']}).",
+                               hint="Correct or delete that row (docs/postgres.md), then run the command again.") from None
+    return found
+
+
+def _columns(scholar: Scholar) -> dict[str, Any]:
+    """The ``scholars`` row of ``scholar`` (every field of the model is a column)."""
+    return scholar.model_dump(mode="json")

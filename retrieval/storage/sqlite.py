@@ -1,21 +1,14 @@
-"""A small SQLite file in the data dir, opened once and shared by threads behind one lock.
+"""What every SQLite file of the data dir needs: full-disk and read-only handling.
 
-The Slack state (``slack/state.sqlite3``) and the follows store (``follows.sqlite3``) open their
-files the same way: create the directory, connect in autocommit mode (``isolation_level=None``:
-each statement commits by itself unless it runs inside ``transaction``), apply their pragmas and
-their ``CREATE ... IF NOT EXISTS`` schema. Every failure to open, and every SQLite failure inside
-``call`` or ``transaction``, becomes a ``StorageError`` that names the file and the fix.
-
-    file = SqliteFile(path, _SCHEMA, label=f"the follows store at {path}", pragmas=("foreign_keys = ON",))
-    with file.transaction() as db:
-        db.execute("INSERT ...")
+The embedding cache (raw ``sqlite3``) and the database (``storage.database``, through
+SQLAlchemy: the records, the roster, the Slack state) use these helpers.
 
 A full disk. SQLite rolls a transaction back by itself when a write fails for lack of space,
 so a ``ROLLBACK`` afterwards would fail too ("no transaction is active") and hide the real
 error: ``rollback`` rolls back only a transaction still open and never raises, and the caller
 gets the original failure. ``disk_is_full`` tells that failure apart (SQLITE_FULL, ENOSPC,
 EDQUOT, or an I/O error on a filesystem with next to nothing free); it becomes a
-``DiskFullError`` ("Cannot update the Slack state file ...: the disk is full (the disk holding
+``DiskFullError`` ("Cannot write to the record store ...: the disk is full (the disk holding
 PAPERBOT_DATA_DIR); nothing was changed. Free some disk space and retry; nothing was lost.").
 
 Reading a full disk. A WAL-mode file (the record store, the embedding cache) cannot even be
@@ -27,11 +20,9 @@ committed is in the main file), and its users reopen normally as soon as space i
 A read-only data dir (``config.unwritable_reason``: a read-only mount, no write permission).
 ``unwritable`` tells whether a file there can be written; ``open_read_only`` then opens it with
 SQLite's ``mode=ro`` (a WAL file with its ``-shm`` in place), or ``immutable`` when its log is
-empty, and writes nothing, no pragma and no migration. ``SqliteFile``, whose users must write,
-raises ``DataDirReadOnlyError`` naming the cause instead of SQLite's "attempt to write a readonly
-database".
-
-Nothing here knows about Slack: ``bot/`` may use it, the core never imports ``bot/``.
+empty, and writes nothing, no pragma and no migration. What must write checks ``unwritable``
+first and raises ``DataDirReadOnlyError`` naming the cause instead of SQLite's "attempt to write
+a readonly database".
 """
 
 from __future__ import annotations
@@ -41,12 +32,10 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 
 from retrieval.config import unwritable_reason
-from retrieval.errors import DataDirReadOnlyError, DiskFullError, StorageError
+from retrieval.errors import DataDirReadOnlyError
 
 log = logging.getLogger(__name__)
 
@@ -181,96 +170,3 @@ def open_read_only(path: Path, *, label: str, data_dir: Path, reason: str) -> sq
             f"read {label}: its write-ahead log {path.name}-wal holds changes SQLite can read only by "
             f"creating {path.name}-shm next to it", data_dir=str(data_dir), reason=reason)
     return snapshot
-
-
-def _connect(
-    path: Path, schema: str, *, label: str, pragmas: Sequence[str] = (), data_dir: Path | None = None
-) -> sqlite3.Connection:
-    """Connect to ``path`` (creating it and its directory), set ``pragmas``, apply ``schema``.
-
-    ``label`` names the file in the error, e.g. "the Slack state file /data/slack/state.sqlite3".
-    A file in a read-only data dir (``data_dir``, default the file's directory) is a
-    ``DataDirReadOnlyError``: its users must write.
-    """
-    reason = unwritable(path)
-    if reason is not None:
-        raise DataDirReadOnlyError(f"open {label}", data_dir=str(data_dir or path.parent), reason=reason)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        for pragma in pragmas:
-            db.execute(f"PRAGMA {pragma}")
-        db.executescript(schema)
-    except (OSError, sqlite3.Error) as exc:
-        if disk_is_full(exc, path):
-            raise DiskFullError(f"open {label}") from exc
-        raise StorageError(
-            f"Cannot open {label}: {exc}.",
-            hint="Check that PAPERBOT_DATA_DIR is writable.",
-        ) from exc
-    return db
-
-
-class SqliteFile:
-    """One open SQLite file and the lock that serialises its use across threads.
-
-    ``write_verb`` words the error of a failed change: "Cannot <write_verb> <label>: ...";
-    ``data_dir`` is the data dir an error names when the file's directory cannot be written.
-    """
-
-    def __init__(
-        self, path: Path, schema: str, *, label: str, pragmas: Sequence[str] = (), write_verb: str = "write",
-        data_dir: Path | None = None,
-    ) -> None:
-        self.path = path
-        self.label = label
-        self.write_verb = write_verb
-        self._lock = threading.Lock()
-        self._db = _connect(path, schema, label=label, pragmas=pragmas, data_dir=data_dir)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def locked(self) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock; a SQLite error propagates as it is."""
-        with self._lock:
-            yield self._db
-
-    @contextmanager
-    def call(self) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock (autocommit); a SQLite error becomes a ``StorageError``."""
-        with self._lock:
-            try:
-                yield self._db
-            except sqlite3.Error as exc:
-                raise self._write_error(exc) from exc
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction under the lock, rolled back on any exception.
-
-        A SQLite error becomes a ``StorageError`` (a ``DiskFullError`` when the disk is full);
-        any other exception propagates unchanged. Either way the caller sees the error that
-        happened, not a failure of the ``ROLLBACK`` after it (``rollback``).
-        """
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                rollback(self._db)
-                raise self._write_error(exc) from exc
-            except BaseException:
-                rollback(self._db)
-                raise
-
-    def _write_error(self, exc: sqlite3.Error) -> StorageError:
-        if disk_is_full(exc, self.path):
-            return DiskFullError(f"{self.write_verb} {self.label}")
-        return StorageError(
-            f"Cannot {self.write_verb} {self.label}: {exc}.",
-            hint="Check free disk space and permissions of PAPERBOT_DATA_DIR.",
-        )

@@ -23,10 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_FOR_HELP = (
     "chromadb", "onnxruntime", "torch", "bm25s", "scipy", "numpy", "langchain_core", "langchain_openai",
     "openai", "slack_bolt", "slack_sdk", "matplotlib", "networkx", "sentence_transformers", "transformers",
-    "pydantic", "pydantic_settings", "rich", "httpx",
+    "pydantic", "pydantic_settings", "rich", "httpx", "sqlalchemy", "alembic", "psycopg",
 )
 LLM_STACK = ("langchain_core", "langchain_openai", "openai")
-NOT_FOR_ANSWERS = (*LLM_STACK, "matplotlib", "slack_bolt", "slack_sdk", "torch", "sentence_transformers", "transformers")
+# The records are read through the database layer (SQLAlchemy; docs/performance.md says what it
+# costs), and this process creates the database (Alembic); no PostgreSQL driver for SQLite.
+NOT_FOR_ANSWERS = (*LLM_STACK, "matplotlib", "slack_bolt", "slack_sdk", "torch", "sentence_transformers", "transformers",
+                   "psycopg")
 
 
 def _python(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -40,6 +40,8 @@ from retrieval.index.encoders.choice import (
 )
 from retrieval.index.maintenance import ENCODER_META_KEY, ConsistencyReport
 from retrieval.index.paper_index import PaperIndex
+from retrieval.storage.database import SchemaStatus
+from retrieval.storage.schema import HEAD
 
 X86_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -433,7 +435,8 @@ def test_doctor_prints_the_choice(tmp_path):
     line = "Encoder auto choice on this CPU: onnx-int8 (probed ...)."
     report = ConsistencyReport(records=2, vectors=2, indexed_encoder="x", current_encoder="x", encoder_choice=line)
     out = io.StringIO()
-    checks = SimpleNamespace(check_consistency=lambda: report)
+    database = SchemaStatus(backend="sqlite", where=str(tmp_path / "records.sqlite3"), revision=None, head=HEAD)
+    checks = SimpleNamespace(check_consistency=lambda: report, database_status=lambda: database)
     ctx = SimpleNamespace(index=checks, assistant=checks, stdout=out,
                           settings=settings_in(tmp_path, "auto"),
                           out=lambda text="": out.write(text + "\n"),
@@ -441,7 +444,12 @@ def test_doctor_prints_the_choice(tmp_path):
     assert run_doctor(Namespace(force=False, repair=False, json=False, no_model=True), ctx) == 0  # type: ignore[arg-type]
     assert out.getvalue().splitlines() == [
         "Index consistent: 2 records, 2 vectors.", line,
-        f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {tmp_path / 'encoders'}"]
+        f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {tmp_path / 'encoders'}",
+        f"Database: SQLite {tmp_path / 'records.sqlite3'}, schema (not created yet), this paperbot's is {HEAD}: "
+        "upgraded on next use, or now with `paperbot db upgrade`."]
     out.truncate(0), out.seek(0)
     run_doctor(Namespace(force=False, repair=False, json=True, no_model=True), ctx)  # type: ignore[arg-type]
-    assert json.loads(out.getvalue())["encoder_choice"] == line
+    printed = json.loads(out.getvalue())
+    assert printed["encoder_choice"] == line
+    assert printed["database"] == {"backend": "sqlite", "where": str(tmp_path / "records.sqlite3"), "revision": None,
+                                   "head": HEAD, "current": False}

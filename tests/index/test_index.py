@@ -7,6 +7,7 @@ PersistentClient, once against a real Chroma server subprocess.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 
 import numpy as np
 import pytest
@@ -267,7 +268,9 @@ def test_a_damaged_roster_does_not_break_author_filters(roster_index, caplog):
     index = roster_index
     paper = Paper(title="Studies of sparse solvers", abstract="Sparse solvers.", authors=[Author(name="Lenny Guo")])
     index.upsert([paper])
-    (index.settings.data_dir / "roster.json").write_text("{not json", encoding="utf-8")
+    Roster.load(index.settings).add("Luanzheng Guo", aliases=["Lenny Guo"])
+    with sqlite3.connect(index.settings.database_path) as db:  # a row changed by hand into no scholar
+        db.execute("UPDATE scholars SET last_synced = '\"never\"'")
     hits = index.search("sparse solvers", k=5, filters=SearchFilters(authors=["Lenny Guo"]))
     assert [h.paper.id for h in hits] == [paper.id]
     assert "roster" in caplog.text

@@ -100,8 +100,8 @@ def test_iter_texts_gives_the_fields_iter_papers_gives(store: RecordStore):
 
 def _store_raw(store: RecordStore, paper_id: str, record: dict) -> None:
     """A record as older code wrote it (``record`` is the JSON; the columns from this code)."""
-    with store._transaction("write to") as conn:
-        conn.execute(
+    with store._writing() as conn:
+        conn.exec_driver_sql(
             "INSERT INTO papers (id, fingerprint, title_key, year, content_hash, embedding_hash, updated_at, record)"
             " VALUES (?, '', '', NULL, '', '', '', ?)", (paper_id, json.dumps(record)))
 

@@ -20,6 +20,7 @@ from retrieval.records.merge import same_paper
 from retrieval.records.paper import Author, Paper
 from retrieval.sources.providers.openalex import parse_works_page
 from retrieval.storage.records import MAX_TITLE_CANDIDATES, RecordStore
+from tests.support.legacy_records import as_legacy_store
 
 from .conftest import FIXTURES, HashEncoder, make_settings
 
@@ -99,7 +100,8 @@ def test_a_store_written_before_the_lookup_existed_is_backfilled(tmp_path, chemc
     path = tmp_path / "records.sqlite3"
     with RecordStore(path) as store:
         store.put_many([preprint])
-    # turn the file back into a version-1 store: no title_variants (nor later) table
+    # turn the file back into a version-1 store of before the database: no title_variants (nor later) table
+    as_legacy_store(path)
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE title_variants")
     conn.execute("DROP TABLE author_names")

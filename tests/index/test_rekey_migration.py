@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import retrieval.storage.records as store_module
+import retrieval.storage.legacy_records as store_module
 from retrieval.config import Settings
 from retrieval.errors import IndexUnavailableError
 from retrieval.index.filters import ResolvedFilters
@@ -31,6 +31,7 @@ from retrieval.records.paper import Author, Paper, Provenance
 from retrieval.results import SearchFilters
 from retrieval.storage.records import RecordStore
 from retrieval.text import LATIN_LETTERS, fold
+from tests.support.legacy_records import as_legacy_store
 
 from .conftest import HashEncoder, make_settings
 
@@ -54,20 +55,21 @@ def _clear_name_caches() -> None:
 
 
 @contextmanager
-def previous_code(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The old fold everywhere it is used, and a schema without migration 5."""
+def previous_code(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
+    """The old fold everywhere it is used; at the end, the store turned into a schema-4 one of
+    before the database (``as_legacy_store``: the previous code had no migration 5)."""
     new_fold = fold
     with monkeypatch.context() as patch:
         for name, module in list(sys.modules.items()):
             if name.startswith("retrieval") and module is not None and getattr(module, "fold", None) is new_fold:
                 patch.setattr(module, "fold", _old_fold)
-        patch.setattr(store_module, "_MIGRATIONS", store_module._MIGRATIONS[:4])
         _clear_name_caches()
         try:
             yield
         finally:
             _clear_name_caches()
     _clear_name_caches()
+    as_legacy_store(settings.records_path, 4)
 
 
 def _old_record(title: str, names: list[str], year: str = "2021", **extra: object) -> Paper:
@@ -109,7 +111,7 @@ def old_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Settings
     """An index the previous code built (store at schema 4, Chroma, BM25); returns its settings
     and ``title+first author -> old id``."""
     settings = _settings(tmp_path)
-    with previous_code(monkeypatch):
+    with previous_code(monkeypatch, settings):
         index = PaperIndex.open(settings, HashEncoder(ENCODER))
         corpus = _old_corpus()
         index.upsert(corpus)
@@ -301,7 +303,7 @@ def test_an_interrupted_catch_up_is_finished_by_the_next_use(old_index, monkeypa
 
 def test_a_record_whose_text_a_merge_changed_is_embedded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = _settings(tmp_path)
-    with previous_code(monkeypatch):
+    with previous_code(monkeypatch, settings):
         index = PaperIndex.open(settings, HashEncoder(ENCODER))
         short = _old_record(TENSOR, ["<b>Shaden Smith</b>", "George Karypis"], year="2017")
         longer = _old_record(TENSOR, ["Shaden Smith"], year="2017", abstract="A much longer abstract " * 5)
@@ -327,7 +329,7 @@ def test_a_changed_author_key_alone_still_reaches_chroma_and_bm25(tmp_path: Path
     """Nothing in the record changes, so BM25's digest does not either: the catch-up rebuilds it."""
     settings = _settings(tmp_path)
     record = _old_record("A Latin title by a Chinese name", ["王伟"], doi="10.1000/wangwei")
-    with previous_code(monkeypatch):
+    with previous_code(monkeypatch, settings):
         index = PaperIndex.open(settings, HashEncoder(ENCODER))
         index.upsert([record])
         assert index.lexical.current().authors == [[]]

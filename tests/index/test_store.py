@@ -1,4 +1,8 @@
-"""The SQLite record store: round trips, lookups, transactions and storage failures."""
+"""The record store: round trips, lookups, transactions and storage failures.
+
+The tests of ``store`` run on SQLite and on a real PostgreSQL (``database_url``); those of
+``sqlite_store`` change SQLite's own settings of the connection (page limit, query-only) or its file.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,33 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.config import Settings
 from retrieval.errors import StorageError
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.records import RecordStore
+from tests.support.legacy_records import as_legacy_store
 
 from .conftest import by_arxiv
 
 
+def _clock() -> datetime:
+    return datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[RecordStore]:
-    clock = lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # noqa: E731
-    with RecordStore(tmp_path / "data" / "records.sqlite3", clock=clock) as opened:
+def store(tmp_path: Path, database_url: str | None) -> Iterator[RecordStore]:
+    if database_url is None:
+        opened = RecordStore(tmp_path / "data" / "records.sqlite3", clock=_clock)
+    else:
+        opened = RecordStore.open(Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url),
+                                  clock=_clock)
+    with opened:
+        yield opened
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[RecordStore]:
+    with RecordStore(tmp_path / "data" / "records.sqlite3", clock=_clock) as opened:
         yield opened
 
 
@@ -72,6 +92,24 @@ def test_find_matches_by_each_identifier(store, arxiv_papers):
     assert [p.id for p in store.find_matches(bare)] == [original.id]
     stranger = Paper(title="Something else entirely", published="2020")
     assert store.find_matches(stranger) == []
+
+
+def test_find_matches_many_gives_what_find_matches_gives_for_each_paper(store, arxiv_papers):
+    original = arxiv_papers[0]
+    another_version = Paper(title=original.title, published="1999", doi="10.9/other")  # same title
+    store.put_many([*arxiv_papers[::2], another_version])
+    batch = [
+        *arxiv_papers,  # stored ones (their own id) and others
+        original.model_copy(update={"doi": None}),  # by arXiv id
+        Paper(title=original.title.upper(), published=original.published, authors=original.authors[:1]),  # fingerprint
+        Paper(title=original.title, published="2001", doi="10.9/third"),  # title variants only
+        Paper(title="Something else entirely", published="2020"),  # nothing
+        arxiv_papers[2],  # twice in one batch
+    ]
+    expected = [[p.id for p in store.find_matches(paper)] for paper in batch]
+    assert [[p.id for p in found] for found in store.find_matches_many(batch)] == expected
+    assert store.find_matches_many(batch) == [store.find_matches(paper) for paper in batch]
+    assert any(len(ids) > 1 for ids in expected) and [] in expected and store.find_matches_many([]) == []
 
 
 def test_openalex_id_matches(store):
@@ -137,12 +175,22 @@ def test_reopening_keeps_the_data(tmp_path, arxiv_papers):
         assert second.count() == 5 and second.get(arxiv_papers[0].id) == arxiv_papers[0]
 
 
-def test_disk_full_rolls_back_the_whole_batch(store, arxiv_papers):
+def _on_connection(store, sql):
+    """Run ``sql`` on the store's SQLite connection (the one pooled connection a single thread uses)."""
+    raw = store._db.engine.raw_connection()
+    try:
+        return raw.driver_connection.execute(sql).fetchone()
+    finally:
+        raw.close()
+
+
+def test_disk_full_rolls_back_the_whole_batch(sqlite_store, arxiv_papers):
+    store = sqlite_store
     store.put_many(arxiv_papers[:5])
     before = {p.id: p for p in store.iter_papers()}
     generation = store.generation()
-    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
-    store._conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLite then fails with SQLITE_FULL
+    pages = _on_connection(store, "PRAGMA page_count")[0]
+    _on_connection(store, f"PRAGMA max_page_count = {pages + 2}")  # SQLite then fails with SQLITE_FULL
     bigger = [p.model_copy(update={"abstract": (p.abstract or "") * 20}) for p in arxiv_papers]
     with pytest.raises(StorageError) as failure:
         store.put_many(bigger)
@@ -152,13 +200,14 @@ def test_disk_full_rolls_back_the_whole_batch(store, arxiv_papers):
     assert store.generation() == generation
 
 
-def test_read_only_store_says_so_and_keeps_data(store, arxiv_papers):
+def test_read_only_store_says_so_and_keeps_data(sqlite_store, arxiv_papers):
+    store = sqlite_store
     store.put_many(arxiv_papers[:2])
-    store._conn.execute("PRAGMA query_only = ON")
+    _on_connection(store, "PRAGMA query_only = ON")
     with pytest.raises(StorageError) as failure:
         store.delete_many([arxiv_papers[0].id])
     assert "read-only" in failure.value.user_message and "PAPERBOT_DATA_DIR" in str(failure.value)
-    store._conn.execute("PRAGMA query_only = OFF")
+    _on_connection(store, "PRAGMA query_only = OFF")
     assert store.count() == 2
 
 
@@ -185,7 +234,8 @@ def test_author_names_follow_writes_and_are_backfilled_for_older_stores(tmp_path
         store.put_many([paper])
         filed = store.author_names_filed_under(["zhang", "zhao", "wang", "di"])
         assert filed == {("Zhang Zhao", "zhang zhao"), ("Di Wang", "di wang")}
-    conn = sqlite3.connect(path)  # back to a version-2 store: no author_names table
+    as_legacy_store(path)  # a record store of before the database, then back to version 2: no author_names
+    conn = sqlite3.connect(path)
     conn.execute("DROP TABLE author_names")
     conn.execute("PRAGMA user_version = 2")
     conn.commit()

@@ -13,6 +13,8 @@ from outside, through the real ``paperbot`` command:
   naming the holder's pid and what it does, having said once that it waits, and changes nothing;
   readers (stats, export) never wait;
 * a holder killed with SIGKILL does not block the next ingest (the OS drops its lock);
+* the same two runs from two data dirs sharing one PostgreSQL database: the database's writer
+  lock serialises them, and the records equal those of the two runs one after the other;
 * in this process: the wait policy (one notice, then ``BusyError`` naming the holder), re-entry
   by the holding thread, and another thread waiting its turn.
 
@@ -129,6 +131,54 @@ def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Pat
     found = doctor.json()
     assert found["records"] == found["vectors"] == len(expected)
     assert found["missing_vectors"] == found["stale_vectors"] == found["orphan_vectors"] == []
+
+
+def _database_sources(url: str) -> dict[str, frozenset[str]]:
+    """``id -> provenance sources`` of every record in the PostgreSQL database ``url``."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT id, record FROM papers")).all()
+    finally:
+        engine.dispose()
+    return {pid: frozenset(entry["source"] for entry in json.loads(record).get("provenance", []))
+            for pid, record in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_two_ingests_from_two_data_dirs_on_one_postgresql_lose_nothing(
+        tmp_path: Path, model_cache: Path, run_files: tuple[Path, Path], postgres_server) -> None:
+    """The same two runs from two data dirs sharing one PostgreSQL database (issue #31): the
+    database's writer lock serialises them, so the records equal those of the runs in a row."""
+    first, second = run_files
+    url = postgres_server.new_database()
+    try:
+        data_dirs = [link_model_cache(tmp_path / name, model_cache) for name in ("host-a", "host-b")]
+        runs = [spawn("ingest", str(path), "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+                for path, data_dir in zip((first, second), data_dirs, strict=True)]
+        outcomes = [process.communicate(timeout=600) for process in runs]
+        for process, (_, stderr) in zip(runs, outcomes, strict=True):
+            assert process.returncode == 0, stderr[-2000:]
+            assert "Traceback" not in stderr
+        got = _database_sources(url)
+    finally:
+        postgres_server.drop_database(url)
+
+    in_a_row = link_model_cache(tmp_path / "in-a-row", model_cache)
+    _seed_embedding_cache(data_dirs[0], in_a_row)  # run-a's texts; run-b's others are encoded again
+    for path in (first, second):
+        run = run_main("ingest", str(path), "--json", data_dir=in_a_row)
+        assert run.code == 0, run.stderr
+    expected = _sources(in_a_row)
+    both = {pid for pid, sources in expected.items() if {"run-a", "run-b"} <= sources}
+    assert len(both) == SHARED
+    reports = [json.loads(stdout) for stdout, _ in outcomes]
+    assert sum(report["added"] for report in reports) == len(expected)
+    assert sum(report["updated"] for report in reports) == SHARED
+    assert got == expected
 
 
 HOLDER = textwrap.dedent(

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.storage.schema import HEAD
 from tests.reliability.helpers import (
     count_records,
     lexical_documents,
@@ -112,9 +113,9 @@ def _doctor(data_dir: Path, *extra: str) -> dict:
 
 
 def _synced_sources(data_dir: Path) -> dict[str, set[str]]:
-    """``name -> sources with a sync mark``, read from the roster file."""
-    roster = json.loads((data_dir / "roster.json").read_text(encoding="utf-8"))
-    return {entry["name"]: set(entry.get("last_synced") or {}) for entry in roster["scholars"]}
+    """``name -> sources with a sync mark``, read from the roster's table in the data dir's database."""
+    rows = query(data_dir / "records.sqlite3", "SELECT name, last_synced FROM scholars")
+    return {name: set(json.loads(marks)) for name, marks in rows}
 
 
 def _distinct(data_dir: Path, column: str) -> tuple[int, int]:
@@ -174,6 +175,8 @@ def test_sigkill_between_scholars_then_doctor_and_rerun(tmp_path: Path, model_ca
         found = _doctor(killed)
         assert found["records"] == len(kept)
         assert found["missing_vectors"] == [] and found["stale_vectors"] == []
+        assert found["database"] == {"backend": "sqlite", "where": str((killed / "records.sqlite3").resolve()),
+                                     "revision": HEAD, "head": HEAD, "current": True}  # the roster's
 
         # 2. doctor --repair makes the stores agree
         assert _doctor(killed, "--repair")["repaired"] is True

@@ -175,6 +175,9 @@ class _Index:
     def find_matches(self, paper: Paper) -> list[Paper]:
         return []
 
+    def find_matches_many(self, papers: list[Paper]) -> list[list[Paper]]:
+        return [[] for _ in papers]
+
     def upsert(self, papers: list[Paper], *, replaces: dict[str, str] | None = None,
                progress: Callable[[int, int], None] | None = None) -> SimpleNamespace:
         self.stored.extend(papers)

@@ -26,6 +26,9 @@ class FillingIndex:
     def find_matches(self, paper: Paper) -> list[Paper]:
         return [self.saved[paper.id]] if paper.id in self.saved else []
 
+    def find_matches_many(self, papers: Sequence[Paper]) -> list[list[Paper]]:
+        return [self.find_matches(paper) for paper in papers]
+
     @contextmanager
     def encoding_ahead(self, papers: Sequence[Paper]) -> Iterator[None]:
         yield

@@ -98,7 +98,7 @@ def test_a_new_data_dir_is_private_and_its_parents_are_the_users(tmp_path: Path)
     assert _mode(data_dir) == 0o700
     assert _mode(data_dir.parent) == 0o777 & ~USER_UMASK
     modes = _modes_under(data_dir)
-    assert "roster.json" in modes and not {name: oct(mode) for name, mode in modes.items() if mode != 0o600}
+    assert "records.sqlite3" in modes and not {name: oct(mode) for name, mode in modes.items() if mode != 0o600}
 
 
 PICTURES = textwrap.dedent(

@@ -59,6 +59,8 @@ def ingested(tmp_path_factory: pytest.TempPathFactory, model_cache: Path, sample
     run = paperbot("ingest", str(sample), "--json", data_dir=data_dir)
     assert run.code == 0, run.stderr
     assert run.json()["added"] == RECORDS
+    added = paperbot("scholars", "add", AUTHOR, data_dir=data_dir)  # the database exists, its log not merged
+    assert added.code == 0, added.stderr
     assert not (data_dir / "lexical").exists()  # the first search builds it: here it has to do so in memory
     return data_dir
 
@@ -100,7 +102,7 @@ def test_reads_work_and_change_nothing_and_writes_name_the_cause(snapshot: Path,
     with read_only_runner(snapshot) as wrap:
         reads = {name: _run(wrap, args, snapshot) for name, (args, _) in READS.items()}
         export = _run(wrap, ["export"], snapshot)
-        roster = _run(wrap, ["scholars", "list"], snapshot)
+        roster = _run(wrap, ["scholars", "list", "--json"], snapshot)
         doctor = _run(wrap, ["doctor", "--json"], snapshot)
         writes = {name: _run(wrap, [str(sample) if arg == "SAMPLE" else arg for arg in args], snapshot)
                   for name, args in WRITES.items()}
@@ -113,12 +115,14 @@ def test_reads_work_and_change_nothing_and_writes_name_the_cause(snapshot: Path,
         assert _complaints(run.stderr) == [], f"{name}: {run.stderr[-2000:]}"
     assert export.code == 0 and len(export.stdout.splitlines()) == RECORDS, export.stderr
     assert roster.code == 0, roster.stderr
+    assert [scholar["name"] for scholar in roster.json()] == [AUTHOR]  # read from the database, read-only
 
     expected = "a read-only file system" if os.geteuid() == 0 else "no write permission for "
     assert doctor.code == 0, doctor.stderr
     report = doctor.json()
     assert report["ok"] and report["records"] == report["vectors"] == RECORDS
     assert report["read_only"].startswith(expected)
+    assert report["database"]["current"] is True
 
     for name, run in writes.items():
         assert run.code == 2, f"{name}: exit {run.code}\n{run.stderr[-2000:]}"

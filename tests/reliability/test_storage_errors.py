@@ -8,7 +8,7 @@ to the session's export outside the tmpfs, as an operator's would be on a disk o
 
 What is checked:
 
-* ``SqliteFile.transaction``: the caller gets the write's own error as a ``DiskFullError``, not
+* ``Database.writing`` (``storage.database``): the caller gets the write's own error as a ``DiskFullError``, not
   the failure of the ``ROLLBACK`` after it (SQLite has already rolled back by then).
 * ``paperbot search`` / ``ask`` in a new process answer from the existing index although no
   WAL file can be opened normally and Chroma cannot write its open-time row.
@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Column, LargeBinary, MetaData, Table, insert, select
+from sqlalchemy.engine import URL
 
 from retrieval.assistant import Assistant
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.storage.sqlite import SqliteFile
+from retrieval.storage.database import Database
 from tests.reliability.helpers import (
     bib_entries,
     make_settings,
@@ -122,14 +124,16 @@ def _vector_count(data_dir: Path) -> int:
 
 
 def test_a_transaction_on_a_full_disk_reports_the_write_error_not_the_rollback(disk: FullDisk) -> None:
-    path = disk.mount / "state.sqlite3"
-    file = SqliteFile(path, "CREATE TABLE IF NOT EXISTS items (value BLOB NOT NULL);",
-                      label=f"the test state file {path}", write_verb="update")
+    path = disk.mount / "records.sqlite3"
+    database = Database(URL.create("sqlite+pysqlite", database=str(path)), data_dir=disk.mount)
+    items = Table("items", MetaData(), Column("value", LargeBinary, nullable=False))
+    with database.writing("make the test table") as connection:
+        items.create(connection)
     disk.fill()
 
     with pytest.raises(StorageError) as failure:
-        with file.transaction() as db:
-            db.execute("INSERT INTO items VALUES (?)", (b"x" * (1 << 20),))
+        with database.writing("update the test table") as connection:
+            connection.execute(insert(items).values(value=b"x" * (1 << 20)))
 
     error = failure.value
     assert isinstance(error, DiskFullError), error
@@ -137,14 +141,15 @@ def test_a_transaction_on_a_full_disk_reports_the_write_error_not_the_rollback(d
     assert str(path) in error.user_message and "the disk is full" in error.user_message
     assert "PAPERBOT_DATA_DIR" in error.user_message and "nothing was lost" in str(error)
     cause = error.__cause__
-    assert isinstance(cause, sqlite3.Error) and "cannot rollback" not in str(cause), cause
+    assert cause is not None and isinstance(getattr(cause, "orig", None), sqlite3.Error), cause
+    assert "cannot rollback" not in str(cause), cause
 
     disk.free()
-    with file.transaction() as db:  # the connection is still usable, and nothing half-done remains
-        db.execute("INSERT INTO items VALUES (?)", (b"y",))
-    with file.call() as db:
-        assert db.execute("SELECT value FROM items").fetchall() == [(b"y",)]
-    file.close()
+    with database.writing("update the test table") as connection:  # usable again, nothing half-done remains
+        connection.execute(insert(items).values(value=b"y"))
+    with database.reading() as connection:
+        assert connection.execute(select(items.c.value)).all() == [(b"y",)]
+    database.dispose()
 
 
 # --- the CLI --------------------------------------------------------------------------------------
@@ -234,7 +239,7 @@ def test_slack_answers_a_question_on_a_full_disk_and_says_what_was_not_saved(
     bot_disk: FullDisk, make_bot: BotFactory  # noqa: F811 - the fixture imported from tests.slack.conftest
 ) -> None:
     bot = make_bot()
-    state = bot.settings.data_dir / "slack" / "state.sqlite3"
+    state = bot.settings.database_path  # the database holding the Slack state
     assert os.stat(state).st_dev == os.stat(bot_disk.mount).st_dev  # the Slack state is on the full disk
     bot_disk.fill()
 

@@ -1,9 +1,9 @@
-"""The scholar roster: CRUD, lookups, validation and atomic, lock-protected persistence."""
+"""The scholar roster: CRUD, lookups, validation and atomic, lock-protected persistence, and the
+import of a data dir's roster.json; every test on SQLite and on PostgreSQL (``database_url``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
@@ -11,12 +11,18 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.errors import InputError, StorageError, UnknownScholarError
-from retrieval.storage.roster import Roster, roster_path
+from retrieval.results import Scholar
+from retrieval.storage.database import Database, close_databases, database_url
+from retrieval.storage.roster import Roster, names_of
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(_env_file=None, data_dir=tmp_path / "data")
+def settings(tmp_path: Path, database_url: str | None) -> Settings:
+    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
+
+
+def _roster_json(settings: Settings) -> Path:
+    return settings.data_dir / "roster.json"
 
 
 def test_add_list_find_remove_round_trip(settings: Settings) -> None:
@@ -118,24 +124,23 @@ def test_parallel_adds_all_land(settings: Settings) -> None:
     assert sorted(s.name for s in Roster.load(settings).list()) == sorted(names)
 
 
-def test_writes_are_atomic(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_the_database_refuses_changes_nothing(settings: Settings) -> None:
     roster = Roster.load(settings)
     roster.add("Kept Scholar")
-    before = roster_path(settings).read_bytes()
+    roster.add("Other Scholar", orcid="0000-0002-1825-0097")
+    before = Roster.load(settings).list()
 
-    def fail(*args: object) -> None:
-        raise OSError(28, "No space left on device")
+    def break_it(scholar: Scholar) -> None:
+        scholar.last_synced["arxiv"] = "2026-01-01T00:00:00+00:00"
+        scholar.added_at = None  # type: ignore[assignment]  # NOT NULL in the table: the UPDATE fails
 
-    monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(StorageError, match="No space left on device"):
-        roster.add("Lost Scholar")
-    assert roster_path(settings).read_bytes() == before
-    leftovers = [p.name for p in roster_path(settings).parent.iterdir() if p.name.endswith(".tmp")]
-    assert leftovers == []
+    with pytest.raises(StorageError, match=r"^Cannot change the roster"):
+        roster.update("Kept Scholar", break_it)
+    assert Roster.load(settings).list() == before
 
 
-def test_a_damaged_roster_is_reported_and_left_untouched(settings: Settings) -> None:
-    path = roster_path(settings)
+def test_a_damaged_roster_file_stops_the_upgrade_and_is_left_untouched(settings: Settings) -> None:
+    path = _roster_json(settings)
     path.parent.mkdir(parents=True)
     path.write_text('{"version": 1, "scholars": [{"name": "Half', encoding="utf-8")
     with pytest.raises(StorageError) as caught:
@@ -145,12 +150,53 @@ def test_a_damaged_roster_is_reported_and_left_untouched(settings: Settings) -> 
     with pytest.raises(StorageError, match="damaged"):
         Roster.load(settings)
     assert json.loads(path.read_text(encoding="utf-8"))["scholars"] == [{"name": ""}]
+    database = Database(database_url(settings), data_dir=settings.data_dir)
+    assert database.revision() is None  # the upgrade was all or nothing
+    database.dispose()
+    path.unlink()  # moved away: the upgrade goes through, to an empty roster
+    assert Roster.load(settings).list() == []
 
 
-def test_file_format_is_plain_json(settings: Settings) -> None:
-    Roster.load(settings).add("Martin Fenner", orcid="0000-0003-1419-2405")
-    data = json.loads(roster_path(settings).read_text(encoding="utf-8"))
-    assert data["version"] == 1
-    (entry,) = data["scholars"]
-    assert entry["name"] == "Martin Fenner" and entry["orcid"] == "0000-0003-1419-2405"
-    assert entry["last_synced"] == {} and entry["added_at"]
+def test_an_existing_roster_file_is_imported_once_and_losslessly(settings: Settings) -> None:
+    written = [
+        Scholar(name="Martin Fenner", orcid="0000-0003-1419-2405", openalex_id="A5069389160",
+                arxiv_name="Fenner, Martin", aliases=["M. Fenner", "Martin H. Fenner"], added_at="2025-05-01T10:00:00+00:00",
+                last_synced={"crossref": "2026-01-15T00:00:00+00:00", "arxiv": "2026-01-14T23:59:59+00:00"}),
+        Scholar(name="Adrian Del Maestro", added_at="2025-06-02T08:30:00+00:00"),
+        Scholar(name="Ζωή Παπαδοπούλου", aliases=["Zoe Papadopoulou"], added_at="2025-07-03T00:00:00+00:00"),
+    ]
+    path = _roster_json(settings)
+    path.parent.mkdir(parents=True)
+    # exactly what paperbot wrote before the database: {"version": 1, "scholars": [...]}, indented
+    text = json.dumps({"version": 1, "scholars": [s.model_dump(mode="json") for s in written]}, indent=2) + "\n"
+    path.write_text(text, encoding="utf-8")
+
+    roster = Roster.load(settings)
+    assert roster.list() == sorted(written, key=lambda s: s.name)
+    assert [roster.get(s.name) for s in written] == written  # every field, ids and sync marks included
+    assert roster.find("Zoe Papadopoulou") == written[2]
+    assert path.read_text(encoding="utf-8") == text  # the file is left as it was
+
+    roster.add("Added Later")
+    close_databases()  # a new process: the import is not repeated
+    assert [s.name for s in Roster.load(settings).list()] == ["Added Later", "Adrian Del Maestro", "Martin Fenner",
+                                                             "Ζωή Παπαδοπούλου"]
+
+
+def test_every_scholar_field_has_a_column() -> None:
+    from retrieval.storage.schema import scholars
+
+    assert set(Scholar.model_fields) == {column.name for column in scholars.columns} - {"id"}
+
+
+def test_author_names_widen_through_the_roster(settings: Settings) -> None:
+    assert names_of(settings, "Lenny Guo") == ["Lenny Guo"]
+    Roster.load(settings).add("Luanzheng Guo", aliases=["Lenny Guo"])
+    assert names_of(settings, "lenny guo") == ["Luanzheng Guo", "Lenny Guo"]
+
+
+def test_a_search_in_a_data_dir_without_a_roster_creates_no_database(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data")
+    (tmp_path / "data").mkdir()
+    assert names_of(settings, "Lenny Guo") == ["Lenny Guo"]
+    assert list(settings.data_dir.iterdir()) == []

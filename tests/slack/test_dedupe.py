@@ -1,20 +1,37 @@
-"""Event-id dedupe in the Slack state file, with an injected clock."""
+"""Event-id dedupe in the Slack state, with an injected clock, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 from bot.slack.dedupe import StoredDeduper
 from bot.slack.store import SlackStore
+from retrieval.config import Settings
+from retrieval.storage import database as storage
+from retrieval.storage.database import Database, open_database
 
 
-def test_stored_keys_outlive_the_process_and_are_shared(tmp_path) -> None:
-    path = tmp_path / "slack" / "state.sqlite3"
+@pytest.fixture
+def processes(tmp_path: Path, database_url: str | None) -> Iterator[list[Database]]:
+    """Four ``Database`` objects on one database, as four processes would each have."""
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
+    open_database(settings)  # upgraded once
+    databases = [Database(storage.database_url(settings), data_dir=settings.data_dir) for _ in range(4)]
+    yield databases
+    for database in databases:
+        database.dispose()
+
+
+def test_stored_keys_outlive_the_process_and_are_shared(processes: list[Database]) -> None:
     now = [1_000_000.0]
-    first_process = SlackStore(path)
+    first_process = SlackStore(processes[0])
     assert StoredDeduper(first_process, ttl=60, clock=lambda: now[0]).first("event:Ev1")
-    first_process.close()  # a restart
-    second, other = SlackStore(path), SlackStore(path)  # the restarted process and a second one
+    first_process.database.dispose()  # a restart
+    second, other = SlackStore(processes[1]), SlackStore(processes[2])  # the restarted process and a second one
     try:
         restarted = StoredDeduper(second, ttl=60, clock=lambda: now[0])
         neighbour = StoredDeduper(other, ttl=60, clock=lambda: now[0])
@@ -27,8 +44,8 @@ def test_stored_keys_outlive_the_process_and_are_shared(tmp_path) -> None:
         other.close()
 
 
-def test_one_of_many_concurrent_claims_wins(tmp_path) -> None:
-    stores = [SlackStore(tmp_path / "state.sqlite3") for _ in range(4)]
+def test_one_of_many_concurrent_claims_wins(processes: list[Database]) -> None:
+    stores = [SlackStore(database) for database in processes]
     wins: list[bool] = []
     barrier = threading.Barrier(len(stores))
 

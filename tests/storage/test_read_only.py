@@ -3,7 +3,7 @@
 The detection (``config.unwritable_reason``) and SQLite's read-only opens (``open_read_only``)
 run in a subprocess for which the directory really is read-only (``tests/support/read_only.py``:
 a read-only bind mount for root, no write permission for anyone else). The stores' reactions
-to a read-only dir (the record store, the writer lock, the roster, a SQLite state file) are
+to a read-only dir (the record store, the writer lock, the roster, the follows, the Slack state) are
 checked in this process with the detection saying "read-only"; the whole of it, through the
 real CLI, is ``tests/reliability/test_read_only_data_dir.py``.
 """
@@ -21,13 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from bot.slack.store import SlackStore
+from retrieval.alerts.follows import FollowStore
 from retrieval.config import Settings, unwritable_reason
 from retrieval.errors import DataDirReadOnlyError
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.locks import hold_writer_lock
 from retrieval.storage.records import RecordStore
-from retrieval.storage.roster import Roster, roster_path
-from retrieval.storage.sqlite import SqliteFile
+from retrieval.storage.roster import Roster
+from tests.support.legacy_records import as_legacy_store
 from tests.support.read_only import read_only_runner, tree_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,8 +161,9 @@ def test_sqlite_files_are_read_in_a_read_only_dir_without_a_write(tmp_path: Path
 @pytest.fixture
 def read_only(monkeypatch: pytest.MonkeyPatch) -> str:
     """The stores see their data dir as read-only (``config.unwritable_reason`` says so)."""
-    for module in ("retrieval.storage.sqlite", "retrieval.storage.locks", "retrieval.storage.roster"):
+    for module in ("retrieval.storage.sqlite", "retrieval.storage.locks"):
         monkeypatch.setattr(f"{module}.unwritable_reason", lambda path: REASON)
+    monkeypatch.setattr("retrieval.storage.database.unwritable", lambda path: REASON)
     return REASON
 
 
@@ -177,6 +180,7 @@ def test_the_record_store_of_a_read_only_dir_reads_and_refuses_writes(tmp_path: 
     path = tmp_path / "data" / "records.sqlite3"
     with monkeypatch.context() as writable:
         writable.setattr("retrieval.storage.sqlite.unwritable_reason", lambda path: None)
+        writable.setattr("retrieval.storage.database.unwritable", lambda path: None)
         with RecordStore(path) as store:
             store.put_many(_papers(3))
     before = _stored(path)
@@ -198,7 +202,9 @@ def test_a_record_store_that_needs_a_migration_or_does_not_exist_names_what_a_wr
     path = tmp_path / "data" / "records.sqlite3"
     with monkeypatch.context() as writable:
         writable.setattr("retrieval.storage.sqlite.unwritable_reason", lambda path: None)
+        writable.setattr("retrieval.storage.database.unwritable", lambda path: None)
         RecordStore(path).close()
+    as_legacy_store(path)  # a record store of before the database
     db = sqlite3.connect(path)
     db.execute("PRAGMA user_version = 1")  # as left by an older paperbot
     db.close()
@@ -218,7 +224,22 @@ def test_write_paths_refuse_a_read_only_dir_before_touching_it(tmp_path: Path, r
     assert str(ingest.value).startswith(f"Cannot ingest: the data dir {data_dir} is read-only ({REASON});")
     with pytest.raises(DataDirReadOnlyError, match=r"^Cannot change the roster: the data dir .* is read-only"):
         Roster.load(settings).add("Ada Lovelace")
-    state = data_dir / "slack" / "state.sqlite3"
-    with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the test state file .*: the data dir {data_dir} is"):
-        SqliteFile(state, "CREATE TABLE t (n)", label=f"the test state file {state}", data_dir=data_dir)
-    assert list(data_dir.iterdir()) == [] and not roster_path(settings).exists()
+    with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the Slack state: the data dir {data_dir} is"):
+        SlackStore.for_settings(settings)
+    with pytest.raises(DataDirReadOnlyError, match=rf"^Cannot open the follows store: the data dir {data_dir} is"):
+        FollowStore.for_settings(settings)
+    assert list(data_dir.iterdir()) == [] and not settings.database_path.exists()
+
+
+def test_a_read_only_dir_never_upgraded_reads_its_roster_from_roster_json(tmp_path: Path, read_only: str) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    old = {"version": 1, "scholars": [{"name": "Ada Lovelace", "orcid": "0000-0002-1825-0097",
+                                       "added_at": "2025-01-01T00:00:00+00:00", "last_synced": {}}]}
+    (data_dir / "roster.json").write_text(json.dumps(old), encoding="utf-8")
+    settings = _settings(data_dir)
+    roster = Roster.load(settings)
+    assert [(s.name, s.orcid) for s in roster.list()] == [("Ada Lovelace", "0000-0002-1825-0097")]
+    with pytest.raises(DataDirReadOnlyError, match=r"^Cannot change the roster: the data dir .* is read-only"):
+        roster.add("Charles Babbage")
+    assert sorted(p.name for p in data_dir.iterdir()) == ["roster.json"]  # no database was made

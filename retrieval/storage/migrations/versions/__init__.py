@@ -1,0 +1,1 @@
+"""The named revisions of the database schema, oldest first by ``down_revision``."""

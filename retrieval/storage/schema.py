@@ -1,0 +1,173 @@
+"""The tables of the database (``storage.database``), as the stores query them.
+
+The migrations in ``storage/migrations/versions`` create and change these tables; this module is
+what the code of *this* revision expects, and ``HEAD`` names that revision
+(``tests/storage/test_migrations.py`` checks both against Alembic's own view). A store opens the
+database through ``database.open_database``, which upgrades a database behind ``HEAD`` first.
+
+Times are ISO-8601 text (as the stores always wrote them); lists and maps are JSON. The Slack
+tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; nothing in the
+core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
+are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
+the database (``storage.legacy_records``); record ids sort bytewise on both backends (``ID``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+HEAD = "0003_records"  # the newest revision in storage/migrations/versions
+
+metadata = MetaData()
+
+# Text compared bytewise: PostgreSQL's default collation would order (and paginate) ids by language
+# rules, SQLite orders them by bytes.
+ID = Text().with_variant(Text(collation="C"), "postgresql")
+
+scholars = Table(
+    "scholars", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),  # roster order: the order of adding
+    Column("name", Text, nullable=False),
+    Column("orcid", Text),
+    Column("openalex_id", Text),
+    Column("arxiv_name", Text),
+    Column("aliases", JSON, nullable=False),  # list of names
+    Column("added_at", Text, nullable=False),
+    Column("last_synced", JSON, nullable=False),  # source -> ISO time of its last complete fetch
+)
+
+follows = Table(
+    "follows", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("channel", Text, nullable=False),
+    Column("kind", Text, CheckConstraint("kind IN ('scholar', 'topic')", name="follows_kind"), nullable=False),
+    Column("query", Text, nullable=False),
+    Column("query_key", Text, nullable=False),
+    Column("created_by", Text),
+    Column("created_at", Text, nullable=False),
+    UniqueConstraint("channel", "kind", "query_key", name="follows_channel_kind_query_key"),
+)
+
+follow_inbox = Table(
+    "follow_inbox", metadata,  # ids a sync reported new, until the serving bot processed them
+    Column("paper_id", Text, primary_key=True),
+    Column("noted_at", Text, nullable=False),
+)
+
+follow_announced = Table(
+    "follow_announced", metadata,  # what each follow already posted (each paper once)
+    Column("follow_id", Integer, ForeignKey("follows.id", ondelete="CASCADE"), primary_key=True),
+    Column("paper_id", Text, primary_key=True),
+    Column("announced_at", Text, nullable=False),
+)
+
+# --- the Slack door's state (bot/slack/store.py) -------------------------------------------------
+
+slack_answers = Table(
+    "slack_answers", metadata,  # every posted answer, so its buttons work after a restart
+    Column("seq", Integer, primary_key=True, autoincrement=True),  # the order answers were saved in
+    Column("id", Text, nullable=False, unique=True),  # what the buttons carry
+    Column("created_at", Text, nullable=False),
+    Column("team", Text),
+    Column("channel", Text, nullable=False),
+    Column("thread_ts", Text),
+    Column("user", Text),
+    Column("kind", Text, nullable=False),
+    Column("question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("cited_ids", JSON, nullable=False),
+)
+
+slack_feedback = Table(
+    "slack_feedback", metadata,  # one vote per person per answer, with what was voted on
+    Column("answer_id", Text, primary_key=True),
+    Column("user", Text, primary_key=True),
+    Column("vote", Text, CheckConstraint("vote IN ('up', 'down')", name="slack_feedback_vote"), nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("cited_ids", JSON, nullable=False),
+)
+
+slack_threads = Table(
+    "slack_threads", metadata,  # threads the bot answered in
+    Column("channel", Text, primary_key=True),
+    Column("thread_ts", Text, primary_key=True),
+    Column("created_at", Text, nullable=False),
+)
+
+slack_deliveries = Table(
+    "slack_deliveries", metadata,  # event ids and message keys handled, until they expire
+    Column("key", Text, primary_key=True),
+    Column("expires_at", Float, nullable=False),
+    Index("slack_deliveries_expiry", "expires_at"),
+)
+
+# --- the record store (storage/records.py) ------------------------------------------------------
+
+papers = Table(
+    "papers", metadata,  # one row per record: lookup columns beside the record's JSON
+    Column("id", ID, primary_key=True),
+    Column("doi", Text),
+    Column("arxiv_id", Text),
+    Column("openalex_id", Text),
+    Column("fingerprint", Text, nullable=False),
+    Column("title_key", Text, nullable=False),
+    Column("year", Integer),
+    Column("venue_key", Text),
+    Column("content_hash", Text, nullable=False),
+    Column("embedding_hash", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+    Column("record", Text, nullable=False),  # Paper.model_dump_json()
+    Index("papers_doi", "doi", sqlite_where=text("doi IS NOT NULL"), postgresql_where=text("doi IS NOT NULL")),
+    Index("papers_arxiv", "arxiv_id", sqlite_where=text("arxiv_id IS NOT NULL"),
+          postgresql_where=text("arxiv_id IS NOT NULL")),
+    Index("papers_openalex", "openalex_id", sqlite_where=text("openalex_id IS NOT NULL"),
+          postgresql_where=text("openalex_id IS NOT NULL")),
+    Index("papers_fingerprint", "fingerprint"),
+    Index("papers_title_key", "title_key"),
+    Index("papers_year", "year"),
+)
+
+title_variants = Table(
+    "title_variants", metadata,  # record_rows.variant_keys of each record's title
+    Column("paper_id", ID, ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Index("title_variants_key", "key"),
+)
+
+author_names = Table(
+    "author_names", metadata,  # each written author name under every family name it may carry
+    Column("paper_id", ID, ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("family", Text, primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("author_key", Text, nullable=False),
+    Index("author_names_family", "family"),
+    Index("author_names_key", "author_key"),
+)
+
+meta = Table(
+    "meta", metadata,  # the store's generation, the encoder of the vectors, pending work
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+vector_moves = Table(
+    "vector_moves", metadata,  # vectors a migration left for the index to move (index.catch_up)
+    Column("old_id", ID, primary_key=True),
+    Column("new_id", ID, nullable=False),
+    Column("old_embedding_hash", Text, nullable=False),
+)

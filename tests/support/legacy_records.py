@@ -1,0 +1,57 @@
+"""Record stores as paperbot wrote them before the database (``retrieval.storage.legacy_records``).
+
+``legacy_store`` makes one the way the record store did (its positional migrations, then its own
+writes); ``as_legacy_store`` turns a database file made by this code back into one, for tests
+that then take tables away as an older version lacked them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from retrieval.records.paper import Paper
+from retrieval.storage.legacy_records import (
+    LEGACY_VERSION,
+    RECORD_TABLES,
+    bring_up_to_date,
+    bump_generation,
+    put_rows,
+)
+
+STAMP = "2026-11-30T12:00:00+00:00"
+
+
+def legacy_store(path: Path, papers: Iterable[Paper] = (), *, meta: Mapping[str, str] | None = None) -> None:
+    """A ``records.sqlite3`` at ``path`` of the last schema before the database, holding ``papers``
+    (one write, as the store made it) and the ``meta`` values given."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("BEGIN IMMEDIATE")
+        bring_up_to_date(conn)
+        put_rows(conn, papers, STAMP)
+        bump_generation(conn)
+        for key, value in (meta or {}).items():
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def as_legacy_store(path: Path, version: int = LEGACY_VERSION) -> None:
+    """Leave only the record tables in the database file ``path``, no Alembic revision, and
+    ``PRAGMA user_version = version``: what the record store before the database would read."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys=OFF")
+        tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            if table not in RECORD_TABLES and not table.startswith("sqlite_"):
+                conn.execute(f'DROP TABLE "{table}"')
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+    finally:
+        conn.close()
