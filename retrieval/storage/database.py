@@ -42,7 +42,9 @@ lock). A WAL file on a full disk cannot be opened normally (its ``-shm`` cannot 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,7 +57,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, DataDirReadOnlyError, PaperbotError
-from retrieval.storage.driver_errors import storage_error
+from retrieval.storage.driver_errors import sqlite_code, storage_error
 from retrieval.storage.sqlite import open_read_only, open_snapshot, unwritable
 
 BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one's transaction
@@ -137,7 +139,7 @@ class Database:
                 cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 cursor.execute("PRAGMA foreign_keys = ON")
                 if writable:
-                    cursor.execute("PRAGMA journal_mode = WAL")
+                    _write_ahead_log(cursor)
                     cursor.execute("PRAGMA synchronous = NORMAL")
             finally:
                 cursor.close()
@@ -209,6 +211,22 @@ class Database:
             return None
         with self.reading("read the database's schema revision") as connection:
             return stored_revision(connection)
+
+
+def _write_ahead_log(cursor: Any) -> None:
+    """``PRAGMA journal_mode = WAL`` on a SQLite connection, waiting for another connection that
+    converts the same new file at that moment: both would escalate their lock, and SQLite answers
+    one of them SQLITE_BUSY at once instead of letting it wait (its busy timeout does not apply).
+    Retried for up to ``BUSY_TIMEOUT_MS``; the mode then persists in the file."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if sqlite_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _snapshot_of(path: Path) -> Any:

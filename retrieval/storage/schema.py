@@ -26,16 +26,17 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    text,
 )
 
 HEAD = "0003_records"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
-# Text compared bytewise: PostgreSQL's default collation would order (and paginate) ids by language
-# rules, SQLite orders them by bytes.
-ID = Text().with_variant(Text(collation="C"), "postgresql")
+# Record ids: text compared bytewise. SQLite orders text by bytes; on PostgreSQL revision
+# 0003_records gives these columns the "C" collation, which the server applies to every
+# comparison and ORDER BY (the code needs no variant type for it, which would import the
+# PostgreSQL dialect on SQLite too).
+ID = Text
 
 scholars = Table(
     "scholars", metadata,
@@ -132,11 +133,11 @@ papers = Table(
     Column("embedding_hash", Text, nullable=False),
     Column("updated_at", Text, nullable=False),
     Column("record", Text, nullable=False),  # Paper.model_dump_json()
-    Index("papers_doi", "doi", sqlite_where=text("doi IS NOT NULL"), postgresql_where=text("doi IS NOT NULL")),
-    Index("papers_arxiv", "arxiv_id", sqlite_where=text("arxiv_id IS NOT NULL"),
-          postgresql_where=text("arxiv_id IS NOT NULL")),
-    Index("papers_openalex", "openalex_id", sqlite_where=text("openalex_id IS NOT NULL"),
-          postgresql_where=text("openalex_id IS NOT NULL")),
+    # partial: only the rows where the id is set (WHERE ... IS NOT NULL, revision 0003_records;
+    # not repeated here, where a dialect's keyword would import that dialect)
+    Index("papers_doi", "doi"),
+    Index("papers_arxiv", "arxiv_id"),
+    Index("papers_openalex", "openalex_id"),
     Index("papers_fingerprint", "fingerprint"),
     Index("papers_title_key", "title_key"),
     Index("papers_year", "year"),
