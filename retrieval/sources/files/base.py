@@ -26,13 +26,14 @@ thousandfold and is still legitimate, and the decompressed size is capped alread
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from retrieval.errors import ParseError
 from retrieval.records.paper import Paper, Provenance, clean_authors, clean_text
 from retrieval.results import SkippedItem
 from retrieval.sources.markup.latex import text_to_latex
@@ -144,6 +145,24 @@ class ParseOutcome:
         self.papers.extend(other.papers)
         self.skipped.extend(other.skipped)
         self.warnings.extend(other.warnings)
+
+    @classmethod
+    def of_items(cls, format: str, items: Iterable[RawItem], read: Callable[[RawItem, int], ParseOutcome]) -> ParseOutcome:
+        """Every item read with ``read(item, position)`` (a provider's ``read_work``, positions from
+        0) and collected: one API page, whose size the API bounds (file readers take ``budget``
+        per item instead)."""
+        outcome = cls(format=format)
+        for position, item in enumerate(items):
+            outcome.add(read(item, position))
+        return outcome
+
+    def only_paper(self, source: str) -> Paper:
+        """The paper of one item's outcome; ``ParseError`` (of ``source``) naming the item and why
+        it was skipped when there is none."""
+        if not self.papers:
+            skipped = self.skipped[0]
+            raise ParseError(f"{skipped.item}: {skipped.reason}.", source=source, item=skipped.item)
+        return self.papers[0]
 
 
 class ItemRejected(Exception):

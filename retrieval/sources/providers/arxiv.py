@@ -119,9 +119,7 @@ def read_feed(xml: str | bytes) -> AtomPage:
     if message is not None:
         raise ParseError(f"the API rejected the request: {message}.", source=SOURCE, item="feed")
     entries = root.findall(f"{_ATOM}entry")
-    outcome = ParseOutcome(format=FORMAT)
-    for position, entry in enumerate(entries):
-        outcome.add(read_entry(entry, position))
+    outcome = ParseOutcome.of_items(FORMAT, entries, read_entry)
     return AtomPage(
         papers=outcome.papers,
         total_results=_int(root, f"{_OPENSEARCH}totalResults", len(entries)),

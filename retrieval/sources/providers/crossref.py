@@ -274,11 +274,7 @@ def parse_crossref_work(item: dict[str, Any]) -> Paper:
             "Crossref: this is a list response (message.items); read it with parse_crossref_page.",
             source=SOURCE, item="message.items",
         )
-    outcome = read_work(item)
-    if not outcome.papers:
-        skipped = outcome.skipped[0]
-        raise ParseError(f"{skipped.item}: {skipped.reason}.", source=SOURCE, item=skipped.item)
-    return outcome.papers[0]
+    return read_work(item).only_paper(SOURCE)
 
 
 def parse_crossref_page(payload: Any) -> CrossrefPage:
@@ -286,9 +282,7 @@ def parse_crossref_page(payload: Any) -> CrossrefPage:
     message = unwrap(payload)
     if not isinstance(message, Mapping) or not isinstance(message.get("items"), list):
         raise SourceError(SOURCE, "returned a list response without 'message.items'; the API may have changed.")
-    outcome = ParseOutcome(format=FORMAT)
-    for position, item in enumerate(message["items"]):
-        outcome.add(read_work(item, position))
+    outcome = ParseOutcome.of_items(FORMAT, message["items"], read_work)
     total = message.get("total-results")
     cursor = message.get("next-cursor")
     return CrossrefPage(

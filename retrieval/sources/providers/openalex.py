@@ -303,11 +303,7 @@ def read_work(obj: Any, position: int = 0) -> ParseOutcome:
 
 def parse_work(obj: dict[str, Any]) -> Paper:
     """One OpenAlex work object -> Paper; raises ``ParseError`` naming the item when unusable."""
-    outcome = read_work(obj)
-    if not outcome.papers:
-        skipped = outcome.skipped[0]
-        raise ParseError(f"{skipped.item}: {skipped.reason}.", source=SOURCE, item=skipped.item)
-    return outcome.papers[0]
+    return read_work(obj).only_paper(SOURCE)
 
 
 def parse_works_page(payload: Any) -> WorksPage:
@@ -315,9 +311,7 @@ def parse_works_page(payload: Any) -> WorksPage:
     if not isinstance(payload, Mapping) or not isinstance(payload.get("results"), list):
         raise SourceError(SOURCE, "returned a list response without 'results'; the API may have changed.")
     meta = _dict(payload.get("meta"))
-    outcome = ParseOutcome(format=FORMAT)
-    for position, obj in enumerate(payload["results"]):
-        outcome.add(read_work(obj, position))
+    outcome = ParseOutcome.of_items(FORMAT, payload["results"], read_work)
     count = meta.get("count")
     cursor = meta.get("next_cursor")
     return WorksPage(
