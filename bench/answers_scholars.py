@@ -78,6 +78,7 @@ from bench.common import (
     scifact_papers,
     split_half,
     start_scratch_run,
+    write_json,
 )
 from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index
 from retrieval.answers.question_shape import applied_filters
@@ -554,8 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if checks is not None:
         print("\n" + checks.table(figures["model_checks"]))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(args.json, figures)
     return 0
 
 

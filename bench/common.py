@@ -257,6 +257,12 @@ def setup_logging() -> None:
     root.setLevel(logging.WARNING)
 
 
+def write_json(path: Path, figures: object) -> None:
+    """``--json OUT``: the figures as indented UTF-8 JSON at ``path`` (its folder made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """A small Markdown table; floats are printed as given (format them before)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]

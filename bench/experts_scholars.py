@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import shutil
 import statistics
 import sys
@@ -68,6 +67,7 @@ from bench.common import (
     shared_cache_dir,
     split_half,
     start_scratch_run,
+    write_json,
 )
 from bench.experts import PAPERBOT, ranking_methods
 from bench.people import DEFAULT_DATA, TODAY, Owner, Truth, ground_truth, load_owners, open_index
@@ -289,8 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "examples": shown, "latency_ms": latency(rows), "rows": rows, "seconds": time.perf_counter() - started}
     print(report(figures))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(args.json, figures)
     return 0
 
 

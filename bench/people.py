@@ -103,6 +103,7 @@ from bench.common import (
     out_dir,
     shared_cache_dir,
     start_scratch_run,
+    write_json,
 )
 from retrieval.config import Settings
 from retrieval.errors import PaperbotError, UnknownScholarError
@@ -670,8 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(report(figures, args.verbose))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(args.json, figures)
     return 0
 
 

@@ -88,6 +88,7 @@ from bench.common import (
     out_dir,
     shared_cache_dir,
     start_scratch_run,
+    write_json,
 )
 from bench.people import DEFAULT_DATA, content_key
 from retrieval.answers.citations import cited_numbers, split_sentences
@@ -704,8 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "min_support": MIN_SUPPORT, "index": info, "skipped": skipped, "summary": summary,
             "questions": [asdict(o) for o in outcomes],
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(args.json, payload)
     return 0
 
 

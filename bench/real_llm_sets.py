@@ -37,7 +37,6 @@ the measures of issue #29 and their goals on the held-out half:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -62,6 +61,7 @@ from bench.common import (
     markdown_table,
     scifact_papers,
     start_scratch_run,
+    write_json,
 )
 from bench.people import DEFAULT_DATA, load_owners, open_index
 from bench.real_llm import Outcome, Question, Recorder, print_report, probe, run_question, summarise
@@ -235,8 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "settings": {name: getattr(settings, name) for name in
                                 ("llm_timeout", "llm_deadline", "llm_max_tokens", "llm_prompt_budget")},
                    "halves": table, "rows": rows, "questions": [asdict(o) for o in outcomes]}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(args.json, payload)
     return 0
 
 
