@@ -107,9 +107,11 @@ def _block_queue(queue: WorkQueue, user: str) -> threading.Event:
 def test_bursts_wait_in_line_with_their_position(make_bot: BotFactory) -> None:
     bot = make_bot(slack_workers=1)
     release = _block_queue(bot.runtime.deps.queue, "UBLOCKER1")
+    # the door acknowledges before it dispatches, so two events sent back to back may reach the
+    # queue in either order: the second is sent once the first is in line
     _, first = bot.sender.mention("graphene resonance", user="UALICE01")
-    _, second = bot.sender.mention("teleportation", user="UBOB0001")
     one = bot.api.wait_calls("chat.postMessage", where=lambda c: "position 1" in c.text())[0]
+    _, second = bot.sender.mention("teleportation", user="UBOB0001")
     two = bot.api.wait_calls("chat.postMessage", where=lambda c: "position 2" in c.text())[0]
     assert one.params["thread_ts"] == first and two.params["thread_ts"] == second
     release.set()
