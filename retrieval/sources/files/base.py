@@ -47,6 +47,8 @@ MAX_FILE_BYTES = 200 * 1024 * 1024
 MAX_ENTRIES_PER_FILE = 200_000
 #: CPU seconds (of the reading thread) one file may take; reading stops at the next entry.
 MAX_SECONDS_PER_FILE = 120.0
+#: The clock ``MAX_SECONDS_PER_FILE`` is counted on: CPU seconds of the reading thread.
+cpu_seconds: Callable[[], float] = time.thread_time
 
 # Paper fields whose value a source can supply; provenance lists the ones an item did supply
 # (``authors_truncated`` is part of what "authors" supplied).
@@ -76,7 +78,7 @@ class FileBudget:
     def __init__(self, skipped: list[SkippedItem], entries: int | None = None, seconds: float | None = None) -> None:
         self.limit = MAX_ENTRIES_PER_FILE if entries is None else entries
         self.seconds = MAX_SECONDS_PER_FILE if seconds is None else seconds
-        self.deadline = time.thread_time() + self.seconds
+        self.deadline = cpu_seconds() + self.seconds
         self.used = 0
         self.full = False  # more than ``limit`` entries were asked for
         self.late = False  # the time ran out
@@ -105,7 +107,7 @@ class FileBudget:
         if self.late:
             if self._notice is not None:
                 self._notice = self._stop(item, self._notice[1].reason, at=self._notice[0])
-        elif time.thread_time() > self.deadline:
+        elif cpu_seconds() > self.deadline:
             self.late = True
             held = f" (it holds more than {self.limit:,} entries)" if self.full else ""
             self._notice = self._stop(item, f"reading the file took more than {self.seconds:g} s of CPU "
