@@ -249,11 +249,11 @@ def expected_for(corpus: Corpus, q: Question) -> Expected:
     if q.kind == "mixed":  # every gold paper must pass the question's own filter
         allowed = judge_listing(corpus, q.filters)
         expected.errors += [f"gold {ref['owner']}/{ref['key']} does not pass the filter {q.filters}"
-                            for ref in q.gold if _safe_resolve(corpus, ref) not in allowed.gold]
+                            for ref in q.gold if resolve_or_none(corpus, ref) not in allowed.gold]
     return expected
 
 
-def _safe_resolve(corpus: Corpus, ref: dict[str, str]) -> str | None:
+def resolve_or_none(corpus: Corpus, ref: dict[str, str]) -> str | None:
     try:
         return corpus.resolve(ref)
     except LookupError:
@@ -540,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data": str(args.data), "set": [str(path) for path in sets], "with_scifact": args.with_scifact, "k": args.k, "questions": len(questions),
         "counts": dict(Counter(q.kind for q in questions)),
         "ingest": {key: ingest[key] for key in ("seconds", "records", "encoder", "reused") if key in ingest},
-        "resolution": {"references": len(refs), "resolved": sum(_safe_resolve(corpus, r) is not None for r in refs),
+        "resolution": {"references": len(refs), "resolved": sum(resolve_or_none(corpus, r) is not None for r in refs),
                        "entries": len(corpus.entries), "mapped": dict(mapped),
                        "listing_gold": sum(len(e.gold) for e in listing),
                        "listing_tolerated": sum(len(e.tolerated) for e in listing)},

@@ -74,7 +74,7 @@ class Row:
     values: tuple[float, ...]
 
 
-def _filters(index: PaperIndex, question: Question) -> SearchFilters | None:
+def question_filters(index: PaperIndex, question: Question) -> SearchFilters | None:
     _, parsed = index.parse_question(question.question)
     merged = merge_filters(SearchFilters(**question.filters) if question.filters else None, parsed)
     return None if merged.is_empty() else merged
@@ -88,7 +88,7 @@ def rows_of(index: PaperIndex, questions: Sequence[Question], resolve: Any, k: i
         if question.kind == "listing":
             continue
         cleaned, _ = index.parse_question(question.question)
-        hits = index.search(cleaned or question.question, k=k, filters=_filters(index, question))
+        hits = index.search(cleaned or question.question, k=k, filters=question_filters(index, question))
         signals = measure_signals(cleaned or question.question, hits, background, index.term_rarity)
         if signals is None:
             continue

@@ -37,6 +37,11 @@ class FusionConfig:
     coverage_weight: float = 0.2
     fetch_k: int = 50  # candidates taken from each retriever before fusing
     duplicate_cosine: float = 0.97
+    # BM25's weight is multiplied by the best query-term coverage any record reaches, to this
+    # power (``lexical_trust``); 0 (the default) trusts BM25 fully whatever it matched. 2 ranks
+    # paraphrased questions' gold records far higher, but the threshold and the evidence
+    # judgement were calibrated without it: docs/notes/lexical-trust.md
+    lexical_trust_power: float = 0.0
 
     def __post_init__(self) -> None:
         weights = (self.dense_weight, self.lexical_weight, self.coverage_weight)
@@ -44,10 +49,13 @@ class FusionConfig:
             raise ValueError("fusion weights must be non-negative and not all zero")
         if self.fetch_k < 1:
             raise ValueError("fetch_k must be at least 1")
+        if self.lexical_trust_power < 0:
+            raise ValueError("lexical_trust_power must be non-negative")
 
     def describe(self) -> str:
         """One line for benchmark tables, e.g. "0.7 cosine + 0.3 BM25/max + 0.2 coverage (weighted mean), 50 candidates each"."""
-        parts = [f"{self.dense_weight:g} cosine", f"{self.lexical_weight:g} BM25/max"]
+        trust = f" x best coverage^{self.lexical_trust_power:g}" if self.lexical_trust_power else ""
+        parts = [f"{self.dense_weight:g} cosine", f"{self.lexical_weight:g} BM25/max{trust}"]
         if self.coverage_weight:
             parts.append(f"{self.coverage_weight:g} coverage")
         return " + ".join(parts) + f" (weighted mean), {self.fetch_k} candidates each"
@@ -60,16 +68,32 @@ def scaled_lexical(raw: float, best: float) -> float:
     return min(raw / best, 1.0)
 
 
-def fused_score(dense: float | None, lexical: float, config: FusionConfig, coverage: float = 0.0) -> float:
-    """``(w_d * max(cosine, 0) + w_l * lexical + w_c * coverage) / (w_d + w_l + w_c)``: 0..1, higher is better.
+def lexical_trust(best_coverage: float, config: FusionConfig) -> float:
+    """How far this query's BM25 ranking is trusted (0..1): the best query-term coverage any
+    record reaches, to the power ``config.lexical_trust_power``.
 
-    ``lexical`` is already scaled (``scaled_lexical``) and ``coverage`` is the 0..1 share of
-    the query's terms the record contains (``lexical.LexicalScores``); a record the dense side
-    has no vector for counts with cosine 0.
+    BM25 is scaled by the query's best score (``scaled_lexical``), so the best lexical match
+    scores 1 whether it holds the question's terms or only a few of its everyday words. A
+    question worded unlike every record (a paraphrase) has no record covering much of it, and
+    its lexical ranking is then mostly noise: it weighs less.
+    """
+    if config.lexical_trust_power == 0:
+        return 1.0
+    return min(max(best_coverage, 0.0), 1.0) ** config.lexical_trust_power
+
+
+def fused_score(dense: float | None, lexical: float, config: FusionConfig, coverage: float = 0.0,
+                trust: float = 1.0) -> float:
+    """``(w_d * max(cosine, 0) + w_l * trust * lexical + w_c * coverage) / (w_d + w_l + w_c)``: 0..1, higher is better.
+
+    ``lexical`` is already scaled (``scaled_lexical``), ``coverage`` is the 0..1 share of the
+    query's terms the record contains (``lexical.LexicalScores``) and ``trust`` the query's
+    ``lexical_trust``; a record the dense side has no vector for counts with cosine 0.
     """
     cosine = max(dense, 0.0) if dense is not None else 0.0
     total = config.dense_weight + config.lexical_weight + config.coverage_weight
-    weighted = config.dense_weight * cosine + config.lexical_weight * lexical + config.coverage_weight * coverage
+    weighted = (config.dense_weight * cosine + config.lexical_weight * trust * lexical
+                + config.coverage_weight * coverage)
     return weighted / total
 
 

@@ -6,8 +6,9 @@ mask; for Chroma, the ids that mask allows). For every candidate all signals are
 cosine similarity to the query vector (vectors of lexical-only candidates are fetched from
 Chroma), the BM25 score scaled by the best BM25 score of the query, and the query-term
 coverage (``lexical``). They are fused as the weighted mean
-``score = (0.7 * cosine + 0.3 * bm25 / best_bm25 + 0.2 * coverage) / 1.2``
-(``fusion.FusionConfig``), then near-duplicates are dropped (same normalised title, or cosine
+``score = (0.7 * cosine + 0.3 * trust * bm25 / best_bm25 + 0.2 * coverage) / 1.2``, where
+``trust`` is the square of the best coverage any record reaches (``fusion.lexical_trust``: a
+question no record covers well, a paraphrase, leans on the dense ranking) (``fusion.FusionConfig``), then near-duplicates are dropped (same normalised title, or cosine
 > 0.97 between records: the better-ranked one stays) and the list is cut to ``k``. A hit counts
 as relevant from ``relevance_threshold``. Why this fusion and this threshold (the measurements,
 the alternatives tried): ``docs/index.md``.
@@ -31,6 +32,7 @@ from retrieval.index.fusion import (
     FusionConfig,
     drop_near_duplicates,
     fused_score,
+    lexical_trust,
     scaled_lexical,
 )
 from retrieval.index.lexical import LexicalIndex, top_positions
@@ -111,8 +113,9 @@ class Searcher:
         if resolved.matches_nothing():
             outcome.empty_reason = self.explain_empty(filters)
             return outcome
-        candidates, outcome.query_vector = self._candidates(prepared.text, resolved, max(self.fusion.fetch_k, k), mode)
-        outcome.hits = self._hits(candidates, k, mode)
+        candidates, outcome.query_vector, best_coverage = self._candidates(
+            prepared.text, resolved, max(self.fusion.fetch_k, k), mode)
+        outcome.hits = self._hits(candidates, k, mode, lexical_trust(best_coverage, self.fusion))
         if not outcome.hits:
             outcome.empty_reason = self.explain_empty(filters)
             if outcome.empty_reason is None and mode != "lexical" and self.dense.count() == 0:
@@ -174,10 +177,12 @@ class Searcher:
         return None
 
     def _candidates(self, text: str, filters: ResolvedFilters, fetch: int,
-                    mode: Mode) -> tuple[list[_Candidate], np.ndarray | None]:
+                    mode: Mode) -> tuple[list[_Candidate], np.ndarray | None, float]:
         """Candidates from both retrievers (filters applied inside each) with all their raw
-        signals, and the query's vector (None when ``mode`` does not encode the query)."""
+        signals, the query's vector (None when ``mode`` does not encode the query) and the best
+        query-term coverage of any record the filters allow (0 without a lexical side)."""
         lexical_scores = None
+        best_coverage = 0.0
         snapshot = None
         lexical_ids: list[str] = []
         filtered = not filters.is_empty()
@@ -189,6 +194,8 @@ class Searcher:
             lexical_scores = snapshot.score_all(text, allowed)
             if lexical_scores is not None:
                 lexical_ids = [snapshot.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
+                if lexical_scores.coverage.size:
+                    best_coverage = float(lexical_scores.coverage.max())
         query_vector = None
         dense_hits: list[tuple[str, float, np.ndarray]] = []
         if mode in ("hybrid", "dense"):
@@ -218,9 +225,9 @@ class Searcher:
             vector = stored.get(item)
             cosine = float(vector @ query_vector) if vector is not None and query_vector is not None else None
             candidates[item] = _Candidate(item, cosine, *lexical_signals(item), vector)
-        return list(candidates.values()), query_vector
+        return list(candidates.values()), query_vector, best_coverage
 
-    def _hits(self, candidates: list[_Candidate], k: int, mode: Mode) -> list[SearchHit]:
+    def _hits(self, candidates: list[_Candidate], k: int, mode: Mode, trust: float) -> list[SearchHit]:
         best_lexical = max((c.lexical_raw for c in candidates), default=0.0)
         scored: list[tuple[float, _Candidate, float]] = []
         for candidate in candidates:
@@ -230,7 +237,7 @@ class Searcher:
             elif mode == "lexical":
                 score = lexical
             else:
-                score = fused_score(candidate.dense, lexical, self.fusion, candidate.coverage)
+                score = fused_score(candidate.dense, lexical, self.fusion, candidate.coverage, trust)
             scored.append((score, candidate, lexical))
         scored.sort(key=lambda row: (-row[0], -(row[1].dense or 0.0), row[1].paper_id))
         # Records are read in slices: enough for k after near-duplicates are dropped, usually one.

@@ -8,6 +8,7 @@ from retrieval.index.fusion import (
     calibrate_threshold,
     drop_near_duplicates,
     fused_score,
+    lexical_trust,
     reciprocal_rank_fusion,
     scaled_lexical,
 )
@@ -35,6 +36,21 @@ def test_coverage_is_a_third_weighted_signal():
     with_terms = fused_score(0.6, 0.5, config, coverage=1.0)
     assert with_terms - fused_score(0.6, 0.5, config, coverage=0.0) == pytest.approx(0.2 / 1.2)
     assert config.describe() == "0.7 cosine + 0.3 BM25/max + 0.2 coverage (weighted mean), 50 candidates each"
+    assert FusionConfig(lexical_trust_power=2).describe().startswith("0.7 cosine + 0.3 BM25/max x best coverage^2 +")
+
+
+def test_bm25_weighs_by_how_well_the_best_record_covers_the_question():
+    config = FusionConfig(lexical_trust_power=2)
+    assert lexical_trust(0.3, FusionConfig()) == 1.0  # the default trusts BM25 fully
+    assert lexical_trust(1.0, config) == 1.0  # some record holds every term: BM25 at full weight
+    assert lexical_trust(0.5, config) == pytest.approx(0.25)
+    assert lexical_trust(0.0, config) == 0.0  # no record holds a term: BM25 ranks noise
+    assert lexical_trust(0.3, FusionConfig(lexical_trust_power=0)) == 1.0
+    # the best lexical match of a paraphrase (scaled to 1) no longer outranks a closer meaning
+    paraphrase = lexical_trust(0.3, config)
+    assert fused_score(0.45, 1.0, config, 0.3, paraphrase) < fused_score(0.6, 0.0, config, 0.1, paraphrase)
+    assert fused_score(0.45, 1.0, config, 0.3) > fused_score(0.6, 0.0, config, 0.1)  # trusted fully, it did
+    assert fused_score(0.6, 0.5, config, 0.0, trust=0.5) == pytest.approx((0.42 + 0.075) / 1.2)
 
 
 def test_scaled_lexical_is_relative_to_the_best_score_of_the_query():
@@ -50,6 +66,8 @@ def test_fusion_config_rejects_meaningless_weights():
         FusionConfig(coverage_weight=-0.1)
     with pytest.raises(ValueError):
         FusionConfig(fetch_k=0)
+    with pytest.raises(ValueError):
+        FusionConfig(lexical_trust_power=-1)
 
 
 def test_reciprocal_rank_fusion_rewards_agreement_and_is_deterministic():

@@ -14,7 +14,7 @@ import pytest
 
 from retrieval.errors import InputError
 from retrieval.index.dense import record_metadata
-from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE, FusionConfig, fused_score
+from retrieval.index.fusion import CALIBRATED_MIN_RELEVANCE, FusionConfig, fused_score, lexical_trust
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Author, Paper
 from retrieval.results import SearchFilters
@@ -147,15 +147,22 @@ def test_hybrid_search_ranks_the_matching_paper_first_with_scores(filled, arxiv_
 
 
 def test_hybrid_score_is_the_fusion_of_cosine_scaled_bm25_and_coverage(filled):
-    query = "light scattering by particles with the discrete dipole approximation"
-    hits = filled.search(query, k=5)
+    query = "light scattering by particles with the discrete dipole approximation, not superstring amplitudes"
     scored = filled.lexical.current().score_all(query)
     snapshot = filled.lexical.current()
-    for hit in hits:
-        coverage = float(scored.coverage[snapshot.position(hit.paper.id)])
-        expected = fused_score(hit.dense_score, hit.lexical_score, filled.fusion, coverage)
-        assert hit.score == pytest.approx(expected, abs=2e-6)
-    assert any(0 < float(scored.coverage[snapshot.position(h.paper.id)]) < 1 for h in hits)
+    best_coverage = float(scored.coverage.max())
+    assert 0 < best_coverage < 1  # no record holds every term of the query
+    for fusion in (filled.fusion, FusionConfig(lexical_trust_power=2.0)):
+        index = PaperIndex(filled.settings, filled.store, filled.dense, filled.lexical, filled.encoder, fusion=fusion)
+        trust = lexical_trust(best_coverage, fusion)
+        assert trust == (1.0 if fusion.lexical_trust_power == 0 else pytest.approx(best_coverage ** 2))
+        hits = index.search(query, k=5)
+        for hit in hits:
+            assert hit.lexical_score is not None  # hybrid search scores every hit on both sides
+            coverage = float(scored.coverage[snapshot.position(hit.paper.id)])
+            expected = fused_score(hit.dense_score, hit.lexical_score, fusion, coverage, trust)
+            assert hit.score == pytest.approx(expected, abs=2e-6)
+        assert any(0 < float(scored.coverage[snapshot.position(h.paper.id)]) < 1 for h in hits)
     # without the coverage weight the same candidates are scored by cosine and BM25 alone
     plain = PaperIndex(filled.settings, filled.store, filled.dense, filled.lexical, filled.encoder,
                        fusion=FusionConfig(coverage_weight=0.0))
