@@ -582,8 +582,9 @@ class DenseStore:
                 collection.delete(ids=list(ids[start : start + BATCH]))
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """Stored vectors by id (missing ids are absent)."""
+        """Stored vectors by id (missing ids are absent; an id asked twice is read once)."""
         found: dict[str, np.ndarray] = {}
+        ids = list(dict.fromkeys(ids))  # Chroma refuses a get that names an id twice
         if not ids:
             return found
         with self._call() as collection:

@@ -107,3 +107,9 @@ def test_chroma_stores_only_the_text_hash_and_legacy_metadata_is_ignored(index_s
 def _vectors_in_order(index: PaperIndex, papers: list[Paper]) -> np.ndarray:
     stored = index.dense.vectors([p.id for p in papers])
     return np.stack([stored[p.id] for p in papers])
+
+
+def test_vectors_asked_twice_are_read_once(dense: DenseStore) -> None:
+    ids = [p.id for p in _papers()[:3]]
+    stored = dense.vectors([*ids, ids[0], ids[1]])  # Chroma itself refuses a get naming an id twice
+    assert sorted(stored) == sorted(ids)
