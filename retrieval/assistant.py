@@ -225,6 +225,9 @@ class Assistant:
         )
 
     def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
+        from retrieval.scholars.plot_support import require_plotting
+
+        require_plotting()  # matplotlib is the optional extra "plots"
         from retrieval.scholars.plots import render_plots
 
         outside = not Path(out_dir).absolute().is_relative_to(self.settings.data_dir.absolute())

@@ -7,6 +7,7 @@ logged with a reference id and shown only as a short apology.
 
     PaperbotError
     ├── ConfigError            a setting is missing or invalid (names the variable)
+    │   └── NotInstalledError      an optional part is not installed (names the extra)
     ├── InputError             the user's own input is unusable (empty question, bad option)
     │   └── UnknownScholarError    no indexed person matches a name (carries suggestions)
     ├── ParseError             one item of a file or response cannot be read (names the item)
@@ -47,6 +48,11 @@ class PaperbotError(Exception):
 
 class ConfigError(PaperbotError):
     """A setting is missing or invalid; the message names the variable."""
+
+
+class NotInstalledError(ConfigError):
+    """An optional part of paperbot is not installed; the hint names the extra that brings it
+    (``pip install 'paperbot[plots]'``)."""
 
 
 class InputError(PaperbotError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -90,6 +91,17 @@ def test_summarize_shows_the_profile_and_uploads_two_pictures(bot: Bot) -> None:
     uploads = bot.api.calls_to("upload")
     assert len(uploads) == 2 and all(u.body.startswith(b"\x89PNG") for u in uploads)
     assert complete.params["thread_ts"] == final.params["ts"] and len(complete.params["files"]) == 2
+
+
+def test_without_the_plots_extra_the_summary_is_posted_without_pictures_or_warnings(
+        bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as on a machine without paperbot[plots]
+    bot.sender.command("summarize Adrian Del Maestro --since 2004")
+    final = final_answer(bot.api)
+    assert "Adrian Del Maestro" in final.text() and "*Papers*" in final.text()
+    bot.idle()  # the summary's work, pictures included, is done
+    assert not bot.api.calls_to("files.getUploadURLExternal") and not bot.api.calls_to("upload")
+    assert not [c for c in bot.api.calls if "pictures" in c.text().lower()]
 
 
 def test_unknown_scholar_is_a_helpful_message(bot: Bot) -> None:
