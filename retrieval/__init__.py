@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         IndexUnavailableError,
         InputError,
         LLMUnavailableError,
+        NotInstalledError,
         PaperbotError,
         ParseError,
         PartlySavedError,
@@ -94,7 +95,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.sources.files.formats": ("FILE_FORMATS",),
     "retrieval.errors": (
         "BusyError", "ConfigError", "DatabaseDamagedError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
-        "IndexUnavailableError", "InputError", "LLMUnavailableError", "PaperbotError", "ParseError", "PartlySavedError", "RepairRefusedError",
+        "IndexUnavailableError", "InputError", "LLMUnavailableError", "NotInstalledError", "PaperbotError", "ParseError", "PartlySavedError", "RepairRefusedError",
         "SourceError", "StorageError", "UnknownScholarError",
     ),
     "retrieval.results": (
@@ -143,6 +144,7 @@ __all__ = [
     "KeptAfterRemoval",
     "LLMUnavailableError",
     "ModelProbe",
+    "NotInstalledError",
     "PaperbotError",
     "ParseError",
     "PartlySavedError",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.answers.chat_model import FROM_SETTINGS, ChatModelChoice, FromSettings
 from retrieval.config import Settings, open_data_dir, with_user_permissions
-from retrieval.errors import InputError
+from retrieval.errors import InputError, NotInstalledError
 from retrieval.records.paper import Paper
 from retrieval.results import (
     AmbiguousScholarResult,
@@ -224,10 +224,23 @@ class Assistant:
             roster=Roster.load(self.settings),
         )
 
-    def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
+    @staticmethod
+    def pictures_missing() -> NotInstalledError | None:
+        """What the scholar pictures lack: the error naming the extra to install when matplotlib
+        (the optional extra ``plots``) is not installed, else None."""
         from retrieval.scholars.plot_support import require_plotting
 
-        require_plotting()  # matplotlib is the optional extra "plots"
+        try:
+            require_plotting()
+        except NotInstalledError as missing:
+            return missing
+        return None
+
+    def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
+        """Draw the summary's co-author network and timeline into ``out_dir``; ``NotInstalledError``
+        without the optional extra ``plots``."""
+        if (missing := self.pictures_missing()) is not None:
+            raise missing
         from retrieval.scholars.plots import render_plots
 
         outside = not Path(out_dir).absolute().is_relative_to(self.settings.data_dir.absolute())

@@ -37,14 +37,13 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.slack.app import build_slack
     from bot.slack.http_door import EVENTS_PATH
     from bot.slack.http_server import bind
-    from retrieval.scholars.plot_support import PLOTS_INSTALL, plotting_installed
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")
     logging.getLogger("bot").setLevel(logging.INFO)
     runtime = build_slack(ctx.settings, ctx.assistant, http=args.http)
-    if not plotting_installed():
-        ctx.note(f"paperbot: scholar summaries go without pictures: matplotlib is not installed ({PLOTS_INSTALL})")
+    if (missing := ctx.assistant.pictures_missing()) is not None:
+        ctx.note(f"paperbot: scholar summaries go without pictures: {missing}")
     _stop_on_sigterm()
     handler = None
     try:

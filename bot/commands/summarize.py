@@ -152,10 +152,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from retrieval.results import AmbiguousScholarResult
 
     _check_since(args.since)
-    if args.plot:
-        from retrieval.scholars.plot_support import require_plotting
-
-        require_plotting()  # before the summary's work, not after it
+    if args.plot and (missing := ctx.assistant.pictures_missing()) is not None:
+        raise missing  # before the summary's work, not after it
     result = ctx.assistant.summarize(args.name, since=args.since)
     if isinstance(result, AmbiguousScholarResult):
         if args.plot:

@@ -26,7 +26,6 @@ from bot.slack.jobs import Reply, Work, new_reference
 from retrieval.errors import PaperbotError, StorageError
 from retrieval.records.paper import clean_text
 from retrieval.results import AmbiguousScholarResult, AnswerResult, Final, Progress, TextDelta
-from retrieval.scholars.plot_support import plotting_installed
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +140,7 @@ def summarize_work(deps: SlackDeps, name: str, *, since: int | None = None, aske
 def _upload_plots(deps: SlackDeps, reply: Reply, result: object) -> None:
     """The summary stands on its own: a plot failure is reported but does not undo it. Without
     the optional ``plots`` extra there are no pictures and no note (``serve`` said so at start)."""
-    if not plotting_installed():
+    if deps.assistant.pictures_missing() is not None:
         return
     try:
         with tempfile.TemporaryDirectory(prefix="paperbot-plots-") as folder:
