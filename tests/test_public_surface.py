@@ -8,8 +8,10 @@ resolves to the object of the module it lives in, and importing ``retrieval`` st
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,12 +31,27 @@ def _defined_in(module: ModuleType) -> set[str]:
             if inspect.isclass(value) and value.__module__ == module.__name__ and not name.startswith("_")}
 
 
+def _result_modules() -> list[ModuleType]:
+    """The modules of the ``retrieval.results`` package (one per concern)."""
+    return [importlib.import_module(f"{results.__name__}.{info.name}") for info in pkgutil.iter_modules(results.__path__)]
+
+
 def test_every_error_and_result_type_is_exported() -> None:
+    result_types = {name for module in _result_modules() for name in _defined_in(module)}
+    assert {"AnswerResult", "IngestReport", "Scholar", "IndexStats", "SkippedItem"} <= result_types
     expected = {"Assistant", "Settings", "load_settings", "start_encoding_process", "FILE_FORMATS", *_defined_in(errors),
-                *_defined_in(results)}
-    aliases = {"AnswerEvent", "AnswerKind", "AnswerMode", "FollowKind"}  # type aliases of results.py
+                *result_types}
+    aliases = {"AnswerEvent", "AnswerKind", "AnswerMode", "FollowKind"}  # type aliases of retrieval.results
     assert set(retrieval.__all__) == expected | aliases
     assert len(retrieval.__all__) == len(set(retrieval.__all__))
+
+
+def test_the_results_package_re_exports_every_type_of_its_modules() -> None:
+    """``from retrieval.results import X`` is the one way to name a result type, whichever module defines it."""
+    for module in _result_modules():
+        for name in _defined_in(module):
+            assert getattr(results, name) is getattr(module, name), name
+            assert name in results.__all__, name
 
 
 def test_the_declared_homes_agree_with_all() -> None:
