@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.render import render_answer, render_search
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def _add_retrieval_options(parser: argparse.ArgumentParser, default_k: int) -> N
     parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     ask = subparsers.add_parser("ask", help="answer a question with cited paper records")
     ask.add_argument("question", help="the question, in quotes")
     _add_retrieval_options(ask, default_k=8)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.render import citation_line, hang, wrap
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from retrieval.results import Citation, CollaboratorsResult
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "collaborators",
         help="people ranked by expertise on a topic, each with the papers that justify it",

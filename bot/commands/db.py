@@ -13,11 +13,13 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
+
 if TYPE_CHECKING:
     from bot.context import CliContext
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "db",
         help="the database (roster, follows, Slack state): upgrade its schema",

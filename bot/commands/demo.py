@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.render import render_answer
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def sample_path() -> Path:
     return Path(str(resources.files("retrieval.sample") / SAMPLE_FILE))
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "demo", help="index the bundled sample corpus (once, in its own data dir) and answer an example question")
     parser.add_argument("--question", default=DEFAULT_QUESTION, help="the question to ask after indexing")

@@ -18,6 +18,7 @@ import argparse
 from datetime import date
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.commands.ingest import FETCH_SOURCES
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ LABELS = {"arxiv": "arXiv", "openalex": "OpenAlex", "crossref": "Crossref"}  # f
 DEFAULT_MAX_RESULTS = 200  # ``retrieval.ingest.fetchers``'s, here for --help (which imports no core module)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "fetch",
         help="fetch from arXiv, OpenAlex or Crossref and index (also: paperbot ingest arxiv|openalex|crossref ...)",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from retrieval import FILE_FORMATS
 from retrieval.errors import InputError
 
@@ -36,7 +37,7 @@ def rewrite_fetch_argv(argv: list[str]) -> list[str]:
     return argv
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "ingest",
         help="index publication files, or fetch from an API: ingest arxiv|openalex|crossref ...",

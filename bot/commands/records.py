@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.render import hang, hang_items, model_probe_text
 from retrieval.errors import InputError
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from bot.context import CliContext
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     export = subparsers.add_parser("export", help="print every indexed record with its provenance")
     export.add_argument("--format", choices=("jsonl", "bibtex"), default="jsonl")
     export.set_defaults(handler=run_export)

@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from retrieval.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ DEMO = "demo"
 KEPT_SHOWN = 10
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "remove",
         help="take a file's records (or the demo's sample) back out of the index",

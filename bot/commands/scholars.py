@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.commands.ingest import FETCH_SOURCES  # the sources a scholar is synced from, in this order
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from retrieval.results import Scholar
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "scholars",
         help="manage the roster of scholars whose publications `paperbot sync` fetches",

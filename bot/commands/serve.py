@@ -9,6 +9,7 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from retrieval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     serve = subparsers.add_parser(
         "serve",
         help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, or --http)",

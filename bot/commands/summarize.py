@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from bot.render import MODE_LABELS, citation_line, glue, hang, hang_items, wrap
 from retrieval.errors import InputError
 
@@ -24,7 +25,7 @@ ID_LABELS = {"orcid": "ORCID", "openalex": "OpenAlex"}
 PICK = "paperbot summarize "  # + a person id: kept on one line at a terminal's width
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "summarize",
         help="a scholar's profile and recent work, every statement tied to a paper",

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from bot.commands import Subcommands
 from retrieval.errors import InputError, PaperbotError
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 NEW_SHOWN = 10
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser(
         "sync",
         help="fetch what is new for every scholar on the roster and index it",

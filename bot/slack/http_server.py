@@ -1,5 +1,4 @@
-"""uvicorn serving the HTTP door (``bot/slack/http_door.py``): a listening socket, the settings, and
-our h11 protocol.
+"""uvicorn serving the HTTP door (``bot/slack/http_door.py``): a listening socket and the settings.
 
 Server settings (``uvicorn_config``), with reasons:
 
@@ -12,11 +11,12 @@ Server settings (``uvicorn_config``), with reasons:
   rather than failed accepts. With the 1 MiB cap, request bodies in memory stay under 512 MiB.
 * ``backlog=2048``: Slack delivers in bursts; the kernel caps it at ``net.core.somaxconn``.
 * ``timeout_keep_alive=5``: an idle kept-alive connection is closed after 5 s.
-* ``http=HeadDeadlineProtocol``: uvicorn 0.54 has no timeout for a request whose headers never
-  finish (its keep-alive timer only starts after a first response, and stops at the first byte
-  of the next request), so our h11 protocol adds one: the request line and headers must be
-  complete ``DoorLimits.head_deadline_seconds`` (10 s) after the connection opened or the
-  previous response ended, or the client gets a 408 and the connection is closed. Until then a
+* ``http=HeadDeadlineProtocol`` (``bot/slack/uvicorn_adapter.py``): uvicorn has no timeout for a
+  request whose headers never finish (its keep-alive timer only starts after a first response,
+  and stops at the first byte of the next request), so its h11 protocol, extended there, adds
+  one: the request line and headers must be complete ``DoorLimits.head_deadline_seconds`` (10 s)
+  after the connection opened or the previous response ended, or the client gets a 408 and the
+  connection is closed. Until then a
   half-sent request costs an asyncio transport, about 4.4 KB measured (5,000 of them: +17 MiB
   RSS, no thread), plus at most 16 KiB of unfinished headers; ``limit_concurrency`` bounds how
   many are open at once.
@@ -27,19 +27,14 @@ Server settings (``uvicorn_config``), with reasons:
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import socket
 import threading
 import time
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from bot.slack.http_door import EVENTS_PATH, ASGIApp, DoorLimits, SlackDoor
-
-log = logging.getLogger(__name__)
+from bot.slack.uvicorn_adapter import with_head_deadline
 
 # uvicorn's settings (see the module docstring for the reasons)
 LIMIT_CONCURRENCY = 512
@@ -55,70 +50,12 @@ def bind(host: str, port: int) -> socket.socket:
     return socket.create_server((host, port), family=family, backlog=BACKLOG)
 
 
-class HeadDeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's line and headers, and one answer
-    per request.
-
-    The deadline runs from the connection's start, and again from the end of each response on a
-    kept-alive connection; it is met once h11 has parsed a whole request head. A connection that
-    misses it gets a 408 written directly (h11 cannot answer a request it has not parsed) and is
-    closed. ``head_deadline_seconds`` is set per server by ``uvicorn_config``.
-
-    One answer: when a request's head is valid but what follows is not (an invalid chunk of a
-    ``Transfer-Encoding: chunked`` body), uvicorn 0.55 answers 400 itself and closes, while the
-    door, already started for that request, still sends its own answer (a 411 for a chunked
-    body): h11 refuses a second response, and uvicorn logged that as "Exception in ASGI
-    application" with a traceback, for a request anyone can send. Here the request in flight is
-    marked disconnected as soon as that 400 is written, as uvicorn itself marks it once the
-    connection is lost a moment later: the door's answer is then dropped without a word.
-    """
-
-    head_deadline_seconds: float = DoorLimits.head_deadline_seconds
-    _head_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm_head_deadline()  # the next request on this connection gets its own deadline
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_head_deadline()
-        super().connection_lost(exc)
-
-    def send_400_response(self, msg: str) -> None:
-        super().send_400_response(msg)
-        if self.cycle is not None and not self.cycle.response_complete:
-            self.cycle.disconnected = True  # the server answered it: the app's answer goes nowhere
-
-    def _arm_head_deadline(self) -> None:
-        self._cancel_head_deadline()
-        self._head_timer = self.loop.call_later(self.head_deadline_seconds, self._head_deadline_passed)
-
-    def _cancel_head_deadline(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_deadline_passed(self) -> None:
-        self._head_timer = None
-        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
-            return  # the head arrived (the body has a deadline of its own) or it is closing anyway
-        log.info("closed a connection whose request headers did not arrive within %g s", self.head_deadline_seconds)
-        self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-        self.transport.close()
-
-
 def uvicorn_config(app: ASGIApp) -> uvicorn.Config:
     limits = getattr(app, "limits", None)
     head_deadline = limits.head_deadline_seconds if isinstance(limits, DoorLimits) else DoorLimits.head_deadline_seconds
-    protocol = type("HeadDeadlineProtocol", (HeadDeadlineProtocol,), {"head_deadline_seconds": head_deadline})
     return uvicorn.Config(
         app,
-        http=protocol,
+        http=with_head_deadline(head_deadline),
         loop="asyncio",
         ws="none",
         lifespan="off",

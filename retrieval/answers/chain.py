@@ -116,9 +116,8 @@ from retrieval.text import fold
 
 if TYPE_CHECKING:  # the LLM stack (langchain, openai) is imported only when a model is configured
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import BaseMessage
+    from langchain_core.prompt_values import PromptValue
     from langchain_core.prompts import ChatPromptTemplate
-    from langchain_core.runnables import Runnable
 
 NO_LLM_NOTICE = (
     "No LLM configured: extractive answer from the records "
@@ -161,10 +160,11 @@ def _answer_prompt() -> ChatPromptTemplate:
     return ChatPromptTemplate.from_messages([("system", _system_prompt().text), ("human", _user_prompt().text)])
 
 
-def build_answer_chain(model: BaseChatModel) -> Runnable[dict[str, str], BaseMessage]:
-    """``{boundary, question, evidence}`` -> the model's reply, streamed as message chunks (their
-    metadata says how the reply ended: ``finish_reason``)."""
-    return _answer_prompt() | model
+def answer_prompt(inputs: dict[str, str]) -> PromptValue:
+    """The answer prompt over ``{boundary, question, evidence}``, formatted before the model is
+    called: the call (``model.stream``, whose chunks' metadata says how the reply ended:
+    ``finish_reason``) then raises only the model's own failures."""
+    return _answer_prompt().invoke(inputs)
 
 
 def fitted_evidence(question: str, relevant: Sequence[SearchHit], settings: Settings,
@@ -483,11 +483,11 @@ def _written(question: str, chosen: EvidenceChoice, settings: Settings, model: B
     protected = [_system_prompt().format(), _user_prompt().text]
     attribution = EvidenceAttribution.from_papers([hit.paper for hit in evidence.hits])
     live = ValidatedStream(len(evidence), boundary=evidence.boundary, protected=protected, attribution=attribution)
-    inputs = chain_inputs(query, evidence)
     limits = CallLimits.from_settings(settings, deadline, prompt_tokens=fitted.tokens)
     call = CallReport()
     yield Progress(reading_status(len(evidence)))
-    chunks = stream_within(lambda: build_answer_chain(model).stream(inputs), limits, report=call)
+    prompt = answer_prompt(chain_inputs(query, evidence))
+    chunks = stream_within(lambda: model.stream(prompt), limits, report=call)
     try:
         for piece in bounded_pieces(chunks, settings):
             if shown := live.feed(piece):

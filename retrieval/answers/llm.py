@@ -7,8 +7,11 @@ answer's deadline, when ``PROVIDER_RETRIES`` says the failure is worth it: a con
 HTTP 408/409/429 or 5xx, after the server's ``retry-after-ms``/``Retry-After`` or an exponential
 back-off; never a read timeout (the same prompt would be as slow again). The transport's read
 timeout is only a backstop behind that module's first-token and stall limits.
-What still fails reaches the caller as one of ``LLM_FAILURES``; ``describe_failure`` turns it
-into the short parenthesis of the notice ("HTTP 503 after 3 attempts").
+What still fails reaches the caller as one of ``LLM_FAILURES`` (a reply the provider cannot read
+as ``MalformedResponseError``: ``ProviderRetries.failure``); ``describe_failure`` turns it into
+the short parenthesis of the notice ("HTTP 503 after 3 attempts"). The model is langchain's
+``ChatOpenAI`` as its documentation configures it, called only through its runnable interface
+(``invoke``, ``stream``).
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import openai
 from langchain_core.exceptions import (
@@ -29,7 +31,6 @@ from langchain_core.exceptions import (
     ModelTimeoutError,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -45,66 +46,11 @@ class MalformedResponseError(ModelError):
 
 # Everything a chat model call may raise once the endpoint is down, slow, refusing or broken.
 LLM_FAILURES: tuple[type[Exception], ...] = (ModelError, openai.APIError)
-# What the provider's parsing raises on a 200 response that is not a chat completion.
+# What the provider's parsing raises on a 200 response that is not a chat completion: the SDK's
+# or langchain-openai's JSONDecodeError, IndexError (no choices), TypeError, AttributeError (an
+# HTML page read as a completion), langchain-core's ValueError for a stream without a single event.
 _GARBAGE_ERRORS = (ValueError, LookupError, TypeError, AttributeError)
 
-
-def _checked(result: ChatResult) -> ChatResult:
-    if not result.generations:
-        raise MalformedResponseError("unreadable response: no choices")
-    return result
-
-
-class _GuardedChatOpenAI(ChatOpenAI):
-    """ChatOpenAI whose response-parsing crashes surface as ``MalformedResponseError``.
-
-    A server answering 200 with garbage makes langchain-openai raise JSONDecodeError,
-    IndexError or ValueError from deep inside; callers should see one model failure instead.
-    """
-
-    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        try:
-            result = super()._generate(*args, **kwargs)
-        except LLM_FAILURES:
-            raise
-        except _GARBAGE_ERRORS as exc:
-            raise MalformedResponseError(f"unreadable response: {type(exc).__name__}") from exc
-        return _checked(result)
-
-    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        chunks = 0
-        try:
-            for chunk in super()._stream(*args, **kwargs):
-                chunks += 1
-                yield chunk
-        except LLM_FAILURES:
-            raise
-        except _GARBAGE_ERRORS as exc:
-            raise MalformedResponseError(f"unreadable response: {type(exc).__name__}") from exc
-        if not chunks:  # a body with no server-sent events at all
-            raise MalformedResponseError("unreadable response: no stream events")
-
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        try:
-            result = await super()._agenerate(*args, **kwargs)
-        except LLM_FAILURES:
-            raise
-        except _GARBAGE_ERRORS as exc:
-            raise MalformedResponseError(f"unreadable response: {type(exc).__name__}") from exc
-        return _checked(result)
-
-    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        chunks = 0
-        try:
-            async for chunk in super()._astream(*args, **kwargs):
-                chunks += 1
-                yield chunk
-        except LLM_FAILURES:
-            raise
-        except _GARBAGE_ERRORS as exc:
-            raise MalformedResponseError(f"unreadable response: {type(exc).__name__}") from exc
-        if not chunks:
-            raise MalformedResponseError("unreadable response: no stream events")
 
 _RETRIED_STATUSES = frozenset({408, 409, 429})
 #: Seconds to wait for a TCP connection (a dead host), never more than the first-token limit.
@@ -124,7 +70,7 @@ def build_chat_model(settings: Settings) -> BaseChatModel | None:
     if not settings.llm_configured:
         return None
     read = max(settings.llm_timeout, settings.llm_stall_timeout)
-    return _GuardedChatOpenAI(
+    return ChatOpenAI(
         model=settings.llm_model,
         base_url=settings.openai_base_url,
         api_key=settings.openai_api_key or SecretStr(PLACEHOLDER_API_KEY),
@@ -180,6 +126,17 @@ def _retry_after(exc: BaseException) -> float | None:
 
 class ProviderRetries:
     """The ``retrieval.answers.model_calls.RetryPolicy`` of the OpenAI-compatible provider."""
+
+    def failure(self, error: Exception) -> Exception:
+        """``error``, raised by a call of the model, as its caller sees it: a reply the provider
+        could not read (a 200 that is not a chat completion: HTML, truncated JSON, no choices, a
+        stream without a single event) as ``MalformedResponseError``, one of ``LLM_FAILURES``;
+        any other error as it is."""
+        if isinstance(error, _GARBAGE_ERRORS) and not isinstance(error, LLM_FAILURES):
+            malformed = MalformedResponseError(f"unreadable response: {type(error).__name__}")
+            malformed.__cause__ = error
+            return malformed
+        return error
 
     def is_timeout(self, error: BaseException) -> bool:
         """A read timeout (the server took the request and did not answer in time); a connect

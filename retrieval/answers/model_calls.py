@@ -22,8 +22,8 @@ Attempts: a request that failed before any content came back is sent again when 
 ``RetryPolicy`` says the failure is worth it (connection failures, HTTP 408/409/429, 5xx; never a
 timeout: the same prompt would be as slow again), at most ``limits.retries`` times, and only when
 its back-off ends before the deadline. A failure after content came back is never repeated.
-What still fails is raised as it came (the provider's type); ``CallReport.attempts`` counts the
-requests made.
+What still fails is raised as the policy's ``failure`` gives it (the provider's type; a reply the
+provider could not read as one of its failures); ``CallReport.attempts`` counts the requests made.
 """
 
 from __future__ import annotations
@@ -73,6 +73,10 @@ class RetryPolicy(Protocol):
 
     def is_timeout(self, error: BaseException) -> bool:
         """True for the transport's own read timeout (reported as the model being too slow)."""
+        ...
+
+    def failure(self, error: Exception) -> Exception:
+        """``error``, raised by the model call, as the caller is to see it (and the policy to judge)."""
         ...
 
 
@@ -225,7 +229,7 @@ def stream_within(start: Callable[[], Iterable[Any]], limits: CallLimits, *, rep
                     report.seconds = clock() - began
                     return
                 else:
-                    backoff = _backoff(item, policy, limits, report.attempts, started=last is not None,
+                    backoff = _backoff(policy.failure(item), policy, limits, report.attempts, started=last is not None,
                                        now=clock())
         finally:
             stop.set()  # also when the caller stops reading: the worker closes the stream

@@ -2,7 +2,7 @@
 
 ``DenseStore`` connects lazily and drops a connection that failed, so a restarted server is
 picked up by the next call; every request to a server is bounded by ``PAPERBOT_CHROMA_TIMEOUT``
-(chromadb sets no timeout of its own: ``bound_requests``). The collection is in cosine space with
+(chromadb sets no timeout of its own: ``chromadb_adapter.bound_requests``). The collection is in cosine space with
 no embedding function (our encoder makes the vectors); each vector's metadata is the hash of
 the text it was computed from, and filters reach ``query`` as the ids they allow. ``refresh``
 reopens an embedded index that another process wrote to; on a full disk the embedded index is
@@ -17,7 +17,8 @@ in the temporary directory (up to ``MAX_SNAPSHOT_BYTES``, where there is room: e
 ``DataDirReadOnlyError`` says why), and its writes raise ``DataDirReadOnlyError``.
 
 Why each of these, and what chromadb 1.5.9 does that forces them: ``docs/index.md`` ("The
-dense index"). This is the only module that imports chromadb.
+dense index"). This is the only module that uses chromadb, besides ``chromadb_adapter`` (what it needs
+of chromadb's private names).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from retrieval.errors import (
     PaperbotError,
     StorageError,
 )
+from retrieval.index.chromadb_adapter import bound_requests, forget_system
 from retrieval.records.paper import Paper
 from retrieval.storage.sqlite import LOW_SPACE, free_bytes, report_read_only
 from retrieval.storage.sqlite import disk_is_full as _disk_is_full
@@ -124,21 +126,6 @@ def is_damaged(detail: str) -> bool:
     return any(marker in text for marker in _DAMAGED)
 
 
-def bound_requests(client: Any, timeout: float) -> None:
-    """Give every later request of a ``chromadb.HttpClient`` a timeout (connect, read, write, pool).
-
-    chromadb 1.5.9 exposes no setting for it; its client keeps the ``httpx.Client`` it sends
-    everything through at ``client._server._session``. Should a chromadb upgrade move it, a
-    warning says so (and ``tests/index/test_chroma_timeout.py`` fails) and requests stay unbounded.
-    """
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if not isinstance(session, httpx.Client):
-        log.warning("chromadb %s keeps no httpx session where paperbot expects it: requests to the Chroma "
-                    "server have no timeout (PAPERBOT_CHROMA_TIMEOUT is ignored).", _chromadb().__version__)
-        return
-    session.timeout = httpx.Timeout(timeout)
-
-
 def record_metadata(paper: Paper) -> dict[str, Any]:
     """Chroma metadata for one record: the hash of the text its vector was computed from.
 
@@ -160,34 +147,6 @@ def _close_quietly(client: Any) -> None:
         client.close()
     except Exception:
         log.debug("closing the Chroma client failed", exc_info=True)
-
-
-def _forget_system(path: Path) -> None:
-    """Drop chromadb's cached in-process system of ``path``.
-
-    chromadb 1.5.9 caches one system per directory (``SharedSystemClient``) and keeps it even
-    when starting it failed: every later ``PersistentClient`` of that path would reuse the
-    broken one ("'RustBindingsAPI' object has no attribute 'bindings'"), also after the
-    directory was moved aside and a new one created.
-    """
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:  # pragma: no cover - a chromadb upgrade moved it
-        log.warning("chromadb %s has no SharedSystemClient: a failed Chroma start may stick until restart.",
-                    _chromadb().__version__)
-        return
-    systems = getattr(SharedSystemClient, "_identifier_to_system", None)
-    counts = getattr(SharedSystemClient, "_identifier_to_refcount", None)
-    if not isinstance(systems, dict):
-        return
-    system = systems.pop(str(path), None)
-    if isinstance(counts, dict):
-        counts.pop(str(path), None)
-    if system is not None:
-        try:
-            system.stop()
-        except Exception:
-            log.debug("stopping a failed Chroma system raised", exc_info=True)
 
 
 def _tree_size(path: Path) -> int:
@@ -356,7 +315,7 @@ class DenseStore:
         try:
             return _chromadb().PersistentClient(path=str(path), settings=_chroma_settings())
         except BaseException:
-            _forget_system(path)  # or the next attempt gets the broken system back
+            forget_system(path)  # or the next attempt gets the broken system back
             raise
 
     def _disk_full(self) -> IndexDiskFullError:
@@ -400,7 +359,7 @@ class DenseStore:
     def _drop_snapshot(self) -> None:
         copy, self._snapshot, self._read_only = self._snapshot, None, None
         if copy is not None:
-            _forget_system(copy)
+            forget_system(copy)
             shutil.rmtree(copy, ignore_errors=True)
 
     def _writable(self) -> None:
@@ -490,7 +449,7 @@ class DenseStore:
             client, self._client, self._collection = self._client, None, None
             _close_quietly(client)
             self._drop_snapshot()
-            _forget_system(source)
+            forget_system(source)
             if not source.exists():
                 return None
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

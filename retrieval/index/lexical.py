@@ -49,8 +49,9 @@ import numpy as np
 
 from retrieval.config import unwritable_reason
 from retrieval.gc_pause import older_objects_frozen
+from retrieval.index.bm25s_adapter import holding_scores, lucene_scoring, score_columns, vocabulary
 from retrieval.index.filters import ResolvedFilters
-from retrieval.index.term_counts import TermCounts, TermPairs, document_key, pairs_of_tokens, reused_pairs, score_matrix
+from retrieval.index.term_counts import TermCounts, TermPairs, document_key, pairs_of_tokens, reused_pairs
 from retrieval.records.names import author_key
 from retrieval.records.paper import Paper
 from retrieval.storage.records import RecordStore
@@ -145,30 +146,13 @@ def _indexed(corpus: list[list[str]]) -> tuple[bm25s.BM25, TermPairs | None, lis
     unique: set[str] = set()
     for tokens in corpus:
         unique.update(tokens)
-    if not unique or not _numpy_scoring(retriever):
+    if not unique or not lucene_scoring(retriever):
         retriever.index(corpus, show_progress=False)
         return retriever, None, []
     vocab = list(unique)
     numbering = {token: i for i, token in enumerate(vocab)}
     pairs = pairs_of_tokens(corpus, numbering)
-    return _scored(retriever, numbering, pairs), pairs, vocab
-
-
-def _numpy_scoring(retriever: bm25s.BM25) -> bool:
-    """Whether ``term_counts.score_matrix`` computes this retriever's scores (Lucene's formulas)."""
-    return retriever.method == "lucene" and retriever.idf_method == "lucene"
-
-
-def _scored(retriever: bm25s.BM25, numbering: dict[str, int], pairs: TermPairs) -> bm25s.BM25:
-    """``retriever`` holding the scores of ``pairs``, whose terms ``numbering`` numbers 0, 1, ... in
-    its order; ``numbering`` becomes the retriever's vocabulary."""
-    retriever.scores = score_matrix(pairs, len(numbering), retriever.k1, retriever.b)
-    retriever.nonoccurrence_array = None
-    if "" not in numbering:
-        numbering[""] = len(numbering)  # bm25s' empty token, outside the matrix
-    retriever.vocab_dict = numbering
-    retriever.unique_token_ids_set = set(numbering.values())
-    return retriever
+    return holding_scores(retriever, numbering, pairs), pairs, vocab
 
 
 def _retriever_and_counts(previous: TermCounts | None, sources: list[int], fresh: list[list[str]],
@@ -182,7 +166,7 @@ def _retriever_and_counts(previous: TermCounts | None, sources: list[int], fresh
         vocab, pairs = reused_pairs(previous, sources, fresh)
         if vocab:
             numbering = {token: i for i, token in enumerate(vocab)}
-            return (_scored(bm25s.BM25(**_BM25_PARAMETERS), numbering, pairs),
+            return (holding_scores(bm25s.BM25(**_BM25_PARAMETERS), numbering, pairs),
                     TermCounts.of(_TOKEN_RECIPE, vocab, keys, pairs))
         fresh = [[] for _ in sources]  # no document holds a token: what a build from scratch is given
     built, scored, terms = _indexed(fresh)
@@ -268,9 +252,9 @@ class LexicalSnapshot:
         """``ln(1 + (N - df + 0.5) / (df + 0.5))`` of one tokenised term; ``math.inf`` for a
         term no record holds."""
         df = 0
-        if self.retriever is not None and token in self.retriever.vocab_dict:
-            indptr = self.retriever.scores["indptr"]
-            term = self.retriever.vocab_dict[token]
+        if self.retriever is not None and token in vocabulary(self.retriever):
+            indptr = score_columns(self.retriever)[2]
+            term = vocabulary(self.retriever)[token]
             df = int(indptr[term + 1]) - int(indptr[term])
         if df == 0:
             return math.inf
@@ -284,20 +268,19 @@ class LexicalSnapshot:
         """BM25 score and query-term coverage of every document (0 when excluded or sharing no
         term); None when no query term is indexed.
 
-        Reads bm25s' precomputed per-(term, document) scores directly (``retriever.scores``: a
-        CSC matrix whose column ``t`` lists the documents containing term ``t``), summing them
+        Reads bm25s' precomputed per-(term, document) scores directly (``bm25s_adapter.score_columns``:
+        a CSC matrix whose column ``t`` lists the documents containing term ``t``), summing them
         like ``BM25.get_scores`` (a repeated query term counts again) and accumulating, from
         the same postings, each document's coverage: the IDF-weighted share of the distinct
         query terms it contains, ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
         """
         if self.retriever is None:
             return None
-        vocab = self.retriever.vocab_dict
+        vocab = vocabulary(self.retriever)
         term_ids = [vocab[token] for token in bm25_tokens(query) if token in vocab]
         if not term_ids:
             return None
-        matrix = self.retriever.scores
-        data, indices, indptr = matrix["data"], matrix["indices"], matrix["indptr"]
+        data, indices, indptr = score_columns(self.retriever)
         documents = len(self.ids)
         scores = np.zeros(documents, dtype=np.float32)
         present = np.zeros(documents, dtype=np.float32)
@@ -427,7 +410,7 @@ class LexicalIndex:
         """A build from the store's records: the term counts of a record whose text the last build
         counted are reused from it (``term_counts``; unless not ``reuse``), the others' texts are
         tokenised."""
-        previous = self._previous_counts() if reuse and _numpy_scoring(bm25s.BM25(**_BM25_PARAMETERS)) else None
+        previous = self._previous_counts() if reuse and lucene_scoring(bm25s.BM25(**_BM25_PARAMETERS)) else None
         known = previous.rows() if previous is not None else {}
         ids: list[str] = []
         years: list[int] = []

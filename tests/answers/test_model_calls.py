@@ -49,6 +49,9 @@ class Policy:
     def is_timeout(self, error: BaseException) -> bool:
         return isinstance(error, TimedOut)
 
+    def failure(self, error: Exception) -> Exception:
+        return error
+
 
 class Clock:
     """Time that passes only when slept."""

@@ -222,3 +222,54 @@ def test_a_runaway_reply_is_cut_at_the_character_cap(server: OpenAIStubServer, r
     assert result.mode == "extractive" and "ran past" in (result.notice or "")
     shown = "".join(e.text for e in events[:-1])  # type: ignore[union-attr]
     assert len(shown) <= 6_000
+
+
+# A 200 that is not a chat completion, for a call (invoke) and a stream: what langchain-openai
+# and the SDK raise on it differs by body and by release (JSONDecodeError, IndexError,
+# AttributeError; langchain-core's ValueError for a stream without events); the caller always
+# sees one MalformedResponseError, and the request is not sent again.
+GARBAGE = {
+    "html": StubReply(raw_body=b"<html>502 Bad Gateway</html>", headers={"Content-Type": "text/html"}),
+    "truncated-json": StubReply(raw_body=b'{"choices": [{"message": {"content": "Conv'),
+    "no-choices": StubReply(raw_body=b'{"id": "x", "object": "chat.completion", "choices": []}'),
+    "no-events": StubReply(raw_body=b"event: nothing\n\n", headers={"Content-Type": "text/event-stream"}),
+}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
+@pytest.mark.parametrize("garbage", GARBAGE, ids=list(GARBAGE))
+def test_a_reply_that_is_no_chat_completion_is_malformed(server: OpenAIStubServer, garbage: str,
+                                                         streamed: bool) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from retrieval.answers.llm import LLM_FAILURES, MalformedResponseError, describe_failure
+    from retrieval.answers.model_calls import CallLimits, CallReport, invoke_within, stream_within
+
+    server.script(GARBAGE[garbage])
+    settings = llm_settings(server)
+    model = build_chat_model(settings)
+    assert model is not None
+    messages = [HumanMessage(content="Say hello.")]
+    report = CallReport()
+    with pytest.raises(LLM_FAILURES) as failed:
+        if streamed:
+            list(stream_within(lambda: model.stream(messages), CallLimits.from_settings(settings), report=report))
+        else:
+            invoke_within(model, messages, CallLimits.from_settings(settings), report=report)
+    assert isinstance(failed.value, MalformedResponseError), repr(failed.value)
+    assert describe_failure(failed.value, report.attempts) == "malformed response"
+    assert len(server.chat_requests) == 1 and report.attempts == 1
+
+
+def test_only_an_unreadable_reply_becomes_malformed() -> None:
+    import openai
+
+    from retrieval.answers.llm import PROVIDER_RETRIES, MalformedResponseError
+
+    unreadable = IndexError("list index out of range")
+    turned = PROVIDER_RETRIES.failure(unreadable)
+    assert isinstance(turned, MalformedResponseError) and turned.__cause__ is unreadable
+    refused = openai.APIConnectionError(request=__import__("httpx").Request("POST", "http://127.0.0.1:9/v1"))
+    assert PROVIDER_RETRIES.failure(refused) is refused
+    bug = RuntimeError("a bug of ours")
+    assert PROVIDER_RETRIES.failure(bug) is bug
