@@ -28,6 +28,19 @@ def model_cache() -> Path:
 
 
 @pytest.fixture(scope="session")
+def fp32_onnx_encoder(model_cache: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The same model's float32 ONNX export from the session's encoder cache: the reference
+    encoder's vectors (cosine agreement 1.00000 with torch, docs/performance.md "Encoders") at
+    several times its speed on these hosts, and no int8 numerics that differ between AVX2 and
+    AVX-512; for fixtures that embed thousands of records."""
+    from retrieval.config import Settings
+    from retrieval.index.encoders.loading import load_encoder
+
+    return load_encoder(Settings(_env_file=None, data_dir=tmp_path_factory.mktemp("fp32"), encoder="onnx", chroma_url=None,
+                                 encoder_cache_dir=model_cache))
+
+
+@pytest.fixture(scope="session")
 def reference_encoder():
     """The reference torch encoder (sentence-transformers), loaded once per session and shared by
     every in-process test that needs real vectors (it keeps no state between calls)."""
