@@ -2,7 +2,7 @@
 
 The sync commits one batch per scholar and advances a scholar's sync marks only after that
 batch is committed. The roster here is two scholars served by a local 127.0.0.1 server
-replaying recorded responses (``tests/sync/recorded.py``): Adrian Del Maestro (synced first,
+replaying recorded responses (``tests/ingest/recorded.py``): Adrian Del Maestro (synced first,
 roster order is by name) and Martin Fenner. The server holds its answer to Fenner's Crossref
 request, his last fetch before his batch is ingested, until the test has killed the process, so
 the kill lands deterministically after the first scholar's commit and while the second
@@ -28,6 +28,15 @@ from pathlib import Path
 import pytest
 
 from retrieval.storage.schema import HEAD
+from tests.ingest.recorded import (
+    DEL_MAESTRO,
+    FENNER,
+    FENNER_ORCID,
+    IGNORED_PARAMS,
+    crossref_url,
+    replay,
+    roster_recordings,
+)
 from tests.reliability.helpers import (
     count_records,
     lexical_documents,
@@ -39,15 +48,6 @@ from tests.reliability.helpers import (
     stored_records,
 )
 from tests.sources.replay import Recording, Replay, ReplayServer, request_key
-from tests.sync.recorded import (
-    DEL_MAESTRO,
-    FENNER,
-    FENNER_ORCID,
-    IGNORED_PARAMS,
-    crossref_url,
-    replay,
-    roster_recordings,
-)
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ export (tens of seconds, 143 MB) and probe once per session, not once per test:
 * ``shared_model_cache()`` makes the export and the probe there on first call (in this process,
   so no ``paperbot`` subprocess has to); ``link_model_cache`` makes a data dir after that.
 
-Tests of the export itself (``tests/embeddings``) use their own cache dirs where they damage or
+Tests of the export itself (``tests/index/encoders``) use their own cache dirs where they damage or
 re-make exports.
 """
 

@@ -14,7 +14,7 @@ from retrieval.config import Settings
 from retrieval.index.encoders.base import DIMENSION
 from retrieval.index.paper_index import PaperIndex
 from retrieval.storage.roster import Roster
-from tests.sync.recorded import DEL_MAESTRO, FENNER, FENNER_ORCID
+from tests.ingest.recorded import DEL_MAESTRO, FENNER, FENNER_ORCID
 
 
 class HashEncoder:

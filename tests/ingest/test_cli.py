@@ -25,10 +25,8 @@ from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
 from retrieval.ingest.sync import OVERLAP
 from retrieval.storage.roster import Roster
-from tests.sources.replay import ReplayServer, recording
-from tests.support.model_cache import link_model_cache
-from tests.sync.conftest import add_roster, make_settings
-from tests.sync.recorded import (
+from tests.ingest.conftest import add_roster, make_settings
+from tests.ingest.recorded import (
     DEL_MAESTRO,
     FENNER,
     FENNER_ORCID,
@@ -41,6 +39,8 @@ from tests.sync.recorded import (
     replay,
     roster_recordings,
 )
+from tests.sources.replay import ReplayServer, recording
+from tests.support.model_cache import link_model_cache
 
 
 def parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ from retrieval.records.merge import merge_papers
 from retrieval.records.names import NameMatch, is_organisation, name_match, names_compatible, parse_name, same_person
 from retrieval.records.paper import Author, Paper
 from retrieval.scholars.people import PeopleDirectory
-from tests.merge.recorded import conference, crossref, openalex, openalex_list
+from tests.records.recorded import conference, crossref, openalex, openalex_list
 
 
 @pytest.mark.parametrize(

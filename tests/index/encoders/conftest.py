@@ -25,7 +25,7 @@ from retrieval.index.encoders.onnx_export import ensure_onnx_model
 from retrieval.index.encoders.torch_encoder import TorchEncoder
 from tests.support.model_cache import use_session_encoder_cache
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "embeddings"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "embeddings"
 
 
 @pytest.fixture(scope="session")

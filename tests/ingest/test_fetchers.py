@@ -14,7 +14,7 @@ from retrieval.ingest import fetchers
 from retrieval.ingest.fetchers import FetchRequest, collect, plan_fetch
 from retrieval.records.paper import Author, Paper
 from retrieval.sources.fetched import PaperStream
-from tests.sync.conftest import make_settings
+from tests.ingest.conftest import make_settings
 
 
 def _paper(title: str, *names: str) -> Paper:

@@ -23,7 +23,7 @@ from retrieval.records.merge import (
     same_paper,
 )
 from retrieval.records.paper import Author, Paper, Provenance
-from tests.merge.recorded import arxiv_feed, crossref, openalex, openalex_list
+from tests.records.recorded import arxiv_feed, crossref, openalex, openalex_list
 
 
 def _content(paper: Paper) -> dict:

@@ -28,7 +28,7 @@ from retrieval.index.encoders.base import DIMENSION
 from retrieval.index.encoders.onnx_export import RECIPES, ExportError, ensure_onnx_model
 from tests.support.model_cache import use_session_encoder_cache
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FP32, INT8 = RECIPES["onnx"].file_name, RECIPES["onnx-int8"].file_name
 
 

@@ -261,7 +261,7 @@ def test_the_child_leaves_with_a_killed_parent(onnx_cache: Path):
         "print(process.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(root)}
     parent = subprocess.Popen([sys.executable, "-c", parent_code, str(onnx_cache)], stdout=subprocess.PIPE,
                               text=True, env=env)

@@ -12,9 +12,8 @@ from retrieval.ingest.sync import OVERLAP, SyncSources, choose_openalex_profile,
 from retrieval.results import SyncEvent
 from retrieval.sources.providers.openalex import parse_author
 from retrieval.storage.roster import Roster
-from tests.sources.replay import ReplayServer, recording
-from tests.sync.conftest import add_roster, make_settings
-from tests.sync.recorded import (
+from tests.ingest.conftest import add_roster, make_settings
+from tests.ingest.recorded import (
     DEL_MAESTRO,
     FENNER,
     SHARED_DOI,
@@ -26,6 +25,7 @@ from tests.sync.recorded import (
     replay,
     roster_recordings,
 )
+from tests.sources.replay import ReplayServer, recording
 
 NOW = datetime(2026, 1, 15, 9, 30, tzinfo=UTC)
 SINCE = (NOW - OVERLAP).date()
