@@ -1,4 +1,4 @@
-"""The tree shows the architecture: the core's concerns, and which may import which.
+"""The tree shows the architecture: the core's concerns, which may import which, and where their tests live.
 
 Layers, lowest first; a module imports only its own concern, lower layers, or a same-layer concern
 named in ``SIDEWAYS`` with the reason. Guarded by parsing every module's imports, so a new module
@@ -79,3 +79,31 @@ def test_imports_run_down_the_layers() -> None:
 def test_every_sideways_exception_is_still_used() -> None:
     used = {(source, target) for _, source, target in _edges()}
     assert set(SIDEWAYS) <= used, f"stale exceptions: {set(SIDEWAYS) - used}"
+
+
+TESTS = ROOT / "tests"
+# Test folders that are not a package of the core, each with what it tests.
+OTHER_TEST_FOLDERS = {
+    "core": "retrieval's modules outside the packages (config, errors, text, gc_pause, offline)",
+    "cli": "the command-line door (bot/cli.py, bot/commands/)",
+    "slack": "the Slack door (bot/slack/)",
+    "prompts": "the prompt templates (prompts/)",
+    "bench": "the benchmarks (bench/)",
+    "reliability": "whole-product failures: killed processes, full disks, hostile input, permissions",
+    "support": "the suite's own helpers (servers, the encoder cache)",
+    "fixtures": "recorded responses and files the tests read",
+}
+
+
+def _folders(root: Path) -> set[str]:
+    return {p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """A module's tests are found by its path: tests/<concern>/ for retrieval/<concern>/ (and a
+    sub-package's in the same sub-folder), else one of the named folders."""
+    unknown = _folders(TESTS) - PACKAGES - set(OTHER_TEST_FOLDERS)
+    assert not unknown, f"test folders that mirror no package of the core: {sorted(unknown)}"
+    for concern in _folders(TESTS) & PACKAGES:
+        nested = _folders(TESTS / concern) - _folders(CORE / concern)
+        assert not nested, f"tests/{concern}/ has folders retrieval/{concern}/ lacks: {sorted(nested)}"
