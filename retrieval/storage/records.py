@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -90,9 +90,10 @@ log = logging.getLogger(__name__)
 MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (generic titles stay bounded)
 REOPEN_EVERY = 5.0  # seconds between a read-only snapshot's attempts to reopen the store writable
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+_T = TypeVar("_T")
 
 
-def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[_T], size: int = _CHUNK) -> Iterator[Sequence[_T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -144,6 +145,13 @@ def _strong_match(row: Any, paper: Paper) -> bool:
     return (row.id == paper.id or row.fingerprint == paper.fingerprint
             or bool(paper.doi and row.doi == paper.doi) or bool(paper.arxiv_id and row.arxiv_id == paper.arxiv_id)
             or bool(paper.openalex_id and row.openalex_id == paper.openalex_id))
+
+
+def _strong_keys(batch: Sequence[Paper], name: str) -> list[str]:
+    """The distinct values of the strong-match column ``name`` in ``batch`` (an empty DOI, arXiv or
+    OpenAlex id matches nothing), sorted."""
+    values = (getattr(paper, name) for paper in batch)
+    return sorted({value for value in values if value is not None and (value or name in ("id", "fingerprint"))})
 
 
 def _matching(since: int | None, until: int | None, author_keys: Iterable[str] | None,
@@ -362,34 +370,39 @@ class RecordStore:
     def find_matches_many(self, batch: Sequence[Paper]) -> list[list[Paper]]:
         """``find_matches`` of each paper of ``batch``, in its order, read with a few queries for
         the whole batch instead of two per paper (an ingest's batch: on a server, each query is a
-        round trip). Each list is what ``find_matches`` gives for that paper, in the same order."""
+        round trip), on one connection. Each list is what ``find_matches`` gives for that paper,
+        in the same order."""
         if not batch:
             return []
-        columns = ((papers.c.id, "id"), (papers.c.fingerprint, "fingerprint"), (papers.c.doi, "doi"),
-                   (papers.c.arxiv_id, "arxiv_id"), (papers.c.openalex_id, "openalex_id"))
-        wanted = {name: sorted({value for paper in batch if (value := getattr(paper, name)) is not None
-                                and (value or name in ("id", "fingerprint"))}) for _, name in columns}
-        strong_rows: dict[str, Any] = {}
-        for column, name in columns:
-            for chunk in _chunks(wanted[name]):
-                statement = select(papers.c.id, papers.c.fingerprint, papers.c.doi, papers.c.arxiv_id,
-                                   papers.c.openalex_id, papers.c.record).where(column.in_(chunk))
-                strong_rows.update((row.id, row) for row in self._rows(statement))
+        columns = {"id": papers.c.id, "fingerprint": papers.c.fingerprint, "doi": papers.c.doi,
+                   "arxiv_id": papers.c.arxiv_id, "openalex_id": papers.c.openalex_id}
+        wanted = [(name, value) for name in columns for value in _strong_keys(batch, name)]
         keys_of = [variant_keys(paper.title) for paper in batch]
+        strong_rows: dict[str, Any] = {}
         holders: dict[str, set[str]] = {}
-        for chunk in _chunks(sorted({key for keys in keys_of for key in keys})):
-            statement = select(title_variants.c.key, title_variants.c.paper_id).where(title_variants.c.key.in_(chunk))
-            for key, paper_id in self._rows(statement):
-                holders.setdefault(key, set()).add(paper_id)
-        chosen: list[tuple[list[str], list[str]]] = []
-        for paper, keys in zip(batch, keys_of, strict=True):
-            strong = sorted(paper_id for paper_id, row in strong_rows.items() if _strong_match(row, paper))
-            similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
-            chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
-        records = {paper_id: row.record for paper_id, row in strong_rows.items()}
-        missing = sorted({paper_id for _, similar in chosen for paper_id in similar} - records.keys())
-        for chunk in _chunks(missing):
-            records.update(self._rows(select(papers.c.id, papers.c.record).where(papers.c.id.in_(chunk))))
+        database = self._current(now=False)
+        with database.reading(f"read the record store {self.where}") as connection:
+            for chunk in _chunks(wanted):  # one query per chunk: every strong key of the chunk at once
+                by_column: dict[str, list[str]] = {}
+                for name, value in chunk:
+                    by_column.setdefault(name, []).append(value)
+                strong_keys = select(papers.c.id, papers.c.fingerprint, papers.c.doi, papers.c.arxiv_id,
+                                     papers.c.openalex_id, papers.c.record).where(
+                    or_(*(columns[name].in_(values) for name, values in by_column.items())))
+                strong_rows.update((row.id, row) for row in connection.execute(strong_keys))
+            for variants in _chunks(sorted({key for keys in keys_of for key in keys})):
+                holding = select(title_variants.c.key, title_variants.c.paper_id).where(title_variants.c.key.in_(variants))
+                for key, paper_id in connection.execute(holding):
+                    holders.setdefault(key, set()).add(paper_id)
+            chosen: list[tuple[list[str], list[str]]] = []
+            for paper, keys in zip(batch, keys_of, strict=True):
+                strong = sorted(paper_id for paper_id, row in strong_rows.items() if _strong_match(row, paper))
+                similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
+                chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
+            records = {paper_id: row.record for paper_id, row in strong_rows.items()}
+            missing = sorted({paper_id for _, similar in chosen for paper_id in similar} - records.keys())
+            for ids in _chunks(missing):
+                records.update((row.id, row.record) for row in connection.execute(select(papers.c.id, papers.c.record).where(papers.c.id.in_(ids))))
         return [[decode(records[paper_id]) for paper_id in [*strong, *similar] if paper_id in records]
                 for strong, similar in chosen]
 
