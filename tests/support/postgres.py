@@ -142,10 +142,10 @@ class PostgresServer:
                              autocommit=True) as connection:
             connection.execute(statement.encode())  # a statement the tests made, no user input
 
-    def new_database(self) -> str:
-        """The URL of a new, empty database of its own."""
+    def new_database(self, *, tablespace: str | None = None) -> str:
+        """The URL of a new, empty database of its own (in ``tablespace``, when given)."""
         name = f"test_{os.getpid()}_{next(self._names)}"
-        self.execute(f'CREATE DATABASE "{name}"')
+        self.execute(f'CREATE DATABASE "{name}"' + (f' TABLESPACE "{tablespace}"' if tablespace else ""))
         return self.url(name)
 
     def drop_database(self, url: str) -> None:
