@@ -19,6 +19,11 @@
   - *open*: from the worker's start to its first answer (imports, opening the store, the first
     20 records in id order, then ``get_many`` of them), on the filled store, in a second fresh
     process.
+  - *40 lists, rounds* (``--rounds N``, default 5): the 40 lists alone (1,625 records, under a
+    second) ingested into a new store by N more fresh processes per backend, interleaved and in
+    alternating order; their median rate, and the median of each round's ratio to SQLite. One
+    such ingest is too short to compare backends on a shared machine (single runs ranged 1.05x
+    to 2.0x of each other).
   p50 / p95 in ms. The encoder is not measured.
 * **Backends**: ``sqlite`` (this checkout, ``records.sqlite3`` in a scratch data dir),
   ``postgresql`` (this checkout; ``--postgres URL``, else a server started here from the test
@@ -128,9 +133,18 @@ def _ingest(store: Any, papers: Sequence[Any]) -> float:
 
 
 def worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: str) -> dict[str, Any]:
-    """``phase`` "fill": ingest and reads on a new store; "open": the first answer of a filled one."""
+    """``phase`` "fill": ingest and reads on a new store; "lists": the 40 lists' ingest alone;
+    "open": the first answer of a filled one."""
     started = time.perf_counter()
     store = _open_store(backend, data_dir, url)
+    if phase == "lists":
+        from retrieval.records.paper import Paper
+
+        lines = records.read_text(encoding="utf-8").splitlines()
+        real = [Paper.model_validate_json(line) for line in lines[1 : 1 + int(lines[0])]]
+        rate = len(real) / _ingest(store, real)
+        store.close()
+        return {"real_per_s": rate}
     if phase == "open":
         store.get_many([paper.id for paper in islice(store.iter_papers(batch=20), 20)])
         opened = time.perf_counter() - started
@@ -192,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--postgres", help="a PostgreSQL URL to use (else a server is started here)")
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder holding scholars-real/")
     parser.add_argument("--out", type=Path, help="scratch folder (default bench/out)")
+    parser.add_argument("--rounds", type=int, default=5, help="more ingests of the 40 lists alone per backend (default 5)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--records", type=Path, help=argparse.SUPPRESS)
@@ -225,6 +240,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{backend}: ingesting ...", file=sys.stderr, flush=True)
             results[backend] = _run_worker(backend, data_dir, target, records, "fill", args.baseline)
             results[backend].update(_run_worker(backend, data_dir, target, records, "open", args.baseline))
+        if args.rounds and url is not None:
+            raise SystemExit("--rounds needs a new database per run: use it without --postgres, or with --rounds 0")
+        lists: dict[str, list[float]] = {backend: [] for backend in backends}
+        for round_no in range(args.rounds):
+            print(f"40 lists, round {round_no + 1}/{args.rounds} ...", file=sys.stderr, flush=True)
+            for backend in backends if round_no % 2 == 0 else backends[::-1]:
+                data_dir = scratch / f"lists-{backend}-{os.getpid()}-{round_no}"
+                target = server.new_database() if backend == "postgresql" else None  # type: ignore[union-attr]
+                lists[backend].append(_run_worker(backend, data_dir, target, records, "lists", args.baseline)["real_per_s"])
     finally:
         if server is not None:
             server.stop()
@@ -235,6 +259,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"{synthetic:,.0f}" if synthetic else "-",
                      "{:.2f} / {:.2f}".format(*found["search_ms"]), "{:.2f} / {:.2f}".format(*found["summarize_ms"]),
                      f"{found['open_s']:.2f}"])
+    if args.rounds:
+        rounds_rows = []
+        for backend, rates in lists.items():
+            ratios = [sqlite / rate for sqlite, rate in zip(lists["sqlite"], rates, strict=True)]
+            rounds_rows.append([backend, f"{statistics.median(rates):,.0f}", f"{min(rates):,.0f}-{max(rates):,.0f}",
+                                f"{statistics.median(ratios):.2f}", ", ".join(f"{r:.2f}" for r in ratios)])
+        print(f"The 40 lists alone, {args.rounds} fresh-process ingests per backend, interleaved:")
+        print(markdown_table(["backend", "median rec/s", "min-max rec/s", "median time / SQLite's",
+                              "each round's time / SQLite's"], rounds_rows))
     first = next(iter(results.values()))
     print(f"{first['real']:,} records of the 40 lists, then {first['synthetic']:,} synthetic; "
           f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
