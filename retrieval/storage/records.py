@@ -160,19 +160,37 @@ def _bump_generation(connection: Connection) -> None:
         connection.execute(insert(meta).values(key="generation", value="1"))
 
 
-def _strong_match(row: Any, paper: Paper) -> bool:
-    """Whether a ``papers`` row shares ``paper``'s id, fingerprint, DOI, arXiv id or OpenAlex id
-    (the strong matches of ``RecordStore.find_matches``)."""
-    return (row.id == paper.id or row.fingerprint == paper.fingerprint
-            or bool(paper.doi and row.doi == paper.doi) or bool(paper.arxiv_id and row.arxiv_id == paper.arxiv_id)
-            or bool(paper.openalex_id and row.openalex_id == paper.openalex_id))
+_STRONG = ("id", "fingerprint", "doi", "arxiv_id", "openalex_id")  # the strong matches of ``find_matches``
+
+
+def _strong_value(paper: Paper, name: str) -> str | None:
+    """``paper``'s value of the strong-match column ``name``; None when it matches nothing (no
+    value, or an empty DOI, arXiv or OpenAlex id)."""
+    value: str | None = getattr(paper, name)
+    return value if value is not None and (value or name in ("id", "fingerprint")) else None
 
 
 def _strong_keys(batch: Sequence[Paper], name: str) -> list[str]:
-    """The distinct values of the strong-match column ``name`` in ``batch`` (an empty DOI, arXiv or
-    OpenAlex id matches nothing), sorted."""
-    values = (getattr(paper, name) for paper in batch)
-    return sorted({value for value in values if value is not None and (value or name in ("id", "fingerprint"))})
+    """The distinct values of the strong-match column ``name`` in ``batch``, sorted."""
+    return sorted({value for paper in batch if (value := _strong_value(paper, name)) is not None})
+
+
+def _strong_ids(rows: dict[str, Any], batch: Sequence[Paper]) -> list[set[str]]:
+    """For each paper of ``batch``, the ids of the ``papers`` ``rows`` (by id) sharing its id,
+    fingerprint, DOI, arXiv id or OpenAlex id: one dict lookup per key, not a scan per paper."""
+    holding: dict[tuple[str, str], set[str]] = {}
+    for paper_id, row in rows.items():
+        for name in _STRONG:
+            if (value := getattr(row, name)) is not None:
+                holding.setdefault((name, value), set()).add(paper_id)
+    found = []
+    for paper in batch:
+        ids: set[str] = set()
+        for name in _STRONG:
+            if (value := _strong_value(paper, name)) is not None:
+                ids |= holding.get((name, value), set())
+        found.append(ids)
+    return found
 
 
 def _matching(since: int | None, until: int | None, author_keys: Iterable[str] | None,
@@ -397,7 +415,7 @@ class RecordStore:
             return []
         columns = {"id": papers.c.id, "fingerprint": papers.c.fingerprint, "doi": papers.c.doi,
                    "arxiv_id": papers.c.arxiv_id, "openalex_id": papers.c.openalex_id}
-        wanted = [(name, value) for name in columns for value in _strong_keys(batch, name)]
+        wanted = [(name, value) for name in _STRONG for value in _strong_keys(batch, name)]
         keys_of = [variant_keys(paper.title) for paper in batch]
         strong_rows: dict[str, Any] = {}
         holders: dict[str, set[str]] = {}
@@ -416,8 +434,8 @@ class RecordStore:
                 for key, paper_id in connection.execute(holding):
                     holders.setdefault(key, set()).add(paper_id)
             chosen: list[tuple[list[str], list[str]]] = []
-            for paper, keys in zip(batch, keys_of, strict=True):
-                strong = sorted(paper_id for paper_id, row in strong_rows.items() if _strong_match(row, paper))
+            for matched, keys in zip(_strong_ids(strong_rows, batch), keys_of, strict=True):
+                strong = sorted(matched)
                 similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
                 chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
             records = {paper_id: row.record for paper_id, row in strong_rows.items()}
