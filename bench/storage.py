@@ -9,10 +9,11 @@
   of them (the others get ``hash:`` ids). Written once to ``--out`` as JSON lines.
 * **What is timed**, each backend in a fresh process (``--worker``), on a new, empty store:
   - *ingest*: what an ingest asks of the record store, batch by batch (256 records, as
-    ``ingest.pipeline``): the batch's ``find_matches_many`` (the code before: ``find_matches``
-    for each record), each record merged with what is the same paper, ``hashes`` of the batch,
-    one ``write``. The 40 lists first, then the synthetic records on
-    top; records per second of each. Vectors, Chroma and BM25 are not part of it.
+    ``ingest.pipeline``, and like it with the older objects frozen): the batch's
+    ``find_matches_many`` (the code before: ``find_matches`` for each record), each record merged
+    with what is the same paper, ``hashes`` of the batch, one ``write``. The 40 lists first, then
+    the synthetic records on top; records per second of each. Vectors, Chroma and BM25 are not
+    part of it.
   - *search*: ``get_many`` of 20 random ids (what a search reads after ranking), 300 times.
   - *summarize*: ``author_names_filed_under`` of a real family name and ``list_matching`` of its
     author keys (what ``summarize`` reads of the store), 100 times.
@@ -112,7 +113,16 @@ def _open_store(backend: str, data_dir: Path, url: str | None) -> Any:
 
 
 def _ingest(store: Any, papers: Sequence[Any]) -> float:
-    """Seconds to take ``papers`` in as an ingest's store calls do (module docstring)."""
+    """Seconds to take ``papers`` in as an ingest's store calls do (module docstring), with the
+    objects alive before it out of the collector's reach, as ``ingest.pipeline`` has them
+    (``gc_pause.older_objects_frozen``; the code before had it too)."""
+    from retrieval.gc_pause import older_objects_frozen
+
+    with older_objects_frozen():
+        return _ingest_batches(store, papers)
+
+
+def _ingest_batches(store: Any, papers: Sequence[Any]) -> float:
     from retrieval.records.merge import merge_papers, same_paper
 
     many = getattr(store, "find_matches_many", None)  # the batched lookup; the code before had none
