@@ -225,7 +225,10 @@ def test_ingest_when_the_database_servers_disk_is_full_fails_in_one_line_and_wor
     answers the write with SQLSTATE 53100 (disk_full), which the store reports as the server's disk.
     The tmpfs is mounted in the cluster's own directory, which the server's user can reach."""
     name = f"full_{os.getpid()}_{tmp_path.name}"[:60]
-    with _mounted(postgres_server.root / "disks" / name) as disk:
+    disks = postgres_server.root / "disks"
+    disks.mkdir(exist_ok=True)
+    disks.chmod(0o755)  # made under the tests' umask (0o077 at times): the server's user must pass
+    with _mounted(disks / name) as disk:
         space = disk.mount / "tablespace"
         space.mkdir()
         if postgres_server.user is not None:  # the cluster runs as another user (as root: nobody)
