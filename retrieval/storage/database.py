@@ -249,12 +249,14 @@ def stored_revision(connection: Connection) -> str | None:
 @dataclass(frozen=True)
 class SchemaStatus:
     """Which database these settings use and its schema revision (``paperbot doctor --json``:
-    ``database``). ``revision`` is None before the first upgrade; ``head`` is this code's."""
+    ``database``). ``revision`` is None before the first upgrade; ``head`` is this code's;
+    ``set_aside`` the damaged roster files the first upgrade set aside, still in the data dir."""
 
     backend: str  # "sqlite" or "postgresql"
     where: str  # the SQLite file, or the server's URL without its password
     revision: str | None
     head: str
+    set_aside: tuple[str, ...] = ()  # damaged roster files an upgrade set aside in the data dir (``legacy.set_aside``)
 
     @property
     def current(self) -> bool:
@@ -268,16 +270,23 @@ class SchemaStatus:
         else:
             state = (f"schema {self.revision or '(not created yet)'}, this paperbot's is {self.head}: "
                      "upgraded on next use, or now with `paperbot db upgrade`")
-        return f"Database: {kind} {self.where}, {state}."
+        line = f"Database: {kind} {self.where}, {state}."
+        for path in self.set_aside:
+            line += (f"\nA damaged roster.json was set aside when the database was created: {path} (its scholars "
+                     "were not imported). Fix it by hand, add its scholars again with `paperbot scholars add NAME`, "
+                     "then move the file away.")
+        return line
 
 
 def schema_status(settings: Settings) -> SchemaStatus:
     """The database's revision as it is, read without upgrading or writing anything."""
+    from retrieval.storage.legacy import set_aside_files
     from retrieval.storage.schema import HEAD
 
     database = Database(database_url(settings), data_dir=settings.data_dir)
     try:
-        return SchemaStatus(backend=database.backend, where=database.where, revision=database.revision(), head=HEAD)
+        return SchemaStatus(backend=database.backend, where=database.where, revision=database.revision(), head=HEAD,
+                            set_aside=tuple(str(path) for path in set_aside_files(settings.data_dir)))
     finally:
         database.dispose()
 
@@ -314,13 +323,14 @@ def open_database(settings: Settings, *, notice: Callable[[str], None] | None = 
 
 def ensure_current(database: Database, *, notice: Callable[[str], None] | None = None) -> None:
     """Upgrade ``database`` to ``schema.HEAD`` when its revision differs (one query when it does
-    not; Alembic is imported only to upgrade). ``notice`` is told of an upgrade, else the log."""
+    not; Alembic is imported only to upgrade). ``notice`` is told of an upgrade, else the log (what
+    the user must act on, a damaged roster set aside, as a warning)."""
     from retrieval.storage.schema import HEAD
 
     if database.revision() != HEAD:
         from retrieval.storage.migrate import upgrade
 
-        upgrade(database, notice=notice or log.info)
+        upgrade(database, notice=notice or log.info, warning=notice or log.warning)
 
 
 def close_databases() -> None:

@@ -4,13 +4,18 @@
 what each announced) are imported by revision ``0001_roster_and_follows``, ``slack/state.sqlite3``
 (answers, votes, threads, deliveries) by ``0002_slack_state``; the files are left where they
 were, untouched, and never read again by a current paperbot (they stay as a backup). A file that cannot be read is a ``StorageError`` that names it and how to fix it, and
-the upgrade imports nothing (it is one transaction). A read-only data dir, which cannot be
+the upgrade imports nothing (it is one transaction); except a damaged ``roster.json`` (not JSON,
+or not a roster): ``roster_rows`` raises ``DamagedRoster``, the revision imports no scholar and
+the upgrade goes on with everything else, then sets the file aside (``set_aside``: renamed to
+``roster.damaged.json``, its bytes kept) once the upgrade is committed, and says so;
+``set_aside_files`` lists such files for ``paperbot doctor``. A read-only data dir, which cannot be
 upgraded, reads its roster from ``roster.json`` directly (``read_roster``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,7 @@ from retrieval.results import Scholar
 ROSTER_FILE = "roster.json"
 FOLLOWS_FILE = "follows.sqlite3"
 SLACK_FILE = "slack/state.sqlite3"
+SET_ASIDE = "roster.damaged"  # a damaged roster.json's new name: roster.damaged.json, roster.damaged-2.json, ...
 
 
 class _RosterFile(BaseModel):
@@ -30,30 +36,85 @@ class _RosterFile(BaseModel):
     scholars: list[Scholar] = Field(default_factory=list)
 
 
-def read_roster(path: Path) -> list[Scholar]:
-    """The scholars of a ``roster.json``, in file order ([] when there is no such file)."""
+class DamagedRoster(Exception):
+    """A ``roster.json`` that is not JSON or not a roster: ``path`` and what is wrong (``detail``)."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path, self.detail = path, detail
+
+
+def _parse_roster(path: Path) -> list[Scholar]:
+    """The scholars of a ``roster.json`` ([] when there is none); ``DamagedRoster`` when it cannot
+    be parsed, ``StorageError`` when it cannot be read at all."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise StorageError(f"Cannot read the roster {path}: {exc.strerror or exc}.") from None
     try:
-        return _RosterFile.model_validate(json.loads(text)).scholars
+        return _RosterFile.model_validate(json.loads(data.decode("utf-8"))).scholars
     except (json.JSONDecodeError, ValidationError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else exc.errors()[0]["msg"]
+        raise DamagedRoster(path, detail) from None
+    except UnicodeDecodeError as exc:
+        raise DamagedRoster(path, f"not UTF-8 text: {exc.reason}") from None
+
+
+def read_roster(path: Path) -> list[Scholar]:
+    """The scholars of a ``roster.json``, in file order ([] when there is no such file); a damaged
+    one is a ``StorageError`` (the file is left untouched)."""
+    try:
+        return _parse_roster(path)
+    except DamagedRoster as damaged:
         raise StorageError(
-            f"The roster {path} is damaged ({detail}); it was left untouched.",
+            f"The roster {path} is damaged ({damaged.detail}); it was left untouched.",
             hint="Fix the JSON by hand, or move the file away to start an empty roster.",
         ) from None
 
 
 def roster_rows(data_dir: Path) -> list[dict[str, Any]]:
     """The rows of the ``scholars`` table for the data dir's ``roster.json``, in its order ([] when
-    the data dir is no directory: a server's database needs none)."""
+    the data dir is no directory: a server's database needs none); ``DamagedRoster`` when the file
+    cannot be parsed."""
     if not data_dir.is_dir():
         return []
-    return [scholar.model_dump(mode="json") for scholar in read_roster(data_dir / ROSTER_FILE)]
+    return [scholar.model_dump(mode="json") for scholar in _parse_roster(data_dir / ROSTER_FILE)]
+
+
+def set_aside(damaged: DamagedRoster) -> Path:
+    """Rename a damaged ``roster.json`` to the first free ``roster.damaged[-N].json`` beside it (never
+    over another file); returns the new path. Its bytes are kept as they were."""
+    for number in range(1, 1000):
+        target = damaged.path.with_name(f"{SET_ASIDE}{'' if number == 1 else f'-{number}'}.json")
+        try:
+            os.link(damaged.path, target)  # fails on an existing target: nothing is overwritten
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links
+            if target.exists():
+                continue
+            os.replace(damaged.path, target)
+            return target
+        damaged.path.unlink()
+        return target
+    raise StorageError(f"Cannot set the damaged roster {damaged.path} aside: roster.damaged-2.json to -999.json exist.",
+                       hint="Move the roster.damaged*.json files of the data dir away, then run the command again.")
+
+
+def set_aside_files(data_dir: Path) -> list[Path]:
+    """The damaged rosters an upgrade set aside in ``data_dir`` (``set_aside``), in the order they were."""
+    if not data_dir.is_dir():
+        return []
+    return sorted(data_dir.glob(f"{SET_ASIDE}*.json"), key=lambda path: (len(path.name), path.name))
+
+
+def set_aside_notice(damaged: DamagedRoster, kept: Path) -> str:
+    """What an upgrade says of a damaged roster it set aside, and what to do next."""
+    return (f"The roster {damaged.path} is damaged ({damaged.detail}): its scholars were not imported; everything "
+            f"else was. The file is kept, renamed {kept}. Fix it by hand and add its scholars again with "
+            "`paperbot scholars add NAME`, then move the file away (`paperbot doctor` names it until then).")
 
 
 def follows_rows(data_dir: Path) -> dict[str, list[dict[str, Any]]]:

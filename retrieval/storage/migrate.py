@@ -13,10 +13,14 @@ second finds the schema current and changes nothing. A revision that fails rolls
 revision of that upgrade (both backends' schema changes are transactional); the error is a typed
 one (``storage.driver_errors``), or the revision's own ``StorageError`` (a damaged legacy file).
 A stored revision this code does not know (a newer paperbot wrote it) is refused, never "upgraded".
+A damaged ``roster.json`` of a data dir made before the database does not stop the upgrade: once it
+is committed, the file is set aside (``legacy.set_aside``) and ``notice`` (else the log, as a
+warning) is told what happened and what to do next.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from alembic import command
@@ -28,6 +32,9 @@ from sqlalchemy.exc import DBAPIError
 from retrieval.config import Settings
 from retrieval.errors import StorageError
 from retrieval.storage.database import MIGRATION, Database, SchemaStatus, database_url, schema_status, stored_revision
+from retrieval.storage.legacy import set_aside, set_aside_notice
+
+log = logging.getLogger(__name__)
 
 SCRIPT_LOCATION = "retrieval.storage:migrations"
 
@@ -54,11 +61,13 @@ def known_revisions() -> list[str]:
     return [script.revision for script in reversed(list(scripts.walk_revisions()))]
 
 
-def upgrade(database: Database, *, notice: Callable[[str], None] | None = None) -> bool:
+def upgrade(database: Database, *, notice: Callable[[str], None] | None = None,
+            warning: Callable[[str], None] | None = None) -> bool:
     """Bring ``database`` to the newest revision under the migration lock (module docstring).
 
     ``notice`` is told, with the lock held, which revision is upgraded to which, before anything
-    changes. Returns False when the schema was current already (nothing was done).
+    changes; ``warning`` (else ``notice``, else the log) what the user must act on after it (a
+    damaged roster set aside). Returns False when the schema was current already (nothing was done).
     """
     doing = f"upgrade the database schema of {database.where}"
     if database.path is not None:
@@ -79,10 +88,13 @@ def upgrade(database: Database, *, notice: Callable[[str], None] | None = None) 
                                hint="Upgrade paperbot to the version that wrote it.")
         if notice is not None:
             notice(f"Upgrading the database {database.where} from schema {current or '(none)'} to {target}.")
+        config = alembic_config(connection, data_dir=str(database.data_dir))
         try:
-            command.upgrade(alembic_config(connection, data_dir=str(database.data_dir)), target)
+            command.upgrade(config, target)
         except DBAPIError as exc:
             raise database.error(exc, doing) from exc
+    for damaged in config.attributes.get("damaged", []):  # committed: the file is no longer needed in place
+        (warning or notice or log.warning)(set_aside_notice(damaged, set_aside(damaged)))
     return True
 
 

@@ -53,15 +53,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
     Executable,
     Integer,
+    Table,
     Text,
     and_,
+    bindparam,
     cast,
     delete,
     func,
@@ -90,9 +92,10 @@ log = logging.getLogger(__name__)
 MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (generic titles stay bounded)
 REOPEN_EVERY = 5.0  # seconds between a read-only snapshot's attempts to reopen the store writable
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+_T = TypeVar("_T")
 
 
-def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[_T], size: int = _CHUNK) -> Iterator[Sequence[_T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -115,15 +118,58 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str) -> Non
         return
     for chunk in _chunks(list(latest)):
         connection.execute(delete(papers).where(papers.c.id.in_(chunk)))
-    connection.execute(insert(papers), [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()])
+    _insert_many(connection, papers, [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()])
     variants = [{"paper_id": paper_id, "key": key}
                 for paper_id, paper in latest.items() for key in variant_keys(paper.title)]
     if variants:
-        connection.execute(insert(title_variants), variants)
+        _insert_keys(connection, title_variants, variants)
     names = [{"paper_id": paper_id, "family": family, "name": name, "author_key": key}
              for paper_id, paper in latest.items() for _, family, name, key in author_name_rows(paper, paper_id)]
     if names:
-        connection.execute(insert(author_names), names)
+        _insert_keys(connection, author_names, names)
+
+
+def _insert_many(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """``connection.execute(insert(table), rows)``, without SQLAlchemy's work per row.
+
+    The INSERT is compiled by SQLAlchemy for the connection's dialect, once per call, and its rows
+    go to the driver's executemany as they are (``exec_driver_sql``): SQLAlchemy would otherwise
+    build each row's parameters anew (about a fifth of an ingest batch's time on SQLite, for the
+    twenty or so rows a record has in the three tables). Only for columns whose type has no bind
+    processor on this dialect (text and integers: every column of the record tables), so that the
+    values the driver gets are the ones SQLAlchemy would have passed; otherwise, or when the
+    dialect's parameters are neither positional nor named, the plain executemany.
+    """
+    names = list(rows[0])
+    compiled = insert(table).compile(dialect=connection.dialect, column_keys=names)
+    processed = any(table.c[name].type.bind_processor(connection.dialect) is not None for name in names)
+    if processed or set(compiled.params) != set(names):
+        connection.execute(insert(table), rows)
+        return
+    if compiled.positional:
+        order = compiled.positiontup or []
+        connection.exec_driver_sql(compiled.string, [tuple(row[name] for name in order) for row in rows])
+    else:
+        connection.exec_driver_sql(compiled.string, rows)
+
+
+def _insert_keys(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert side-table rows (short texts, the same keys in each) into ``table``.
+
+    SQLite (in-process): one executemany. PostgreSQL: one ``INSERT ... SELECT unnest(...), ...``
+    with a text array per column, which the server runs as one statement, where psycopg's
+    executemany has it run one per row (ten or so rows per record: a record's written author
+    names under each family name). The ``papers`` rows stay an executemany on both: their JSON
+    texts cost more to encode and parse as array elements than the statement saves.
+    """
+    if connection.dialect.name != "postgresql":
+        _insert_many(connection, table, rows)
+        return
+    from sqlalchemy.dialects.postgresql import ARRAY  # already imported with the dialect itself
+
+    names = list(rows[0])
+    arrays = select(*(func.unnest(bindparam(name, type_=ARRAY(table.c[name].type))) for name in names))
+    connection.execute(insert(table).from_select(names, arrays), {name: [row[name] for row in rows] for name in names})
 
 
 def _set_meta(connection: Connection, key: str, value: str) -> None:
@@ -138,12 +184,37 @@ def _bump_generation(connection: Connection) -> None:
         connection.execute(insert(meta).values(key="generation", value="1"))
 
 
-def _strong_match(row: Any, paper: Paper) -> bool:
-    """Whether a ``papers`` row shares ``paper``'s id, fingerprint, DOI, arXiv id or OpenAlex id
-    (the strong matches of ``RecordStore.find_matches``)."""
-    return (row.id == paper.id or row.fingerprint == paper.fingerprint
-            or bool(paper.doi and row.doi == paper.doi) or bool(paper.arxiv_id and row.arxiv_id == paper.arxiv_id)
-            or bool(paper.openalex_id and row.openalex_id == paper.openalex_id))
+_STRONG = ("id", "fingerprint", "doi", "arxiv_id", "openalex_id")  # the strong matches of ``find_matches``
+
+
+def _strong_value(paper: Paper, name: str) -> str | None:
+    """``paper``'s value of the strong-match column ``name``; None when it matches nothing (no
+    value, or an empty DOI, arXiv or OpenAlex id)."""
+    value: str | None = getattr(paper, name)
+    return value if value is not None and (value or name in ("id", "fingerprint")) else None
+
+
+def _strong_keys(batch: Sequence[Paper], name: str) -> list[str]:
+    """The distinct values of the strong-match column ``name`` in ``batch``, sorted."""
+    return sorted({value for paper in batch if (value := _strong_value(paper, name)) is not None})
+
+
+def _strong_ids(rows: dict[str, Any], batch: Sequence[Paper]) -> list[set[str]]:
+    """For each paper of ``batch``, the ids of the ``papers`` ``rows`` (by id) sharing its id,
+    fingerprint, DOI, arXiv id or OpenAlex id: one dict lookup per key, not a scan per paper."""
+    holding: dict[tuple[str, str], set[str]] = {}
+    for paper_id, row in rows.items():
+        for name in _STRONG:
+            if (value := getattr(row, name)) is not None:
+                holding.setdefault((name, value), set()).add(paper_id)
+    found = []
+    for paper in batch:
+        ids: set[str] = set()
+        for name in _STRONG:
+            if (value := _strong_value(paper, name)) is not None:
+                ids |= holding.get((name, value), set())
+        found.append(ids)
+    return found
 
 
 def _matching(since: int | None, until: int | None, author_keys: Iterable[str] | None,
@@ -362,34 +433,39 @@ class RecordStore:
     def find_matches_many(self, batch: Sequence[Paper]) -> list[list[Paper]]:
         """``find_matches`` of each paper of ``batch``, in its order, read with a few queries for
         the whole batch instead of two per paper (an ingest's batch: on a server, each query is a
-        round trip). Each list is what ``find_matches`` gives for that paper, in the same order."""
+        round trip), on one connection. Each list is what ``find_matches`` gives for that paper,
+        in the same order."""
         if not batch:
             return []
-        columns = ((papers.c.id, "id"), (papers.c.fingerprint, "fingerprint"), (papers.c.doi, "doi"),
-                   (papers.c.arxiv_id, "arxiv_id"), (papers.c.openalex_id, "openalex_id"))
-        wanted = {name: sorted({value for paper in batch if (value := getattr(paper, name)) is not None
-                                and (value or name in ("id", "fingerprint"))}) for _, name in columns}
-        strong_rows: dict[str, Any] = {}
-        for column, name in columns:
-            for chunk in _chunks(wanted[name]):
-                statement = select(papers.c.id, papers.c.fingerprint, papers.c.doi, papers.c.arxiv_id,
-                                   papers.c.openalex_id, papers.c.record).where(column.in_(chunk))
-                strong_rows.update((row.id, row) for row in self._rows(statement))
+        columns = {"id": papers.c.id, "fingerprint": papers.c.fingerprint, "doi": papers.c.doi,
+                   "arxiv_id": papers.c.arxiv_id, "openalex_id": papers.c.openalex_id}
+        wanted = [(name, value) for name in _STRONG for value in _strong_keys(batch, name)]
         keys_of = [variant_keys(paper.title) for paper in batch]
+        strong_rows: dict[str, Any] = {}
         holders: dict[str, set[str]] = {}
-        for chunk in _chunks(sorted({key for keys in keys_of for key in keys})):
-            statement = select(title_variants.c.key, title_variants.c.paper_id).where(title_variants.c.key.in_(chunk))
-            for key, paper_id in self._rows(statement):
-                holders.setdefault(key, set()).add(paper_id)
-        chosen: list[tuple[list[str], list[str]]] = []
-        for paper, keys in zip(batch, keys_of, strict=True):
-            strong = sorted(paper_id for paper_id, row in strong_rows.items() if _strong_match(row, paper))
-            similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
-            chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
-        records = {paper_id: row.record for paper_id, row in strong_rows.items()}
-        missing = sorted({paper_id for _, similar in chosen for paper_id in similar} - records.keys())
-        for chunk in _chunks(missing):
-            records.update(self._rows(select(papers.c.id, papers.c.record).where(papers.c.id.in_(chunk))))
+        database = self._current(now=False)
+        with database.reading(f"read the record store {self.where}") as connection:
+            for chunk in _chunks(wanted):  # one query per chunk: every strong key of the chunk at once
+                by_column: dict[str, list[str]] = {}
+                for name, value in chunk:
+                    by_column.setdefault(name, []).append(value)
+                strong_keys = select(papers.c.id, papers.c.fingerprint, papers.c.doi, papers.c.arxiv_id,
+                                     papers.c.openalex_id, papers.c.record).where(
+                    or_(*(columns[name].in_(values) for name, values in by_column.items())))
+                strong_rows.update((row.id, row) for row in connection.execute(strong_keys))
+            for variants in _chunks(sorted({key for keys in keys_of for key in keys})):
+                holding = select(title_variants.c.key, title_variants.c.paper_id).where(title_variants.c.key.in_(variants))
+                for key, paper_id in connection.execute(holding):
+                    holders.setdefault(key, set()).add(paper_id)
+            chosen: list[tuple[list[str], list[str]]] = []
+            for matched, keys in zip(_strong_ids(strong_rows, batch), keys_of, strict=True):
+                strong = sorted(matched)
+                similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
+                chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
+            records = {paper_id: row.record for paper_id, row in strong_rows.items()}
+            missing = sorted({paper_id for _, similar in chosen for paper_id in similar} - records.keys())
+            for ids in _chunks(missing):
+                records.update((row.id, row.record) for row in connection.execute(select(papers.c.id, papers.c.record).where(papers.c.id.in_(ids))))
         return [[decode(records[paper_id]) for paper_id in [*strong, *similar] if paper_id in records]
                 for strong, similar in chosen]
 

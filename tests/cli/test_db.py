@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from retrieval.storage.database import close_databases
 from retrieval.storage.schema import HEAD
 from tests.cli.conftest import paperbot_here
+from tests.support.model_cache import link_model_cache
 
 
 def test_db_upgrade_says_what_it_did_then_that_there_is_nothing_to_do(tmp_path: Path, database_url: str | None) -> None:
@@ -42,3 +45,40 @@ def test_db_upgrade_names_an_unreachable_server_in_one_line(tmp_path: Path) -> N
     assert run.code == 2
     assert "no connection to the database postgresql+psycopg://bot:***@127.0.0.1:9/papers" in run.stderr
     assert "s3cret" not in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_damaged_roster_json_is_set_aside_and_named_by_the_upgrade(tmp_path: Path, database_url: str | None) -> None:
+    _set_aside_by_the_upgrade(tmp_path / "data", database_url)
+
+
+@pytest.mark.slow  # doctor loads the encoder
+def test_doctor_names_a_roster_json_the_upgrade_set_aside(tmp_path: Path, database_url: str | None,
+                                                          model_cache: Path) -> None:
+    data_dir = link_model_cache(tmp_path / "data", model_cache)
+    aside = _set_aside_by_the_upgrade(data_dir, database_url)
+    close_databases()
+    url = database_url or ""
+    doctor = paperbot_here("doctor", "--no-model", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert doctor.code in (0, 3), doctor.stderr
+    assert f"A damaged roster.json was set aside when the database was created: {aside}" in doctor.stdout
+    report = paperbot_here("doctor", "--no-model", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url).json()
+    assert report["database"]["set_aside"] == [str(aside)] and report["database"]["current"] is True
+
+
+def _set_aside_by_the_upgrade(data_dir: Path, database_url: str | None) -> Path:
+    """``paperbot db upgrade`` of a data dir whose roster.json is damaged; the file's new path."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    damaged = b'{"version": 1, "scholars": [{"name": "Ada Lovel'
+    (data_dir / "roster.json").write_bytes(damaged)
+    url = database_url or ""
+    aside = data_dir / "roster.damaged.json"
+
+    run = paperbot_here("db", "upgrade", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert run.code == 0, run.stderr
+    assert run.stdout.rstrip().endswith(f"from schema (none) to {HEAD}.")
+    assert f"The roster {data_dir / 'roster.json'} is damaged" in run.stderr
+    assert f"renamed {aside}" in run.stderr and "paperbot scholars add" in run.stderr
+    assert aside.read_bytes() == damaged and not (data_dir / "roster.json").exists()
+    listed = paperbot_here("scholars", "list", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert listed.code == 0 and len(listed.json()) == 0
+    return aside

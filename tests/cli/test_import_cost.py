@@ -27,9 +27,10 @@ NOT_FOR_HELP = (
 )
 LLM_STACK = ("langchain_core", "langchain_openai", "openai")
 # The records are read through the database layer (SQLAlchemy; docs/performance.md says what it
-# costs), and this process creates the database (Alembic); no PostgreSQL driver for SQLite.
+# costs), and this process creates the database (Alembic); no PostgreSQL driver for SQLite. bm25s
+# is imported without SciPy (retrieval/index/bm25_library.py).
 NOT_FOR_ANSWERS = (*LLM_STACK, "matplotlib", "slack_bolt", "slack_sdk", "torch", "sentence_transformers", "transformers",
-                   "psycopg")
+                   "psycopg", "scipy")
 
 
 def _python(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:

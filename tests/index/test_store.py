@@ -14,6 +14,7 @@ import pytest
 
 from retrieval.config import Settings
 from retrieval.errors import StorageError
+from retrieval.records.names import author_key, filing_families
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.records import RecordStore
 from tests.support.legacy_records import as_legacy_store
@@ -145,6 +146,20 @@ def test_write_puts_and_deletes_in_one_step(store, arxiv_papers):
     renamed = old.model_copy(update={"doi": "10.9999/new-doi"})
     assert store.write(put=[renamed], delete=[old.id]) == 1
     assert store.ids() == {renamed.id}
+
+
+def test_side_rows_with_quotes_braces_and_backslashes_are_filed_as_written(store):
+    """The side tables' rows go to PostgreSQL as arrays (``records._insert_keys``): characters an
+    array literal quotes or escapes come back as they were written."""
+    odd = ['Jean "JJ" O\'Neil', "Ana {María} de la Cruz", "K. \\ Backslash, Jr.", "NULL Null", "Łukasz Żółć"]
+    paper = Paper(title='Quotes "and" {braces}, \\ in a title of NULL', published="2024",
+                  authors=[Author(name=name) for name in odd])
+    store.put_many([paper])
+    families = {family for name in odd for family in filing_families(name)}
+    assert {name for name, _ in store.author_names_filed_under(families)} == set(odd)
+    assert {key for _, key in store.author_names_filed_under(families)} == {author_key(name) for name in odd}
+    assert [p.id for p in store.find_matches(paper.model_copy(update={"doi": "10.1/other"}))] == [paper.id]
+    assert store.get(paper.id) == paper
 
 
 def test_author_and_venue_lookups(store, arxiv_papers):

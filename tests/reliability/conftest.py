@@ -17,12 +17,15 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from retrieval.index.encoders.base import Encoder
+from tests.conftest import BACKENDS
 from tests.reliability.helpers import FILES, bib_entries, link_model_cache, make_settings, paperbot
+from tests.support.postgres import PostgresServer
 
 
 @pytest.fixture(scope="session")
@@ -62,6 +65,55 @@ def index_copy(base_index: Path, tmp_path: Path) -> Path:
     target = tmp_path / "data"
     shutil.copytree(base_index, target, symlinks=True)
     return target
+
+
+@dataclass(frozen=True)
+class Installation:
+    """A data dir and its database: ``database_url`` "" is SQLite in the data dir (set as
+    PAPERBOT_DATABASE_URL, blank means unset), else a PostgreSQL database of its own."""
+
+    data_dir: Path
+    database_url: str
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment that points ``paperbot`` at this installation's database."""
+        return {"PAPERBOT_DATABASE_URL": self.database_url}
+
+
+@pytest.fixture(scope="session")
+def base_postgres_index(tmp_path_factory: pytest.TempPathFactory, model_cache: Path, corpus: list[Path],
+                        postgres_server: PostgresServer) -> Installation:
+    """``base_index`` with its records on PostgreSQL: the corpus ingested through the CLI into a
+    database of its own, used only as the template of each test's copy."""
+    data_dir = link_model_cache(tmp_path_factory.mktemp("base-postgres") / "data", model_cache)
+    url = postgres_server.new_database()
+    run = paperbot("ingest", *map(str, corpus), "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert run.code == 0, run.stderr
+    assert run.json()["added"] >= 100, run.stdout
+    return Installation(data_dir, url)
+
+
+@pytest.fixture(params=BACKENDS)
+def installation_copy(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Installation]:
+    """A private copy of the base index on each backend: ``index_copy`` on SQLite; on PostgreSQL a
+    copy of ``base_postgres_index``'s data dir and a new database made from its database."""
+    from retrieval.storage.database import close_databases
+
+    if request.param == "sqlite":
+        yield Installation(request.getfixturevalue("index_copy"), "")
+        close_databases()
+        return
+    base: Installation = request.getfixturevalue("base_postgres_index")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    target = tmp_path / "data"
+    shutil.copytree(base.data_dir, target, symlinks=True)
+    url = server.new_database(template=base.database_url)
+    try:
+        yield Installation(target, url)
+    finally:
+        close_databases()
+        server.drop_database(url)
 
 
 @pytest.fixture

@@ -163,26 +163,48 @@ def query(path: Path, sql: str) -> list[tuple]:
         conn.close()
 
 
-def stored_records(data_dir: Path) -> dict[str, str]:
-    """``id -> content_hash`` of every record in the record store."""
-    path = data_dir / "records.sqlite3"
-    return dict(query(path, "SELECT id, content_hash FROM papers")) if path.exists() else {}
+def database_query(data_dir: Path, sql: str, database_url: str | None = None) -> list[tuple]:
+    """Rows of ``sql`` from the installation's database, as another process sees it: the data dir's
+    ``records.sqlite3`` (read-only), or the PostgreSQL database ``database_url`` (its own connection)."""
+    if not database_url:
+        return query(data_dir / "records.sqlite3", sql)
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1), poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(text(sql))]
+    finally:
+        engine.dispose()
 
 
-def stored_papers(data_dir: Path) -> dict[str, dict[str, Any]]:
+def _no_store(data_dir: Path, database_url: str | None) -> bool:
+    return not database_url and not (data_dir / "records.sqlite3").exists()
+
+
+def stored_records(data_dir: Path, database_url: str | None = None) -> dict[str, str]:
+    """``id -> content_hash`` of every record in the record store (SQLite, or ``database_url``)."""
+    if _no_store(data_dir, database_url):
+        return {}
+    return dict(database_query(data_dir, "SELECT id, content_hash FROM papers", database_url))
+
+
+def stored_papers(data_dir: Path, database_url: str | None = None) -> dict[str, dict[str, Any]]:
     """``id -> record`` (the stored JSON) of every record in the record store."""
-    rows = query(data_dir / "records.sqlite3", "SELECT id, record FROM papers")
+    rows = database_query(data_dir, "SELECT id, record FROM papers", database_url)
     return {paper_id: json.loads(record) for paper_id, record in rows}
 
 
-def count_records(data_dir: Path) -> int:
+def count_records(data_dir: Path, database_url: str | None = None) -> int:
     """Records committed so far (0 while the store does not exist or is not migrated yet)."""
-    path = data_dir / "records.sqlite3"
-    if not path.exists():
+    if _no_store(data_dir, database_url):
         return 0
+    from sqlalchemy.exc import DBAPIError
+
     try:
-        return int(query(path, "SELECT COUNT(*) FROM papers")[0][0])
-    except sqlite3.Error:
+        return int(database_query(data_dir, "SELECT COUNT(*) FROM papers", database_url)[0][0])
+    except (sqlite3.Error, DBAPIError):
         return 0
 
 

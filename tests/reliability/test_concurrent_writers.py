@@ -42,7 +42,8 @@ import pytest
 from bench.common import clean_env
 from retrieval.errors import BusyError
 from retrieval.ingest.pipeline import BATCH_SIZE
-from retrieval.storage.locks import hold_writer_lock, read_holder
+from retrieval.storage.database import database_url as storage_url
+from retrieval.storage.locks import Holder, ServerWriterLock, hold_writer_lock, read_holder
 from tests.reliability.helpers import (
     ROOT,
     count_records,
@@ -75,10 +76,10 @@ def _run_file(folder: Path, name: str, records: list[dict]) -> Path:
     return path
 
 
-def _sources(data_dir: Path) -> dict[str, frozenset[str]]:
-    """``id -> provenance sources`` of every stored record."""
+def _sources(data_dir: Path, url: str = "") -> dict[str, frozenset[str]]:
+    """``id -> provenance sources`` of every stored record (SQLite in the data dir, or ``url``)."""
     return {pid: frozenset(entry["source"] for entry in record.get("provenance", []))
-            for pid, record in stored_papers(data_dir).items()}
+            for pid, record in stored_papers(data_dir, url).items()}
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +102,14 @@ def _seed_embedding_cache(source: Path, target: Path) -> None:
 
 
 @pytest.mark.slow
-def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Path, run_files: tuple[Path, Path]) -> None:
+def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Path, run_files: tuple[Path, Path],
+                                                database_url: str | None, postgres_databases) -> None:
+    """On SQLite, and on PostgreSQL with one data dir (the writer lock is then the database's)."""
     first, second = run_files
+    url = database_url or ""  # blank: SQLite in the data dir
+    in_a_row_url = postgres_databases() if database_url else ""
     together = link_model_cache(tmp_path / "together", model_cache)
-    runs = [spawn("ingest", str(path), "--json", data_dir=together) for path in (first, second)]
+    runs = [spawn("ingest", str(path), "--json", data_dir=together, PAPERBOT_DATABASE_URL=url) for path in (first, second)]
     outcomes = [process.communicate(timeout=600) for process in runs]
     for process, (_, stderr) in zip(runs, outcomes, strict=True):
         assert process.returncode == 0, stderr[-2000:]
@@ -113,20 +118,20 @@ def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Pat
     in_a_row = link_model_cache(tmp_path / "in-a-row", model_cache)
     _seed_embedding_cache(together, in_a_row)
     for path in (first, second):
-        run = run_main("ingest", str(path), "--json", data_dir=in_a_row)
+        run = run_main("ingest", str(path), "--json", data_dir=in_a_row, PAPERBOT_DATABASE_URL=in_a_row_url)
         assert run.code == 0, run.stderr
 
-    expected = _sources(in_a_row)
+    expected = _sources(in_a_row, in_a_row_url)
     both = {pid for pid, sources in expected.items() if {"run-a", "run-b"} <= sources}
     assert len(both) == SHARED
     reports = [json.loads(stdout) for stdout, _ in outcomes]  # counted under the lock: no stale figures
     assert sum(report["added"] for report in reports) == len(expected)
     assert sum(report["updated"] for report in reports) == SHARED
-    got = _sources(together)
+    got = _sources(together, url)
     lost = sorted(pid for pid in both if not {"run-a", "run-b"} <= got.get(pid, frozenset()))
     assert not lost, f"{len(lost)} of {SHARED} shared records lost a run's provenance, e.g. {lost[:3]}"
     assert got == expected
-    doctor = run_main("doctor", "--json", data_dir=together)  # and the vectors follow the records
+    doctor = run_main("doctor", "--json", data_dir=together, PAPERBOT_DATABASE_URL=url)  # the vectors follow
     assert doctor.code == 0, doctor.stderr
     found = doctor.json()
     assert found["records"] == found["vectors"] == len(expected)
@@ -197,9 +202,11 @@ HOLDER = textwrap.dedent(
 )
 
 
-def _hold(data_dir: Path) -> subprocess.Popen[str]:
-    """A process holding the data dir's writer lock (as an ingest would) until it is killed."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env=clean_env(data_dir),
+def _hold(data_dir: Path, url: str = "") -> subprocess.Popen[str]:
+    """A process holding the writer lock (as an ingest would) until it is killed: the data dir's,
+    or with ``url`` the PostgreSQL database's."""
+    process = subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT,
+                               env=clean_env(data_dir, PAPERBOT_DATABASE_URL=url),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -207,29 +214,45 @@ def _hold(data_dir: Path) -> subprocess.Popen[str]:
     return process
 
 
+def _where(data_dir: Path, url: str) -> str:
+    """How messages name the PostgreSQL database ``url`` (without its password)."""
+    return storage_url(make_settings(data_dir, database_url=url)).render_as_string(hide_password=True)
+
+
+def _holder(data_dir: Path, url: str) -> Holder:
+    """Who holds the writer lock: ``writer.json`` of the data dir, or the database's lock holder."""
+    settings = make_settings(data_dir, database_url=url or None)
+    return ServerWriterLock(settings, "ingest").holder() if url else read_holder(settings)
+
+
 SINCE = r"since (\d{4}-\d\d-\d\d )?\d\d:\d\d"  # the date only when it is not today
 
 
-def test_a_waiter_gives_up_naming_the_holder_and_changes_nothing(tmp_path: Path, run_files: tuple[Path, Path]) -> None:
+def test_a_waiter_gives_up_naming_the_holder_and_changes_nothing(tmp_path: Path, run_files: tuple[Path, Path],
+                                                                database_url: str | None) -> None:
     data_dir = tmp_path / "data"  # the waiter gives up before it would load the encoder
-    holder = _hold(data_dir)
+    url = database_url or ""
+    where = "this data dir" if not url else "the database " + _where(data_dir, url)
+    since = rf", {SINCE}" if not url else ""  # the database's holder says its pid, not since when
+    holder = _hold(data_dir, url)
     try:
-        run = paperbot("ingest", str(run_files[0]), data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="1")
+        run = paperbot("ingest", str(run_files[0]), data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="1",
+                       PAPERBOT_DATABASE_URL=url)
         assert run.code == 2, run.stderr
         assert re.fullmatch(
-            rf"paperbot: Another paperbot ingest is still running on this data dir \(pid {holder.pid}, {SINCE}\) "
+            rf"paperbot: Another paperbot ingest is still running on {re.escape(where)} \(pid {holder.pid}{since}\) "
             r"after 1 s of waiting\. Wait for it to finish, or stop it; nothing was changed\.",
             run.last_error_line,
         ), run.stderr
         waiting = [line for line in run.stderr.splitlines() if line.startswith("Waiting for")]
         assert len(waiting) == 1 and f"pid {holder.pid}" in waiting[0], run.stderr
         assert "Traceback" not in run.stderr
-        assert count_records(data_dir) == 0  # nothing was written
+        assert count_records(data_dir, url) == 0  # nothing was written
 
         # readers never take the lock
-        stats = run_main("stats", "--json", data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="0")
+        stats = run_main("stats", "--json", data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="0", PAPERBOT_DATABASE_URL=url)
         assert stats.code == 0 and stats.json()["papers"] == 0, stats.stderr
-        export = run_main("export", data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="0")
+        export = run_main("export", data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="0", PAPERBOT_DATABASE_URL=url)
         assert export.code == 0, export.stderr
     finally:
         holder.kill()
@@ -238,32 +261,38 @@ def test_a_waiter_gives_up_naming_the_holder_and_changes_nothing(tmp_path: Path,
 
 @pytest.mark.slow
 def test_a_sigkilled_holder_does_not_block_the_next_ingest(tmp_path: Path, model_cache: Path,
-                                                          killed_file: Path) -> None:
+                                                          killed_file: Path, database_url: str | None) -> None:
+    """On SQLite the OS drops the file lock; on PostgreSQL the server ends the killed session and
+    its advisory lock with it."""
     data_dir = link_model_cache(tmp_path / "data", model_cache)
-    process = spawn("ingest", str(killed_file), "--json", data_dir=data_dir)
+    url = database_url or ""
+    process = spawn("ingest", str(killed_file), "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
     stderr = process.stderr
     assert stderr is not None  # piped
     try:
         def writing() -> int | None:
             assert process.poll() is None, f"ingest ended before it was seen writing: {stderr.read()}"
-            return count_records(data_dir) or None
+            return count_records(data_dir, url) or None
 
         poll(writing, timeout=240, what="the first committed batch")
-        holder = json.loads((data_dir / "writer.json").read_text(encoding="utf-8"))
-        assert (holder["pid"], holder["activity"]) == (process.pid, "ingest")
+        holder = _holder(data_dir, url)
+        assert (holder.pid, holder.activity) == (process.pid, "ingest")
         process.send_signal(signal.SIGKILL)
     finally:
         process.kill()
         process.communicate()
     assert process.returncode == -signal.SIGKILL
-    left = {path.name: stat.S_IMODE(path.stat().st_mode) for path in data_dir.glob("records.sqlite3*")}
-    assert "records.sqlite3-wal" in left and set(left.values()) == {0o600}, left  # private, -wal/-shm too
+    if not url:
+        left = {path.name: stat.S_IMODE(path.stat().st_mode) for path in data_dir.glob("records.sqlite3*")}
+        assert "records.sqlite3-wal" in left and set(left.values()) == {0o600}, left  # private, -wal/-shm too
 
-    run = paperbot("ingest", str(killed_file), "--json", data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="0")
+    run = paperbot("ingest", str(killed_file), "--json", data_dir=data_dir, PAPERBOT_WRITER_WAIT_SECONDS="0",
+                   PAPERBOT_DATABASE_URL=url)
     assert run.code == 0, run.stderr
     assert "Waiting for" not in run.stderr
     assert run.json()["added"] + run.json()["unchanged"] == KILLED.stop - KILLED.start
-    assert os.path.exists(data_dir / "writer.lock") and not (data_dir / "writer.json").exists()
+    if not url:
+        assert os.path.exists(data_dir / "writer.lock") and not (data_dir / "writer.json").exists()
 
 
 # --- the policy, in this process ------------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pwd
 import shutil
 import sqlite3
 import subprocess
@@ -37,9 +38,10 @@ from sqlalchemy.engine import URL
 
 from retrieval.assistant import Assistant
 from retrieval.errors import DiskFullError, StorageError
-from retrieval.storage.database import Database
+from retrieval.storage.database import Database, close_databases
 from tests.reliability.helpers import (
     bib_entries,
+    link_model_cache,
     make_settings,
     paperbot,
     query,
@@ -47,6 +49,7 @@ from tests.reliability.helpers import (
     stored_records,
 )
 from tests.slack.conftest import BotFactory, make_bot, stand_in  # noqa: F401 - the Slack harness's fixtures
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.slow
 
@@ -211,6 +214,74 @@ def test_ingest_on_a_full_disk_fails_in_one_line_and_works_once_space_is_freed(
     assert len(stored_records(data_dir)) == len(before) + added
     clean = run_main("doctor", "--json", data_dir=data_dir)
     assert clean.code == 0 and clean.json()["records"] == len(before) + added, clean.stdout
+
+
+@pytest.mark.postgres
+def test_ingest_when_the_database_servers_disk_is_full_fails_in_one_line_and_works_once_space_is_freed(
+    postgres_server: PostgresServer, corpus: list[Path], model_cache: Path, tmp_path: Path
+) -> None:
+    """The same on PostgreSQL, with the server's disk full: the test database lives in a tablespace
+    on the tmpfs (its tables, indexes and catalog), the data dir on the ordinary disk; the server
+    answers the write with SQLSTATE 53100 (disk_full), which the store reports as the server's disk.
+    The tmpfs is mounted in the cluster's own directory, which the server's user can reach."""
+    name = f"full_{os.getpid()}_{tmp_path.name}"[:60]
+    disks = postgres_server.root / "disks"
+    disks.mkdir(exist_ok=True)
+    disks.chmod(0o755)  # made under the tests' umask (0o077 at times): the server's user must pass
+    with _mounted(disks / name) as disk:
+        space = disk.mount / "tablespace"
+        space.mkdir()
+        if postgres_server.user is not None:  # the cluster runs as another user (as root: nobody)
+            entry = pwd.getpwnam(postgres_server.user)
+            os.chown(space, entry.pw_uid, entry.pw_gid)
+        postgres_server.execute(f"CREATE TABLESPACE \"{name}\" LOCATION '{space}'")
+        url = postgres_server.new_database(tablespace=name)
+        try:
+            _server_disk_full(disk, url, corpus, model_cache, tmp_path)
+        finally:
+            close_databases()
+            postgres_server.drop_database(url)
+            postgres_server.execute(f'DROP TABLESPACE IF EXISTS "{name}"')
+
+
+def _server_disk_full(disk: FullDisk, url: str, corpus: list[Path], model_cache: Path, tmp_path: Path) -> None:
+    """The ingest, search, repair and ingest again of the test above, on ``url`` whose disk is ``disk``."""
+    data_dir = link_model_cache(tmp_path / "data", model_cache)
+    base = paperbot("ingest", *map(str, corpus), "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert base.code == 0, base.stderr
+    more = tmp_path / "more.bib"
+    more.write_text(bib_entries(30, start=1000), encoding="utf-8")
+    before = stored_records(data_dir, url)
+    disk.fill()
+
+    failed = paperbot("ingest", str(more), data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+
+    assert failed.code == 2, (failed.stdout, failed.stderr)
+    assert "Traceback" not in failed.stderr
+    line = failed.last_error_line
+    assert line.startswith("paperbot: "), failed.stderr
+    assert "the disk is full (the database server's disk)" in line, line
+    assert "Free some disk space and retry; nothing was lost." in line, line
+    assert stored_records(data_dir, url) == before  # the failed batch left no record
+
+    found = paperbot("search", "Rosenbrock methods", "--k", "3", "--json", data_dir=data_dir,
+                     PAPERBOT_DATABASE_URL=url)  # reads still answer while the server's disk is full
+    assert found.code == 0, found.stderr
+    assert any("Rosenbrock" in hit["title"] for hit in found.json()["results"]), found.stdout
+
+    disk.free()
+    repaired = run_main("doctor", "--repair", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert repaired.code == 0, repaired.stdout + repaired.stderr
+    assert repaired.json()["records"] == len(before)
+    again = paperbot("ingest", str(more), "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert again.code == 0, again.stderr
+    added = again.json()["added"]
+    assert added > 0 and len(stored_records(data_dir, url)) == len(before) + added
+    clean = run_main("doctor", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
+    assert clean.code == 0, clean.stdout + clean.stderr
+    report = clean.json()
+    assert report["records"] == report["vectors"] == len(before) + added
+    assert report["missing_vectors"] == report["stale_vectors"] == report["orphan_vectors"] == []
 
 
 # --- the Slack door ------------------------------------------------------------------------------

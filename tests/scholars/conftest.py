@@ -12,6 +12,8 @@ from retrieval.records.paper import Paper
 from retrieval.results import SearchHit
 from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.themes import TermStats
+from tests.conftest import BACKENDS
+from tests.support.postgres import PostgresServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scholars"
 FILES = ("arxiv_del_maestro.jsonl", "conference_authors_slice.jsonl", "openalex_works.jsonl")
@@ -107,9 +109,14 @@ def index_subset(papers: list[Paper]) -> list[Paper]:
     ] + namesake_papers()
 
 
-@pytest.fixture(scope="session")
-def index_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return make_settings(tmp_path_factory.mktemp("scholars-index"))
+@pytest.fixture(scope="session", params=BACKENDS)
+def index_settings(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """The real index's settings, once with its records on SQLite in the data dir and once on
+    PostgreSQL (a database of its own on the session's server): the people tests run on both."""
+    if request.param == "sqlite":
+        return make_settings(tmp_path_factory.mktemp("scholars-index"))
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return make_settings(tmp_path_factory.mktemp("scholars-index-postgres"), database_url=server.new_database())
 
 
 @pytest.fixture(scope="session")

@@ -139,22 +139,52 @@ def test_a_write_the_database_refuses_changes_nothing(settings: Settings) -> Non
     assert Roster.load(settings).list() == before
 
 
-def test_a_damaged_roster_file_stops_the_upgrade_and_is_left_untouched(settings: Settings) -> None:
+@pytest.mark.parametrize("damage", [b'{"version": 1, "scholars": [{"name": "Half', b'{"version": 1, "scholars": [{"name": ""}]}',
+                                    b'{"version": 1, "scholars": [{"name": "Ren\xe9"}]}'],
+                         ids=["cut-json", "no-name", "not-utf8"])
+def test_a_damaged_roster_file_does_not_stop_the_upgrade_and_is_set_aside(
+        settings: Settings, damage: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    from retrieval.records.paper import Paper
+    from retrieval.storage.database import schema_status
+    from retrieval.storage.records import RecordStore
+    from retrieval.storage.schema import HEAD
+    from tests.support.legacy_records import legacy_store
+
+    kept = Paper(title="Records survive a damaged roster", published="2024", doi="10.1234/kept")
+    legacy_store(settings.data_dir / "records.sqlite3", [kept])  # a data dir made before the database
     path = _roster_json(settings)
-    path.parent.mkdir(parents=True)
-    path.write_text('{"version": 1, "scholars": [{"name": "Half', encoding="utf-8")
-    with pytest.raises(StorageError) as caught:
+    path.write_bytes(damage)
+    earlier = settings.data_dir / "roster.damaged.json"  # set aside by an earlier upgrade: never overwritten
+    earlier.write_text("an earlier damaged roster", encoding="utf-8")
+
+    with caplog.at_level("WARNING", logger="retrieval.storage"):
+        assert Roster.load(settings).list() == []  # the first use upgrades, without the scholars
+    warned = " ".join(record.getMessage() for record in caplog.records if record.levelname == "WARNING")
+    aside = settings.data_dir / "roster.damaged-2.json"
+    assert not path.exists() and aside.read_bytes() == damage and earlier.read_text(encoding="utf-8") == (
+        "an earlier damaged roster")
+    assert f"The roster {path} is damaged" in warned and "its scholars were not imported" in warned
+    assert str(aside) in warned and "paperbot scholars add" in warned
+    with RecordStore.open(settings) as store:  # everything else came along
+        assert store.get(kept.id) == kept
+    status = schema_status(settings)
+    assert status.revision == HEAD and status.set_aside == (str(earlier), str(aside))
+    assert f"A damaged roster.json was set aside when the database was created: {aside}" in status.describe()
+    Roster.load(settings).add("Added After")  # the roster works
+    close_databases()  # a new process: nothing is imported or set aside again
+    assert [s.name for s in Roster.load(settings).list()] == ["Added After"]
+    assert aside.read_bytes() == damage
+
+
+def test_an_unreadable_roster_file_stops_the_upgrade_and_is_left_untouched(settings: Settings) -> None:
+    path = _roster_json(settings)
+    path.mkdir(parents=True)  # not a file: it cannot be read at all (not damaged: nothing to set aside)
+    with pytest.raises(StorageError, match=r"^Cannot read the roster"):
         Roster.load(settings)
-    assert str(path) in caught.value.user_message and "left untouched" in caught.value.user_message
-    path.write_text(json.dumps({"version": 1, "scholars": [{"name": ""}]}), encoding="utf-8")
-    with pytest.raises(StorageError, match="damaged"):
-        Roster.load(settings)
-    assert json.loads(path.read_text(encoding="utf-8"))["scholars"] == [{"name": ""}]
+    assert path.is_dir()
     database = Database(database_url(settings), data_dir=settings.data_dir)
     assert database.revision() is None  # the upgrade was all or nothing
     database.dispose()
-    path.unlink()  # moved away: the upgrade goes through, to an empty roster
-    assert Roster.load(settings).list() == []
 
 
 def test_an_existing_roster_file_is_imported_once_and_losslessly(settings: Settings) -> None:

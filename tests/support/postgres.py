@@ -142,10 +142,13 @@ class PostgresServer:
                              autocommit=True) as connection:
             connection.execute(statement.encode())  # a statement the tests made, no user input
 
-    def new_database(self) -> str:
-        """The URL of a new, empty database of its own."""
+    def new_database(self, *, tablespace: str | None = None, template: str | None = None) -> str:
+        """The URL of a new database of its own: empty, or a copy of the database at the URL
+        ``template`` (which nobody may be connected to); in ``tablespace``, when given."""
         name = f"test_{os.getpid()}_{next(self._names)}"
-        self.execute(f'CREATE DATABASE "{name}"')
+        options = (f' TEMPLATE "{template.rsplit("/", 1)[1]}"' if template else "") + (
+            f' TABLESPACE "{tablespace}"' if tablespace else "")
+        self.execute(f'CREATE DATABASE "{name}"{options}')
         return self.url(name)
 
     def drop_database(self, url: str) -> None:

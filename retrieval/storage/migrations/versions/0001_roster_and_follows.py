@@ -5,7 +5,9 @@ Revises: (none: the first revision)
 
 The import (``storage.legacy``) copies every scholar in file order and every follow, inbox entry
 and announcement with its id, then moves PostgreSQL's id sequence past the imported ids. The two
-files stay where they were.
+files stay where they were. A damaged ``roster.json`` imports no scholar and does not stop the
+upgrade: it is listed in the config's ``damaged`` attribute, and ``storage.migrate.upgrade`` sets
+it aside after the commit.
 """
 
 from __future__ import annotations
@@ -59,9 +61,13 @@ def upgrade() -> None:
     data_dir = context.config.attributes.get("data_dir")
     if data_dir is None:
         return
-    from retrieval.storage.legacy import follows_rows, roster_rows
+    from retrieval.storage.legacy import DamagedRoster, follows_rows, roster_rows
 
-    rows = roster_rows(Path(data_dir))
+    try:
+        rows = roster_rows(Path(data_dir))
+    except DamagedRoster as damaged:  # imported as nothing; set aside once the upgrade is committed
+        context.config.attributes.setdefault("damaged", []).append(damaged)
+        rows = []
     if rows:
         fields = ("name", "orcid", "openalex_id", "arxiv_name", "aliases", "added_at", "last_synced")
         op.bulk_insert(scholars, [{key: row[key] for key in fields} for row in rows])
