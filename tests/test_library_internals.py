@@ -50,6 +50,9 @@ ADAPTERS: dict[str, tuple[str, str, str]] = {
 # Underscore names their library documents as public API.
 DOCUMENTED = {"os._exit", "sys._getframe", "_replace", "_asdict", "_fields", "_make"}
 # Modules a library keeps for itself although no part of their name says so.
+# Our modules that hand out a library's module object (imported their own way): a name imported
+# from them is that library, for every check below.
+LIBRARY_HOLDERS = {"retrieval.index.bm25_library": {"bm25s": "bm25s"}}
 INTERNAL_MODULES = ("slack_bolt.request.internals", "uvicorn.protocols", "chromadb.api.shared_system_client")
 ACCESSORS = {"getattr", "setattr", "hasattr", "delattr"}
 
@@ -93,6 +96,10 @@ def _library_bindings(tree: ast.Module) -> dict[str, Bound]:
                     top = alias.name.split(".")[0]
                     bound[top] = Bound(top)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            held = LIBRARY_HOLDERS.get(node.module, {})
+            for alias in node.names:
+                if alias.name in held:
+                    bound[alias.asname or alias.name] = Bound(held[alias.name])
             if node.module.split(".")[0] in OURS or node.module == "__future__":
                 continue
             for alias in node.names:
