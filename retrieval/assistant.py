@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.answers.chat_model import FROM_SETTINGS, ChatModelChoice, FromSettings
 from retrieval.config import Settings, open_data_dir, with_user_permissions
-from retrieval.errors import InputError, NotInstalledError
+from retrieval.errors import InputError, NotInstalledError, PaperbotError
 from retrieval.records.paper import Paper
 from retrieval.results import (
     AmbiguousScholarResult,
@@ -41,6 +41,7 @@ from retrieval.results import (
     IngestReport,
     KeptAfterRemoval,
     ModelProbe,
+    Readiness,
     RemovalReport,
     Scholar,
     ScholarSummaryResult,
@@ -336,6 +337,22 @@ class Assistant:
         from retrieval.storage.migrate import upgrade_database
 
         return upgrade_database(self.settings, notice=notice)
+
+    def readiness(self) -> Readiness:
+        """Whether this process can answer now (the HTTP door's ``/readyz``): the vector index
+        answers, and the database does (its schema revision read; one behind this code's is
+        upgraded on next use). Cheap (one count of the vectors, one schema read); every failure
+        is a check's message, never an exception."""
+        checks: dict[str, str] = {}
+        try:  # first: opening the index creates (or upgrades) the database's schema on first use
+            checks["vector_index"] = f"ok: {self.index.dense.count():,} vectors"
+        except PaperbotError as error:
+            checks["vector_index"] = str(error)
+        try:  # a schema behind this code's is upgraded on next use (under the database's lock): still ready
+            checks["database"] = "ok: " + self.database_status().describe().splitlines()[0].removeprefix("Database: ")
+        except PaperbotError as error:
+            checks["database"] = str(error)
+        return Readiness(ready=all(value.startswith("ok: ") for value in checks.values()), checks=checks)
 
     def check_consistency(self) -> ConsistencyReport:
         """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""

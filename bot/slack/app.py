@@ -134,10 +134,11 @@ class SlackRuntime:
         self._doors: list[SlackDoor] = []
 
     def http_door(self, limits: DoorLimits = DEFAULT_LIMITS) -> SlackDoor:
-        """The ASGI application: ``POST /slack/events`` for Slack, ``GET /healthz`` for probes."""
+        """The ASGI application: ``POST /slack/events`` for Slack; ``GET /healthz`` (the process is up)
+        and ``GET /readyz`` (it can answer: ``Assistant.readiness``) for a load balancer's probes."""
         if not self.credentials.signing_secret:
             raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
-        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits)
+        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=self.deps.assistant.readiness)
         self._doors.append(door)
         return door
 

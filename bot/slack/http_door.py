@@ -1,4 +1,4 @@
-"""The HTTP door: ``POST /slack/events`` and ``GET /healthz``, an ASGI application served by uvicorn.
+"""The HTTP door: ``POST /slack/events``, ``GET /healthz`` and ``GET /readyz``, an ASGI application served by uvicorn.
 
 Order of work for ``POST /slack/events``, cheapest refusal first, nothing read that is not needed:
 
@@ -56,7 +56,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
@@ -64,10 +64,15 @@ from bot.slack.inbound import Accepted, Ignored, parse_body, read_payload
 from bot.slack.jobs import new_reference
 from bot.slack.signatures import ReplayGuard, SignatureCheck
 
+if TYPE_CHECKING:
+    from retrieval.results import Readiness
+
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+READY_CACHE_SECONDS = 2.0  # a load balancer probing every second costs one check per 2 s
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -120,8 +125,11 @@ class SlackDoor:
     """The ASGI application; ``close()`` stops its dispatch threads."""
 
     def __init__(self, app: App, signing_secret: str, *, limits: DoorLimits = DoorLimits(),
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, readiness: Callable[[], Readiness] | None = None) -> None:
         self.app = app
+        self._readiness = readiness
+        self._ready_lock = threading.Lock()
+        self._ready_answer: tuple[float, _Answer] | None = None  # (monotonic time, answer) of the last check
         self.limits = limits
         self.signatures = SignatureCheck(signing_secret, clock=clock)
         self.replays = ReplayGuard(clock=clock)
@@ -144,6 +152,8 @@ class SlackDoor:
         answer: _Answer | None
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
             answer = _Answer(200, b"ok", (("content-type", "text/plain; charset=utf-8"),))
+        elif path == READY_PATH and method in ("GET", "HEAD") and self._readiness is not None:
+            answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._ready)
         elif path == EVENTS_PATH and method == "POST":
             answer = await self._post(scope, receive)
             if answer is None:  # the client went away
@@ -153,6 +163,28 @@ class SlackDoor:
         else:
             answer = _Answer(404, close=True)
         await _send(send, answer)
+
+    def _ready(self) -> _Answer:
+        """``/readyz``: 200 when the core can answer (``Assistant.readiness``), else 503; JSON with
+        each check's line. Checked at most once per ``READY_CACHE_SECONDS`` (probes share it)."""
+        assert self._readiness is not None
+        with self._ready_lock:
+            now = time.monotonic()
+            if self._ready_answer is not None and now - self._ready_answer[0] < READY_CACHE_SECONDS:
+                return self._ready_answer[1]
+            try:
+                report = self._readiness()
+                body = report.model_dump_json().encode()
+                status = 200 if report.ready else 503
+            except Exception:  # a probe answers, whatever broke: logged with a reference
+                reference = new_reference()
+                log.exception("readiness check failed [ref %s]", reference)
+                failed = {"ready": False, "checks": {"readiness": f"the check failed (reference {reference})"}}
+                body = json.dumps(failed).encode()
+                status = 503
+            answer = _Answer(status, body, (("content-type", "application/json"), ("cache-control", "no-store")))
+            self._ready_answer = (now, answer)
+            return answer
 
     async def _post(self, scope: Scope, receive: Receive) -> _Answer | None:
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers") or [])

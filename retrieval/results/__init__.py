@@ -8,7 +8,7 @@ One module per concern, every name re-exported here (import them from ``retrieva
 ``validation`` (what validation and parsing removed), ``answers`` (filters, hits, citations,
 answers and their stream events), ``scholars`` (summaries and collaborators), ``ingests``
 (ingests, removals, fetches and syncs), ``roster`` (scholars followed, follows, alerts) and
-``index_stats``. The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
+``index_stats``; ``readiness`` (what ``/readyz`` reports). The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
 ``retrieval.config``, and nothing else of the core (``tests/test_architecture.py``).
 """
 
@@ -41,6 +41,9 @@ from retrieval.results.ingests import (
     SourceFailure,
     SyncEvent,
     SyncReport,
+)
+from retrieval.results.readiness import (
+    Readiness,
 )
 from retrieval.results.roster import (
     Follow,
@@ -95,6 +98,7 @@ __all__ = [
     "ModelProbe",
     "PendingAlerts",
     "Progress",
+    "Readiness",
     "RemovalReport",
     "Scholar",
     "ScholarCandidate",

@@ -24,6 +24,8 @@ import pytest
 from bot.slack.http_door import BackgroundDispatch, DoorLimits
 from bot.slack.http_server import MAX_HEADER_BYTES
 from bot.slack.signatures import ReplayGuard, SignatureCheck
+from retrieval.assistant import Assistant
+from retrieval.results import Readiness
 from tests.slack.conftest import SECRET, Bot, BotFactory
 from tests.slack.helpers import final_answer
 from tests.slack.slack_requests import signature
@@ -559,3 +561,54 @@ def test_replay_guard_remembers_for_the_window_then_forgets() -> None:
     assert len(guard) == 2
     guard.forget("10300", "v0=d")  # not handled: a redelivery is not a replay
     assert guard.first_sight("10300", "v0=d") is True
+
+
+# --- readiness ---------------------------------------------------------------------------------
+
+
+def _ready(bot: Bot) -> httpx.Response:
+    return httpx.get(bot.sender.url.replace("/slack/events", "/readyz"), timeout=30, trust_env=False)
+
+
+@slow
+def test_readyz_reports_each_check_and_a_burst_of_probes_costs_one_check(
+        make_bot: BotFactory, assistant: Assistant, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.slack.conftest import make_settings
+
+    facade = Assistant(make_settings(tmp_path / "ready"), index=assistant.index, chat_model=None)
+    checked: list[Readiness] = []
+    real = facade.readiness
+
+    def counted() -> Readiness:
+        checked.append(real())
+        return checked[-1]
+
+    monkeypatch.setattr(facade, "readiness", counted)
+    bot = make_bot(core=facade)
+    response = _ready(bot)
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    report = response.json()
+    assert report["ready"] is True and set(report["checks"]) == {"database", "vector_index"}
+    assert all(line.startswith("ok: ") for line in report["checks"].values())
+    assert "schema" in report["checks"]["database"] and "vectors" in report["checks"]["vector_index"]
+    for _ in range(5):  # a load balancer's probes: one check per READY_CACHE_SECONDS
+        assert _ready(bot).status_code == 200
+    assert len(checked) == 1
+    assert httpx.head(bot.sender.url.replace("/slack/events", "/readyz"), timeout=5, trust_env=False).status_code == 200
+
+
+@slow
+def test_readyz_is_503_naming_what_is_down_while_healthz_stays_200(make_bot: BotFactory, tmp_path) -> None:
+    from tests.index.conftest import free_port
+    from tests.slack.conftest import make_settings
+
+    url = f"http://127.0.0.1:{free_port()}"  # a Chroma server that is not there
+    core = Assistant(make_settings(tmp_path / "down", chroma_url=url), chat_model=None)
+    bot = make_bot(core=core)
+    response = _ready(bot)
+    assert response.status_code == 503
+    report = response.json()
+    assert report["ready"] is False
+    assert report["checks"]["vector_index"].startswith(f"Cannot reach the Chroma server at {url}.")
+    assert report["checks"]["database"].startswith("ok: ")  # the records do not need the server
+    _still_serving(bot)  # alive, not ready: the balancer sends its traffic elsewhere
