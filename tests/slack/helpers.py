@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -64,3 +65,16 @@ class RecordingChatModel(GenericFakeChatModel):
 
 def scripted_model(*replies: str) -> RecordingChatModel:
     return RecordingChatModel(messages=iter([AIMessage(content=reply) for reply in replies]))
+
+
+def server_closed(sock: socket.socket) -> bool:
+    """The server closed the connection (EOF or reset) within the socket's timeout; whatever it
+    still sends before (a body without a length) is read and dropped."""
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True

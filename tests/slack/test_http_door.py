@@ -27,7 +27,7 @@ from bot.slack.signatures import ReplayGuard, SignatureCheck
 from retrieval.assistant import Assistant
 from retrieval.results import Readiness
 from tests.slack.conftest import SECRET, Bot, BotFactory
-from tests.slack.helpers import final_answer
+from tests.slack.helpers import final_answer, server_closed
 from tests.slack.slack_requests import signature
 
 slow = pytest.mark.slow  # the app fixture holds the session index (embedding model)
@@ -74,18 +74,6 @@ def _response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
     return int(status_line.split()[1]), headers, body
 
 
-def _closed(sock: socket.socket) -> bool:
-    """The server closed the connection (EOF or reset) within the socket's timeout; whatever it
-    still sends before (a body without a length) is read and dropped."""
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
-
 
 class _Records(logging.Handler):
     def __init__(self) -> None:
@@ -130,7 +118,7 @@ def test_a_300_mb_claim_is_refused_before_the_body_is_read(bot: Bot) -> None:
         started = time.monotonic()
         status, headers, _ = _response(sock)
         assert status == 413 and time.monotonic() - started < 1.0
-        assert headers.get("connection") == "close" and _closed(sock)
+        assert headers.get("connection") == "close" and server_closed(sock)
     _still_serving(bot)
 
 
@@ -163,7 +151,7 @@ def test_a_burst_of_invalid_chunked_bodies_logs_no_traceback(bot: Bot, records: 
         with _connect(bot) as sock:  # no signature: anyone on the network can send this
             sock.sendall(_head({"Transfer-Encoding": "chunked"}) + body)
             statuses.append(_response(sock)[0])
-            assert _closed(sock)
+            assert server_closed(sock)
     assert set(statuses) <= {400, 411}, statuses
     _still_serving(bot)
     assert records.tracebacks() == [] and "Traceback" not in capsys.readouterr().err
@@ -179,7 +167,7 @@ def test_a_body_slower_than_the_deadline_gets_408_and_the_connection_closed(make
         started = time.monotonic()
         status, _, _ = _response(sock)
         assert status == 408 and 0.4 < time.monotonic() - started < 2.5
-        assert _closed(sock)
+        assert server_closed(sock)
     _still_serving(bot)
 
 
@@ -191,10 +179,10 @@ def test_headers_that_do_not_arrive_in_time_get_408_and_the_connection_closed(ma
         started = time.monotonic()
         status, headers, _ = _response(sock)
         assert status == 408 and headers.get("connection") == "close"
-        assert 0.4 < time.monotonic() - started < 2.5 and _closed(sock)
+        assert 0.4 < time.monotonic() - started < 2.5 and server_closed(sock)
     with _connect(bot, timeout=3.0) as sock:  # a connection that sends nothing at all: the same
         status, _, _ = _response(sock)
-        assert status == 408 and _closed(sock)
+        assert status == 408 and server_closed(sock)
     _still_serving(bot)
 
 
@@ -241,7 +229,7 @@ def test_a_header_block_that_never_ends_is_cut_at_the_limit(bot: Bot) -> None:
             sent += 4096
         assert sent <= 2 * MAX_HEADER_BYTES
         status, headers, _ = _response(sock)
-        assert status == 400 and headers.get("connection") == "close" and _closed(sock)
+        assert status == 400 and headers.get("connection") == "close" and server_closed(sock)
 
 
 # --- malformed headers ---------------------------------------------------------------------------

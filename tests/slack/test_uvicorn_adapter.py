@@ -23,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from bot.slack.http_door import DoorLimits, Message, Receive, Scope, Send
 from bot.slack.http_server import bind, uvicorn_config
 from bot.slack.uvicorn_adapter import PROTOCOL_HOOKS, HeadDeadlineProtocol
+from tests.slack.helpers import server_closed
 
 DEADLINE = 0.4
 
@@ -97,16 +98,6 @@ def _responses(sock: socket.socket, count: int) -> list[tuple[int, bytes]]:
     return found
 
 
-def _closed(sock: socket.socket) -> bool:
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
-
 
 def test_the_hooks_overridden_are_uvicorns_own() -> None:
     for name in PROTOCOL_HOOKS:
@@ -122,9 +113,9 @@ def test_a_head_that_does_not_arrive_in_time_gets_408(address: tuple[str, int]) 
         sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Le")
         started = time.monotonic()
         assert _responses(sock, 1) == [(408, b"")]
-        assert DEADLINE * 0.8 < time.monotonic() - started < DEADLINE + 3 and _closed(sock)
+        assert DEADLINE * 0.8 < time.monotonic() - started < DEADLINE + 3 and server_closed(sock)
     with _connect(address) as sock:  # nothing sent at all: the same
-        assert _responses(sock, 1) == [(408, b"")] and _closed(sock)
+        assert _responses(sock, 1) == [(408, b"")] and server_closed(sock)
 
 
 def test_a_kept_alive_connection_gets_a_new_deadline_after_each_response(address: tuple[str, int]) -> None:
@@ -139,7 +130,7 @@ def test_a_kept_alive_connection_gets_a_new_deadline_after_each_response(address
         assert _responses(sock, 1) == [(200, b"0")]
         started = time.monotonic()
         assert _responses(sock, 1) == [(408, b"")]  # idle again: the deadline runs afresh
-        assert time.monotonic() - started > DEADLINE * 0.5 and _closed(sock)
+        assert time.monotonic() - started > DEADLINE * 0.5 and server_closed(sock)
 
 
 def test_a_request_the_server_answered_itself_gets_no_second_answer(address: tuple[str, int],
@@ -151,6 +142,6 @@ def test_a_request_the_server_answered_itself_gets_no_second_answer(address: tup
         with _connect(address) as sock:
             sock.sendall(chunked)
             statuses.append(_responses(sock, 1)[0][0])
-            assert _closed(sock)
+            assert server_closed(sock)
     assert set(statuses) <= {400, 411} and 400 in statuses, statuses
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], caplog.text
