@@ -17,9 +17,8 @@ from retrieval.errors import StorageError
 from retrieval.records.names import author_key, filing_families
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.records import RecordStore
+from tests.index.conftest import by_arxiv
 from tests.support.legacy_records import as_legacy_store
-
-from .conftest import by_arxiv
 
 
 def _clock() -> datetime:
