@@ -6,9 +6,9 @@ mask; for Chroma, the ids that mask allows). For every candidate all signals are
 cosine similarity to the query vector (vectors of lexical-only candidates are fetched from
 Chroma), the BM25 score scaled by the best BM25 score of the query, and the query-term
 coverage (``lexical``). They are fused as the weighted mean
-``score = (0.7 * cosine + 0.3 * trust * bm25 / best_bm25 + 0.2 * coverage) / 1.2``, where
-``trust`` is the square of the best coverage any record reaches (``fusion.lexical_trust``: a
-question no record covers well, a paraphrase, leans on the dense ranking) (``fusion.FusionConfig``), then near-duplicates are dropped (same normalised title, or cosine
+``score = (0.7 * cosine + 0.3 * trust * bm25 / best_bm25 + 0.2 * coverage) / 1.2``
+(``fusion.FusionConfig``), where ``trust`` is 1 by default and, with ``lexical_trust_power`` set,
+the best coverage any record reaches to that power (``fusion.lexical_trust``), then near-duplicates are dropped (same normalised title, or cosine
 > 0.97 between records: the better-ranked one stays) and the list is cut to ``k``. A hit counts
 as relevant from ``relevance_threshold``. Why this fusion and this threshold (the measurements,
 the alternatives tried): ``docs/index.md``.
@@ -180,7 +180,8 @@ class Searcher:
                     mode: Mode) -> tuple[list[_Candidate], np.ndarray | None, float]:
         """Candidates from both retrievers (filters applied inside each) with all their raw
         signals, the query's vector (None when ``mode`` does not encode the query) and the best
-        query-term coverage of any record the filters allow (0 without a lexical side)."""
+        query-term coverage of any record the filters allow (0 without a lexical side, or when the
+        fusion does not weigh BM25 by it)."""
         lexical_scores = None
         best_coverage = 0.0
         snapshot = None
@@ -194,7 +195,7 @@ class Searcher:
             lexical_scores = snapshot.score_all(text, allowed)
             if lexical_scores is not None:
                 lexical_ids = [snapshot.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
-                if lexical_scores.coverage.size:
+                if self.fusion.lexical_trust_power and lexical_scores.coverage.size:  # read only when it weighs
                     best_coverage = float(lexical_scores.coverage.max())
         query_vector = None
         dense_hits: list[tuple[str, float, np.ndarray]] = []
