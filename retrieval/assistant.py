@@ -229,13 +229,9 @@ class Assistant:
     def pictures_missing() -> NotInstalledError | None:
         """What the scholar pictures lack: the error naming the extra to install when matplotlib
         (the optional extra ``plots``) is not installed, else None."""
-        from retrieval.scholars.plot_support import require_plotting
+        from retrieval.scholars.plot_support import plots_missing
 
-        try:
-            require_plotting()
-        except NotInstalledError as missing:
-            return missing
-        return None
+        return plots_missing()
 
     def render_scholar_plots(self, summary: ScholarSummaryResult, out_dir: Path) -> list[Path]:
         """Draw the summary's co-author network and timeline into ``out_dir``; ``NotInstalledError``

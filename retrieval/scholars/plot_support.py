@@ -1,7 +1,7 @@
 """Whether the scholar pictures can be drawn: matplotlib is the optional extra ``plots``.
 
 ``paperbot summarize --plot`` and the Slack summary's pictures need it; everything else works
-without it. ``require_plotting`` raises the error the doors show; ``plotting_installed`` lets a
+without it. ``plots_missing`` gives the error the doors show; ``plotting_installed`` lets a
 door leave the pictures out quietly (the Slack app says so once, at start-up).
 """
 
@@ -23,8 +23,9 @@ def plotting_installed() -> bool:
         return False
 
 
-def require_plotting() -> None:
-    """Raise ``NotInstalledError`` (with what to install) unless the pictures can be drawn."""
-    if not plotting_installed():
-        raise NotInstalledError("The scholar pictures need matplotlib, which is not installed.",
-                                hint=f"Install it with: {PLOTS_INSTALL}")
+def plots_missing() -> NotInstalledError | None:
+    """The error the doors show (with what to install) when the pictures cannot be drawn, else None."""
+    if plotting_installed():
+        return None
+    return NotInstalledError("The scholar pictures need matplotlib, which is not installed.",
+                             hint=f"Install it with: {PLOTS_INSTALL}")

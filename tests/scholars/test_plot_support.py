@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import ConfigError, NotInstalledError
-from retrieval.scholars.plot_support import PLOTS_INSTALL, plotting_installed, require_plotting
+from retrieval.scholars.plot_support import PLOTS_INSTALL, plots_missing, plotting_installed
 from tests.cli.conftest import paperbot_here
 
 
@@ -23,15 +23,14 @@ def no_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_pictures_need_the_plots_extra_and_say_what_to_install(no_matplotlib: None) -> None:
     assert not plotting_installed()
-    with pytest.raises(NotInstalledError) as caught:
-        require_plotting()
-    assert isinstance(caught.value, ConfigError)
-    assert "matplotlib" in caught.value.user_message and caught.value.hint == f"Install it with: {PLOTS_INSTALL}"
+    missing = plots_missing()
+    assert isinstance(missing, NotInstalledError) and isinstance(missing, ConfigError)
+    assert "matplotlib" in missing.user_message and missing.hint == f"Install it with: {PLOTS_INSTALL}"
 
 
 def test_with_the_extra_installed_nothing_is_refused() -> None:
     assert plotting_installed()
-    require_plotting()
+    assert plots_missing() is None
 
 
 def test_summarize_plot_fails_before_any_work_and_names_the_extra(no_matplotlib: None, tmp_path: Path) -> None:
