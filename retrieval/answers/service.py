@@ -93,6 +93,11 @@ class AnsweringService:
                 return event.result
         raise AssertionError("the answer stream ended without a Final event")  # pragma: no cover
 
+    @property
+    def relevance_threshold(self) -> float:
+        """The threshold in force for records with an abstract (``retrieval.answers.evidence.resolve_policy``)."""
+        return evidence.resolve_min_relevance(self._settings)
+
     def evidence_context(self, filters: SearchFilters) -> EvidenceContext:
         """The relevance policy the settings give, the index's term rarity for a question with
         ``filters`` (``rarity``) and the index's background figures."""

@@ -94,7 +94,7 @@ def test_every_door_reads_the_same_threshold(tmp_path: Path) -> None:
         index = PaperIndex.open(settings, encoder=HashEncoder())
         try:
             assert index.relevance_threshold == expected
-            assert Assistant(settings, index=index, chat_model=None).relevance_threshold == expected
+            assert Assistant(settings, index=index, chat_model=None).answering.relevance_threshold == expected
         finally:
             index.close()
 
