@@ -5,7 +5,7 @@
 
 Data: ``scholars-real/`` (default ``../shared/datasets/scholars-real``, read at run time, never
 copied), all 40 files ingested into one scratch index exactly as ``bench/people.py`` does
-(``open_index``: ``Assistant.ingest_files``, the configured local encoder, a scratch
+(``open_index``: ``Assistant.library.ingest_files``, the configured local encoder, a scratch
 ``PAPERBOT_DATA_DIR`` under ``bench/out/people-index/<hash>/``; the two benchmarks share it).
 
 The set (``bench/data/scholars_questions.jsonl``, written by hand from the records, one object a

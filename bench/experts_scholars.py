@@ -9,7 +9,7 @@ copied), the 40 owners' own ``.bib`` files and ``owners.json`` (see ``bench/peop
 Protocol (fixed, with the halves, before the ranking was changed):
 
 1. All 40 files are ingested once into the *full* index (``bench.people.open_index``: the real
-   ``Assistant.ingest_files``, Chroma + BM25, the configured local encoder). Each owner's records
+   ``Assistant.library.ingest_files``, Chroma + BM25, the configured local encoder). Each owner's records
    are found as ``bench/people.py`` finds them (``ground_truth``): the owner's *gold* records are
    those whose entry names the owner.
 2. **Queries.** Per owner, the gold records with an abstract that are no other owner's gold,

@@ -8,7 +8,7 @@ copied): ``bib/<slug>.bib`` is one owner's own list (exactly one file per owner;
 websites had several .bib files, concatenated into one) and ``owners.json`` gives ``name`` and
 ``name_variants`` (how the owner is written in the entries).
 
-Protocol. All 40 files are ingested into one index through the real ``Assistant.ingest_files``
+Protocol. All 40 files are ingested into one index through the real ``Assistant.library.ingest_files``
 (embedded Chroma + BM25, the configured local encoder, a scratch ``PAPERBOT_DATA_DIR`` under
 ``bench/out/people-index/<hash>/``, rebuilt unless ``--reuse-index``; the hash covers the files,
 the encoder choice and ``retrieval/``'s code, so a changed parser never reuses stale ids). Then, for each
@@ -221,10 +221,10 @@ def content_key(paths: Sequence[Path], encoder: str) -> str:
 
 def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None], *,
                extra: Sequence[Paper] = (), extra_name: str = "") -> tuple[PaperIndex, Settings, dict[str, Any]]:
-    """The index of all files, ingested with ``Assistant.ingest_files`` (cached by content hash).
+    """The index of all files, ingested with ``Assistant.library.ingest_files`` (cached by content hash).
 
     ``extra`` records (e.g. the SciFact corpus as distractors, named ``extra_name``) are merged
-    in after the files with ``Assistant.ingest_papers``; such an index lives in its own folder.
+    in after the files with ``Assistant.library.ingest_papers``; such an index lives in its own folder.
     """
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
@@ -254,9 +254,9 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
         return index, settings, info
     started = time.perf_counter()
     assistant = Assistant(settings, index=index, chat_model=None)
-    report = assistant.ingest_files(paths)
+    report = assistant.library.ingest_files(paths)
     if extra:
-        report.extend(assistant.ingest_papers(list(extra)))
+        report.extend(assistant.library.ingest_papers(list(extra)))
     info = {"seconds": round(time.perf_counter() - started, 1), "records": index.count(), **report.as_dict(),
             "encoder": encoder.name, "reused": False}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")

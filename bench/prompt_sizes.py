@@ -9,7 +9,7 @@ once: with the budget lifted (``--budget`` 200,000: the prompt as it was before 
 evidence record with its abstract cut to its share of the 9,000-character abstract budget) and
 with ``--budget`` (default: the setting's default). Questions that send no prompt (abstained by
 the evidence judgement, listings) are counted apart. With summaries (the default), each of the 40
-scholars of ``scholars-real`` is summarized both ways too (``Assistant.summarize``: the theme
+scholars of ``scholars-real`` is summarized both ways too (``Assistant.scholars.summarize``: the theme
 prompt). The index is the one ``bench/answers_scholars.py`` builds (``bench.people.open_index``).
 
 Reported per kind of prompt: prompts sent, tokens (median, 90th percentile, largest) before and
@@ -91,7 +91,7 @@ def measure(settings: Settings, index: Any, questions: Sequence[Any], owners: Se
         for name, (assistant, model) in runs.items():
             model.reply = ""
             seen = len(model.prompts)
-            assistant.summarize(owner.name)
+            assistant.scholars.summarize(owner.name)
             row[name] = _prompt_of(model, seen)
         rows.append(row)
     return rows

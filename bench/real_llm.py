@@ -11,14 +11,14 @@ CI. It exits 1 with a message, before building anything, when ``--base-url`` doe
 
 Index: the bundled sample (``retrieval/sample/arxiv_sample.jsonl``) and, when ``--scholars``
 (default ``../shared/datasets/scholars-real``, read at run time, never copied) holds them, the
-publication lists of the four ``SCHOLARS``, ingested with ``Assistant.ingest_files`` into a
+publication lists of the four ``SCHOLARS``, ingested with ``Assistant.library.ingest_files`` into a
 scratch data dir under ``bench/out/real-llm-index/<hash>/`` (the shared ONNX export and embedding
 cache of the other benches). Without the folder, the questions that need it are skipped and the
 reason printed.
 
 Path: the product's own. Questions go through ``Assistant.stream_ask`` (what the Slack door
 streams; ``paperbot ask`` runs the same chain through ``Assistant.ask``); its ``Final`` event
-carries the validation report. Summaries go through ``Assistant.summarize``. The chat model is
+carries the validation report. Summaries go through ``Assistant.scholars.summarize``. The chat model is
 ``retrieval.answers.llm.build_chat_model`` of settings carrying the base URL, with one langchain
 callback handler (``Recorder``) that keeps each call's prompt, streamed tokens, finish reason and
 seconds: the raw reply is what the server sent, before any cleaning.
@@ -411,7 +411,7 @@ def run_question(assistant: Any, recorder: Recorder, q: Question, k: int) -> Out
     started = time.perf_counter()
     if q.kind == "summarize":
         with theme_reports() as reports:
-            summary = assistant.summarize(q.text, since=q.since)
+            summary = assistant.scholars.summarize(q.text, since=q.since)
         seconds = time.perf_counter() - started
         outcome = Outcome(q.id, q.kind, f"summarize {q.text}" + (f" --since {q.since}" if q.since else ""), "",
                           round(seconds, 2))
@@ -506,7 +506,7 @@ def build_index(settings: Settings, paths: Sequence[Path], reuse: bool,
         progress(f"reusing the index at {settings.data_dir} ({index.count():,} records)")
         return index, info
     started = time.perf_counter()
-    report = Assistant(settings, index=index, chat_model=None).ingest_files(list(paths))
+    report = Assistant(settings, index=index, chat_model=None).library.ingest_files(list(paths))
     info = {"files": [p.name for p in paths], "records": index.count(), "added": len(report.added),
             "skipped": len(report.skipped), "seconds": round(time.perf_counter() - started, 1), "reused": False}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")

@@ -11,10 +11,10 @@ petsc file's 3,968 entries round-trip through the reader and writer alone in
 Protocol, in one process, through the product's own code paths:
 
 1. **A**: every file is ingested into a fresh scratch data dir with
-   ``Assistant(settings, index=...).ingest_files(paths)`` (embedded Chroma + BM25, the local
+   ``Assistant(settings, index=...).library.ingest_files(paths)`` (embedded Chroma + BM25, the local
    encoder, real embeddings; the index is opened as ``Assistant.index`` opens it, only the
    encoder is loaded from the benches' shared ONNX export, ``bench/out/cache``).
-2. **E1** = ``Assistant.to_bibtex(every record of A)``, the call ``paperbot export --format bibtex``
+2. **E1** = ``Assistant.records.to_bibtex(every record of A)``, the call ``paperbot export --format bibtex``
    makes, in the order it makes it (``iter_papers``).
 3. **B**: E1, written as a file, is ingested into a second fresh data dir. A's embedding cache is
    copied into B's cache dir first: it maps (encoder, hash of the embedded text) to a vector, so
@@ -249,11 +249,11 @@ def build(folder: Path, paths: Sequence[Path], label: str, progress: Callable[[s
             last[0] = now
             progress(f"{label}: ingested {done:,}/{total:,} records ({now - started:.0f} s)")
 
-    report = assistant.ingest_files(list(paths), progress=update)
+    report = assistant.library.ingest_files(list(paths), progress=update)
     ingest_seconds = time.perf_counter() - started
     started = time.perf_counter()
     papers = list(index.iter_papers())
-    export = assistant.to_bibtex(papers)  # what ``paperbot export --format bibtex`` writes
+    export = assistant.records.to_bibtex(papers)  # what ``paperbot export --format bibtex`` writes
     export_seconds = time.perf_counter() - started
     index.close()
     cache.close()  # the last connection: WAL checkpointed, so the file alone is the whole cache

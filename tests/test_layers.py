@@ -20,8 +20,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"ingest", "answers", "scholars", "alerts"}),
     frozenset({"assistant"}),
 )
-PACKAGES = {"records", "results", "sources", "storage", "index", "ingest", "answers", "scholars", "alerts", "sample"}
-MODULES = {"__init__", "assistant", "config", "errors", "text", "offline", "gc_pause"}
+PACKAGES = {"records", "results", "sources", "storage", "index", "ingest", "answers", "scholars", "alerts", "assistant",
+            "sample"}
+MODULES = {"__init__", "config", "errors", "text", "offline", "gc_pause"}
 
 SIDEWAYS: dict[tuple[str, str], str] = {
     ("results", "records"): "result types carry the paper records they cite",

@@ -54,7 +54,7 @@ def render_collaborators(result: CollaboratorsResult, *, for_name: str | None = 
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    result = ctx.assistant.collaborators(args.topic, for_name=args.for_name, new_only=args.new_only, limit=args.limit)
+    result = ctx.assistant.scholars.collaborators(args.topic, for_name=args.for_name, new_only=args.new_only, limit=args.limit)
     if result.notice and (args.json or result.scholars):  # with nobody listed, the text result is the notice
         ctx.note(result.notice)
     if args.json:

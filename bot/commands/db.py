@@ -34,7 +34,7 @@ def register(subparsers: Subcommands) -> None:
 
 
 def run_upgrade(args: argparse.Namespace, ctx: CliContext) -> int:
-    before, after = ctx.assistant.upgrade_database(notice=ctx.note)
+    before, after = ctx.assistant.upkeep.upgrade_database(notice=ctx.note)
     if args.json:
         ctx.out_json({"before": before.revision, "after": after.revision, "upgraded": before.revision != after.revision,
                       "database": {**dataclasses.asdict(after), "current": after.current}})

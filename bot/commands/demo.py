@@ -48,14 +48,14 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     path = sample_path()
     assistant = demo.assistant
     where = demo.settings.data_dir
-    if assistant.ingested_before(path, META_KEY):
-        ctx.note(f"Sample corpus already indexed in {where} ({assistant.count():,} records; "
+    if assistant.library.ingested_before(path, META_KEY):
+        ctx.note(f"Sample corpus already indexed in {where} ({assistant.records.count():,} records; "
                  "the demo's own data dir, not yours).")
     else:
         ctx.note(f"Indexing the sample corpus into {where} (the demo's own data dir, not yours; first run only) ...")
         with ctx.progress("Indexing sample", total=None) as update:
-            report = assistant.ingest_files([path], progress=update)
-        assistant.mark_ingested(path, META_KEY)
+            report = assistant.library.ingest_files([path], progress=update)
+        assistant.library.mark_ingested(path, META_KEY)
         if args.json:  # stdout is the answer's JSON alone
             ctx.note(f"Sample corpus: {report.total:,} records indexed.")
         else:
@@ -79,6 +79,6 @@ def _point_out_old_demo(ctx: CliContext) -> None:
     """Say so when the user's own data dir holds the sample (an earlier demo put it there)."""
     if not ctx.settings.records_path.exists():  # no index there: not even the data dir is made
         return
-    if ctx.assistant.holds_marked_file(META_KEY):
+    if ctx.assistant.library.holds_marked_file(META_KEY):
         ctx.note(f"Your data dir {ctx.settings.data_dir} holds the sample corpus from an earlier demo; its papers "
                  "show up in your answers. Take them out with: paperbot remove --source demo")

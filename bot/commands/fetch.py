@@ -3,7 +3,7 @@
 Registered as the `fetch` command; ``bot.commands.ingest.rewrite_fetch_argv`` routes
 `paperbot ingest arxiv ...` here, so users only ever type `ingest`. Each form fetches, merges
 with what is indexed (one record per paper, with provenance) and prints the ingest report
-(``Assistant.fetch``; the work is ``retrieval.ingest.fetchers``'s). A source that fails
+(``Assistant.fetching.fetch``; the work is ``retrieval.ingest.fetchers``'s). A source that fails
 part-way keeps what it delivered: that part is indexed, then the error is shown and the exit
 status is 2.
 
@@ -91,7 +91,7 @@ def run_fetch(source: str, args: argparse.Namespace, ctx: CliContext) -> int:
     """Fetch what ``args`` select from ``source`` ("arxiv", "openalex", "crossref") and index it."""
     from bot.commands.ingest import print_report
 
-    result = ctx.assistant.fetch(
+    result = ctx.assistant.fetching.fetch(
         source, author=getattr(args, "author", None), query=getattr(args, "query", None),
         ids=getattr(args, "id", None) or (), orcid=getattr(args, "orcid", None), dois=getattr(args, "doi", None) or (),
         since=args.since, max_results=args.max_results, bars=ctx.progress,

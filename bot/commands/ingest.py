@@ -129,7 +129,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if directories:
         raise InputError(f"{', '.join(directories)} is a directory.", hint="Pass the files inside it, e.g. dir/*.bib.")
     with ctx.progress("Indexing", total=None) as update:
-        report = ctx.assistant.ingest_files(list(args.paths), progress=update, fmt=args.format)
+        report = ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format)
     failure = nothing_read_error(report.files, args.format) if report.nothing_read else None
     if args.json:
         error = None if failure is None else {"message": failure.user_message, "hint": failure.hint}

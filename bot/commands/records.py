@@ -37,14 +37,14 @@ def register(subparsers: Subcommands) -> None:
 
 
 def run_export(args: argparse.Namespace, ctx: CliContext) -> int:
-    for chunk in ctx.assistant.export(args.format):
+    for chunk in ctx.assistant.records.export(args.format):
         ctx.stdout.write(chunk)
     return 0
 
 
 def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
-    stats = ctx.assistant.stats()
-    per_scholar = ctx.assistant.papers_per_scholar()
+    stats = ctx.assistant.records.stats()
+    per_scholar = ctx.assistant.records.papers_per_scholar()
     payload = {**stats.model_dump(mode="json"), "by_scholar": per_scholar}
     if args.json:
         ctx.out_json(payload)
@@ -64,12 +64,12 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         raise InputError("--force only applies with --repair.", hint="Run `paperbot doctor --repair --force`.")
     if args.repair:
         with ctx.progress("Repairing (re-embedding where needed)", total=None) as update:
-            report = ctx.assistant.repair(progress=update, force=args.force)  # under the data dir's writer lock
+            report = ctx.assistant.upkeep.repair(progress=update, force=args.force)  # under the data dir's writer lock
     else:
-        report = ctx.assistant.check_consistency()
-    database = ctx.assistant.database_status()
+        report = ctx.assistant.upkeep.check_consistency()
+    database = ctx.assistant.upkeep.database_status()
     # the model is measured by a check only (a repair is about the index); it never changes the exit status
-    probe = None if (args.repair or args.no_model) else ctx.assistant.probe_model()
+    probe = None if (args.repair or args.no_model) else ctx.assistant.upkeep.probe_model()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok,
                       "database": {**dataclasses.asdict(database), "current": database.current},

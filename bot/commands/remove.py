@@ -1,6 +1,6 @@
 """`paperbot remove --source FILE... | demo`: take the records a file was ingested into back out.
 
-The file is read again and matched with what it became (``Assistant.remove_sources``): records
+The file is read again and matched with what it became (``Assistant.library.remove_sources``): records
 only its entries describe are removed; records another source also describes (a fetch, another
 file) are kept, without what only this file supplied, and listed with those sources. ``demo`` names the bundled sample corpus,
 which earlier versions of `paperbot demo` indexed into the user's own data dir.
@@ -53,9 +53,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not ctx.settings.records_path.exists():
         raise InputError(f"Nothing is indexed in {ctx.settings.data_dir}; nothing to remove.",
                          hint="Check PAPERBOT_DATA_DIR.")
-    report = ctx.assistant.remove_sources(paths, label=", ".join(sources), dry_run=args.dry_run)
+    report = ctx.assistant.library.remove_sources(paths, label=", ".join(sources), dry_run=args.dry_run)
     if DEMO in sources and not args.dry_run:  # the sample's records are out, or kept without it
-        ctx.assistant.forget_marked_file(META_KEY)
+        ctx.assistant.library.forget_marked_file(META_KEY)
     if args.json:
         ctx.out_json(report.as_dict())
     else:

@@ -61,7 +61,7 @@ def _synced(scholar: Scholar) -> str:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.scholars_action == "add":
-        scholar = ctx.assistant.add_scholar(args.name, orcid=args.orcid, openalex_id=args.openalex,
+        scholar = ctx.assistant.roster.add(args.name, orcid=args.orcid, openalex_id=args.openalex,
                                             arxiv_name=args.arxiv_name, aliases=args.alias)
         ctx.out(f"Added {_describe(scholar)}.")
         if not (scholar.orcid or scholar.openalex_id):
@@ -69,10 +69,10 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.note("Run `paperbot sync` to fetch their publications.")
         return 0
     if args.scholars_action == "remove":
-        scholar = ctx.assistant.remove_scholar(args.name)
+        scholar = ctx.assistant.roster.remove(args.name)
         ctx.out(f"Removed {scholar.name} from the roster (their indexed papers stay in the index).")
         return 0
-    scholars = ctx.assistant.scholars()
+    scholars = ctx.assistant.roster.scholars()
     if args.json:
         ctx.out_json([scholar.model_dump(mode="json") for scholar in scholars])
         return 0

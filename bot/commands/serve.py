@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")
     logging.getLogger("bot").setLevel(logging.INFO)
     runtime = build_slack(ctx.settings, ctx.assistant, http=args.http)
-    if (missing := ctx.assistant.pictures_missing()) is not None:
+    if (missing := ctx.assistant.scholars.pictures_missing()) is not None:
         ctx.note(f"paperbot: scholar summaries go without pictures: {missing}")
     _stop_on_sigterm()
     handler = None
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 def _warm_up(ctx: CliContext) -> None:
     """Open the index before the first question arrives (errors surface on that question)."""
     try:
-        ctx.assistant.count()
+        ctx.assistant.records.count()
     except Exception:
         log.warning("the index could not be opened at start-up", exc_info=True)
 

@@ -153,9 +153,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from retrieval.results import AmbiguousScholarResult
 
     _check_since(args.since)
-    if args.plot and (missing := ctx.assistant.pictures_missing()) is not None:
+    if args.plot and (missing := ctx.assistant.scholars.pictures_missing()) is not None:
         raise missing  # before the summary's work, not after it
-    result = ctx.assistant.summarize(args.name, since=args.since)
+    result = ctx.assistant.scholars.summarize(args.name, since=args.since)
     if isinstance(result, AmbiguousScholarResult):
         if args.plot:
             ctx.note("No pictures: the name matches several people.")
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if result.notice:
         ctx.note(result.notice)
     if args.plot:
-        for path in ctx.assistant.render_scholar_plots(result, args.plot):
+        for path in ctx.assistant.scholars.render_plots(result, args.plot):
             ctx.note(f"Wrote {path}")
     if args.json:
         ctx.out_json(result.model_dump(mode="json"))

@@ -46,7 +46,7 @@ def _progress(ctx: CliContext, update: Callable[[int, int], None]) -> Callable[[
 def print_report(report: SyncReport, ctx: CliContext) -> None:
     """The human summary: totals, then per scholar what is new (with titles) and what failed."""
     new_ids = report.new_paper_ids
-    titles = {paper.id: paper for paper in ctx.assistant.papers(new_ids)} if new_ids else {}
+    titles = {paper.id: paper for paper in ctx.assistant.records.papers(new_ids)} if new_ids else {}
     ctx.out(
         f"Synced {len(report.scholars)} scholar(s): {len(new_ids)} new paper(s), "
         f"{len(report.updated_paper_ids)} updated."
@@ -67,14 +67,14 @@ def print_report(report: SyncReport, ctx: CliContext) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    scholars = ctx.assistant.scholars()
+    scholars = ctx.assistant.roster.scholars()
     if not scholars:
         raise InputError(
             "The roster is empty: there is nobody to sync.",
             hint='Add a scholar first: paperbot scholars add "Zhao Zhang" --orcid 0000-0002-1825-0097',
         )
     with ctx.progress("Syncing scholars", total=len(scholars), unit="scholars") as update:
-        report = ctx.assistant.sync(progress=_progress(ctx, update))
+        report = ctx.assistant.fetching.sync(progress=_progress(ctx, update))
     if report.new_paper_ids:
         try:
             ctx.assistant.follows.note_new_papers(report.new_paper_ids)

@@ -113,7 +113,7 @@ def summarize_work(deps: SlackDeps, name: str, *, since: int | None = None, aske
         unsaved = _Unsaved(reply)
         with unsaved.saving():
             reply.begin(intro)
-        result = deps.assistant.summarize(name, since=since)
+        result = deps.assistant.scholars.summarize(name, since=since)
         if isinstance(result, AmbiguousScholarResult):
             with unsaved.saving():
                 reply.finish([*intro, *kit.ambiguous_blocks(result, since=since)],
@@ -140,11 +140,11 @@ def summarize_work(deps: SlackDeps, name: str, *, since: int | None = None, aske
 def _upload_plots(deps: SlackDeps, reply: Reply, result: object) -> None:
     """The summary stands on its own: a plot failure is reported but does not undo it. Without
     the optional ``plots`` extra there are no pictures and no note (``serve`` said so at start)."""
-    if deps.assistant.pictures_missing() is not None:
+    if deps.assistant.scholars.pictures_missing() is not None:
         return
     try:
         with tempfile.TemporaryDirectory(prefix="paperbot-plots-") as folder:
-            paths = deps.assistant.render_scholar_plots(result, Path(folder))  # type: ignore[arg-type]
+            paths = deps.assistant.scholars.render_plots(result, Path(folder))  # type: ignore[arg-type]
             if paths:
                 reply.upload(paths, comment="Publications per year and co-author network")
     except PaperbotError as exc:
@@ -167,7 +167,7 @@ def collaborators_work(
         unsaved = _Unsaved(reply)
         with unsaved.saving():
             reply.begin(intro)
-        result = deps.assistant.collaborators(topic, for_name=for_name, new_only=new_only, limit=limit)
+        result = deps.assistant.scholars.collaborators(topic, for_name=for_name, new_only=new_only, limit=limit)
         cited = list(dict.fromkeys(paper.id for person in result.scholars for paper in person.papers))
         summary = "; ".join(person.name for person in result.scholars) or "nobody found"
         answer_id = unsaved.attempt(lambda: deps.store.save_answer(

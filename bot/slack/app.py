@@ -135,10 +135,10 @@ class SlackRuntime:
 
     def http_door(self, limits: DoorLimits = DEFAULT_LIMITS) -> SlackDoor:
         """The ASGI application: ``POST /slack/events`` for Slack; ``GET /healthz`` (the process is up)
-        and ``GET /readyz`` (it can answer: ``Assistant.readiness``) for a load balancer's probes."""
+        and ``GET /readyz`` (it can answer: ``Assistant.upkeep.readiness``) for a load balancer's probes."""
         if not self.credentials.signing_secret:
             raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
-        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=self.deps.assistant.readiness)
+        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=self.deps.assistant.upkeep.readiness)
         self._doors.append(door)
         return door
 
@@ -239,7 +239,7 @@ def build_slack(
     sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours else None
     scheduler = AlertScheduler(
         alerts, poll_seconds=alert_poll_seconds, sync_every_seconds=sync_every,
-        run_sync=(lambda: assistant.sync().new_paper_ids) if sync_every else None,
+        run_sync=(lambda: assistant.fetching.sync().new_paper_ids) if sync_every else None,
         note_new=assistant.follows.note_new_papers, clock=clock,
     )
     return SlackRuntime(app, deps, creds, scheduler)

@@ -69,10 +69,10 @@ def bibtex_work(deps: SlackDeps, answer: StoredAnswer) -> Work:
     def work(reply: Reply) -> None:
         if not answer.cited_ids:
             raise InputError("That answer cites no papers, so there is no BibTeX to send.")
-        papers = deps.assistant.papers(answer.cited_ids)
+        papers = deps.assistant.records.papers(answer.cited_ids)
         if not papers:
             raise InputError("The cited papers are no longer in the index.", hint="Ask the question again.")
-        text = deps.assistant.to_bibtex(papers)
+        text = deps.assistant.records.to_bibtex(papers)
         missing = len(answer.cited_ids) - len(papers)
         comment = f"BibTeX for the {len(papers)} cited record(s)"
         if missing:

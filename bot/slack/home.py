@@ -68,7 +68,7 @@ class HomeTab:
             if self._cached and now - self._cached[0] < STATS_TTL:
                 return self._cached[1]
         try:
-            stats = self._deps.assistant.stats()
+            stats = self._deps.assistant.records.stats()
         except Exception:
             log.warning("index statistics unavailable for the Home tab", exc_info=True)
             stats = None

@@ -165,7 +165,7 @@ class SlackDoor:
         await _send(send, answer)
 
     def _ready(self) -> _Answer:
-        """``/readyz``: 200 when the core can answer (``Assistant.readiness``), else 503; JSON with
+        """``/readyz``: 200 when the core can answer (``Assistant.upkeep.readiness``), else 503; JSON with
         each check's line. Checked at most once per ``READY_CACHE_SECONDS`` (probes share it)."""
         assert self._readiness is not None
         with self._ready_lock:

@@ -82,7 +82,7 @@ class ScholarPick(_Value):
 
     @property
     def reference(self) -> str:
-        """What to pass to ``Assistant.summarize``."""
+        """What to pass to ``Assistant.scholars.summarize``."""
         return self.person_id or self.name or ""
 
     @classmethod

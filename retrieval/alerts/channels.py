@@ -21,7 +21,8 @@ class ChannelFollows:
     """Follow, unfollow and list per channel; the queue of new papers the alerts are made from.
 
     ``papers(ids)`` reads indexed records and ``is_known_scholar(name)`` says whether a name is
-    a person (both the facade's), so this module needs no index of its own.
+    a person (the facade's ``Assistant.records.papers`` and ``Assistant.roster.is_known``), so this
+    module needs no index of its own.
     """
 
     def __init__(self, settings: Settings, *, papers: Callable[[Sequence[str]], list[Paper]],

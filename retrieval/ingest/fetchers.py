@@ -45,7 +45,7 @@ SELECTORS = {
 #: ``bars(description, total)``: a progress display for one phase (fetching, indexing), yielding
 #: ``update(done, total)``; the CLI passes ``CliContext.progress``.
 ProgressBars = Callable[[str, "int | None"], AbstractContextManager[Callable[[int, "int | None"], None]]]
-#: How fetched works are indexed: the facade's ``Assistant.ingest_papers`` (under the writer lock).
+#: How fetched works are indexed: the facade's ``Assistant.library.ingest_papers`` (under the writer lock).
 Ingest = Callable[..., IngestReport]
 
 

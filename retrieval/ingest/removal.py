@@ -61,7 +61,7 @@ def _describe(item: Provenance) -> str:
 def plan_removal(index: PaperIndex, entries: Sequence[Paper]) -> RemovalPlan:
     """Which indexed records the file's ``entries`` (as parsed again) account for entirely.
 
-    Reads the index only; ``apply`` is the caller's (``Assistant.remove_sources``), under the
+    Reads the index only; ``apply`` is the caller's (``Assistant.library.remove_sources``), under the
     writer lock. A record several entries match is planned once.
     """
     plan = RemovalPlan()

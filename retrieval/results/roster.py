@@ -101,7 +101,7 @@ class FollowAlert(BaseModel):
 
 @dataclass(frozen=True)
 class FollowAdded:
-    """``Assistant.follow``: the follow, whether it is new, and whether its kind was guessed."""
+    """``Assistant.follows.follow``: the follow, whether it is new, and whether its kind was guessed."""
 
     follow: Follow
     created: bool

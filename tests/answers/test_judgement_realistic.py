@@ -55,8 +55,8 @@ def realistic(tmp_path_factory: pytest.TempPathFactory, fp32_onnx_encoder) -> It
                         openai_base_url=None, min_relevance=None)
     index = PaperIndex.open(settings, encoder=fp32_onnx_encoder)
     assistant = Assistant(settings, index=index, chat_model=None)
-    assistant.ingest_files([owner.path for owner in owners])
-    assistant.ingest_papers([paper for paper in papers if paper.id in chosen])
+    assistant.library.ingest_files([owner.path for owner in owners])
+    assistant.library.ingest_papers([paper for paper in papers if paper.id in chosen])
     corpus, _ = load_corpus(index, list(index.iter_papers()), owners)
     corpus.scifact = {doc: record for doc, record in record_of_doc.items() if record in chosen}
     yield assistant, {"resolve": corpus.resolve}

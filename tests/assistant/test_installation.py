@@ -1,4 +1,4 @@
-"""retrieval/assistant.py: the facade's parts made on first use, once, whichever thread asks first."""
+"""retrieval/assistant/installation.py: the parts the sub-facades share, made on first use, once, whichever thread asks first."""
 
 from __future__ import annotations
 

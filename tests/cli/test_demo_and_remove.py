@@ -77,7 +77,7 @@ def polluted(tmp_path: Path, small_corpus: Path) -> Path:
     from retrieval.assistant import Assistant
 
     assistant = Assistant(Settings(data_dir=data_dir), chat_model=None)
-    assistant.mark_ingested(small_corpus, META_KEY)  # what the old demo recorded
+    assistant.library.mark_ingested(small_corpus, META_KEY)  # what the old demo recorded
     assistant.close()
     return data_dir
 
@@ -119,7 +119,7 @@ def test_remove_demo_names_the_bundled_sample_and_forgets_the_old_demo(polluted:
 
     assistant = Assistant(Settings(data_dir=polluted), chat_model=None)
     try:
-        assert not assistant.holds_marked_file(META_KEY)
+        assert not assistant.library.holds_marked_file(META_KEY)
     finally:
         assistant.close()
 

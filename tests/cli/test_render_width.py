@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -105,7 +106,7 @@ class _Terminal(io.StringIO):
         return True
 
 
-class _Stats:
+class _Records:
     def stats(self) -> IndexStats:
         return IndexStats(papers=702, scholars=0, last_sync=None, by_source={"arxiv": 105, "bibtex": 106},
                           by_year=dict.fromkeys(range(1990, 2027), 11))
@@ -116,7 +117,7 @@ class _Stats:
 
 def _stats_output(tmp_path: Path, stdout: io.StringIO) -> list[str]:
     ctx = CliContext(settings=Settings(_env_file=None, data_dir=tmp_path / "data"), stdout=stdout)
-    ctx._assistant = _Stats()  # type: ignore[assignment]
+    ctx._assistant = SimpleNamespace(records=_Records())  # type: ignore[assignment]
     assert run_stats(argparse.Namespace(json=False), ctx) == 0
     return stdout.getvalue().splitlines()
 

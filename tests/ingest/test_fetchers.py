@@ -102,5 +102,5 @@ def test_a_fetch_into_a_read_only_data_dir_fails_before_asking_the_source(tmp_pa
     monkeypatch.setattr("retrieval.storage.locks.unwritable_reason", lambda path: "a read-only file system")
     assistant = Assistant(make_settings(tmp_path / "data", "http://127.0.0.1:9"), chat_model=None)
     with pytest.raises(DataDirReadOnlyError, match=r"^Cannot ingest: the data dir .* is read-only \(a read-only file"):
-        assistant.fetch("arxiv", author="Adrian Del Maestro")
+        assistant.fetching.fetch("arxiv", author="Adrian Del Maestro")
     assert made == []  # the network was never asked

@@ -117,7 +117,7 @@ PICTURES = textwrap.dedent(
     assistant = Assistant(load_settings())
     with mock.patch("retrieval.scholars.plots.render_plots", render):
         for target in sys.argv[1:]:
-            assistant.render_scholar_plots(None, Path(target))
+            assistant.scholars.render_plots(None, Path(target))
     """
 )
 

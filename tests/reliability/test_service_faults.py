@@ -75,7 +75,7 @@ def installation(tmp_path_factory: pytest.TempPathFactory, encoder: Encoder, cor
         llm_max_retries=0, llm_timeout=1,
     )
     assistant = Assistant(settings, index=PaperIndex.open(settings, encoder))
-    report = assistant.ingest_files([corpus[0]])
+    report = assistant.library.ingest_files([corpus[0]])
     assert len(report.added) == 60, report.as_dict()
     runtime = build_slack(settings, assistant, http=True)
     server = runtime.start_http("127.0.0.1", 0)

@@ -178,12 +178,12 @@ def test_cli_collaborators_text(real_index, index_settings):
 
 def test_assistant_summarize_is_ambiguous_or_unknown(real_index, index_settings):
     assistant = Assistant(index_settings, index=real_index, chat_model=None)
-    assert isinstance(assistant.summarize("Jia Song"), AmbiguousScholarResult)
+    assert isinstance(assistant.scholars.summarize("Jia Song"), AmbiguousScholarResult)
     # the two CVPR "Zhao Zhang" papers: related topics, nothing against one person
-    zhao = assistant.summarize("Zhao Zhang")
+    zhao = assistant.scholars.summarize("Zhao Zhang")
     assert isinstance(zhao, ScholarSummaryResult) and zhao.paper_count == 2
     with pytest.raises(UnknownScholarError) as caught:
-        assistant.summarize("Adrian del Mastro")
+        assistant.scholars.summarize("Adrian del Mastro")
     assert "Adrian Del Maestro" in caught.value.suggestions
 
 

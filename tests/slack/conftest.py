@@ -60,7 +60,7 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with the 22 fixture records ingested (built once per session)."""
     data_dir = link_model_cache(tmp_path_factory.mktemp("slack-index"))
     builder = Assistant(make_settings(data_dir), chat_model=None)
-    report = builder.ingest_files([RECORDS])
+    report = builder.library.ingest_files([RECORDS])
     assert len(report.added) == 22, report
     builder.index.close()
     return data_dir
@@ -78,7 +78,7 @@ def namesake_assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ass
     comparable "Wei Zhang", and one prolific "Lena Fischer" next to two with one paper each."""
     records = namesakes.write_records(tmp_path_factory.mktemp("namesake-records") / "namesakes.jsonl")
     core = Assistant(make_settings(link_model_cache(tmp_path_factory.mktemp("namesake-index"))), chat_model=None)
-    report = core.ingest_files([records])
+    report = core.library.ingest_files([records])
     assert len(report.added) == len(namesakes.RECORDS), report
     yield core
     core.index.close()

@@ -565,13 +565,13 @@ def test_readyz_reports_each_check_and_a_burst_of_probes_costs_one_check(
 
     facade = Assistant(make_settings(tmp_path / "ready"), index=assistant.index, chat_model=None)
     checked: list[Readiness] = []
-    real = facade.readiness
+    real = facade.upkeep.readiness
 
     def counted() -> Readiness:
         checked.append(real())
         return checked[-1]
 
-    monkeypatch.setattr(facade, "readiness", counted)
+    monkeypatch.setattr(facade.upkeep, "readiness", counted)
     bot = make_bot(core=facade)
     response = _ready(bot)
     assert response.status_code == 200 and response.headers["content-type"] == "application/json"

@@ -64,7 +64,7 @@ def _assert_summary_of(call: Call, person: ScholarCandidate, *, not_of: list[Sch
 def test_an_ambiguous_name_offers_one_pick_per_person_and_a_click_summarizes_exactly_that_one(
     people_bot: Bot, namesake_assistant: Assistant,
 ) -> None:
-    expected = namesake_assistant.summarize(scenario.AMBIGUOUS_NAME)
+    expected = namesake_assistant.scholars.summarize(scenario.AMBIGUOUS_NAME)
     assert isinstance(expected, AmbiguousScholarResult)  # two comparable people: the real resolver asks
     candidates = expected.candidates
     assert len(candidates) == 2 and all(c.person_id and c.person_id.startswith("person:") for c in candidates)
@@ -90,7 +90,7 @@ def test_an_ambiguous_name_offers_one_pick_per_person_and_a_click_summarizes_exa
 
 
 def test_a_typed_person_id_summarizes_that_person(people_bot: Bot, namesake_assistant: Assistant) -> None:
-    expected = namesake_assistant.summarize(scenario.AMBIGUOUS_NAME)
+    expected = namesake_assistant.scholars.summarize(scenario.AMBIGUOUS_NAME)
     assert isinstance(expected, AmbiguousScholarResult)
     first, second = expected.candidates[:2]
     people_bot.sender.command(f"summarize {first.person_id}")
@@ -100,7 +100,7 @@ def test_a_typed_person_id_summarizes_that_person(people_bot: Bot, namesake_assi
 def test_a_dominant_person_is_summarized_with_the_namesakes_one_click_away(
     people_bot: Bot, namesake_assistant: Assistant,
 ) -> None:
-    expected = namesake_assistant.summarize(scenario.DOMINANT_NAME)
+    expected = namesake_assistant.scholars.summarize(scenario.DOMINANT_NAME)
     assert isinstance(expected, ScholarSummaryResult)  # six papers against one and one: no question asked
     assert expected.paper_count == scenario.DOMINANT_PAPERS and expected.others_with_this_name == 2
     namesakes = expected.namesakes
@@ -131,7 +131,7 @@ def test_a_dominant_person_is_summarized_with_the_namesakes_one_click_away(
 
 
 def test_each_ranked_expert_has_a_profile_button_that_summarizes_them(bot: Bot, assistant: Assistant) -> None:
-    expected = assistant.collaborators("Luttinger liquids in nanopores", limit=3)
+    expected = assistant.scholars.collaborators("Luttinger liquids in nanopores", limit=3)
     assert expected.scholars and all(person.person_id for person in expected.scholars)
 
     bot.sender.command("collaborators Luttinger liquids in nanopores --limit 3")

@@ -68,7 +68,7 @@ def test_no_bullet_is_empty() -> None:
 def listing_core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Assistant]:
     records = write_records(tmp_path_factory.mktemp("listing-records") / "records.jsonl")
     core = Assistant(make_settings(link_model_cache(tmp_path_factory.mktemp("listing-index"))), chat_model=None)
-    core.ingest_files([records])
+    core.library.ingest_files([records])
     yield core
     core.index.close()
 

@@ -136,12 +136,16 @@ def test_forced_format_is_used_and_an_unknown_one_is_refused(tmp_path: Path) -> 
         read_files([path], fmt="xml")
 
 
-def test_nothing_read_never_opens_the_index(tmp_path: Path) -> None:
+def test_nothing_read_never_opens_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval.index.paper_index import PaperIndex
+
     data_dir = tmp_path / "data"
     settings = Settings(_env_file=None, data_dir=data_dir, openai_api_key=None, openai_base_url=None)
     (tmp_path / "empty.bib").write_text("", encoding="utf-8")
+    opened: list[Settings] = []
+    monkeypatch.setattr(PaperIndex, "open", classmethod(lambda cls, settings, *args, **kwargs: opened.append(settings)))
     assistant = Assistant(settings, chat_model=None)
-    report = assistant.ingest_files([tmp_path / "empty.bib"])
+    report = assistant.library.ingest_files([tmp_path / "empty.bib"])
     assert report.nothing_read
-    assert assistant._index is None
+    assert opened == []
     assert not settings.chroma_dir.exists() and not settings.records_path.exists()

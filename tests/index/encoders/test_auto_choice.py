@@ -437,7 +437,7 @@ def test_doctor_prints_the_choice(tmp_path):
     out = io.StringIO()
     database = SchemaStatus(backend="sqlite", where=str(tmp_path / "records.sqlite3"), revision=None, head=HEAD)
     checks = SimpleNamespace(check_consistency=lambda: report, database_status=lambda: database)
-    ctx = SimpleNamespace(index=checks, assistant=checks, stdout=out,
+    ctx = SimpleNamespace(assistant=SimpleNamespace(upkeep=checks), stdout=out,
                           settings=settings_in(tmp_path, "auto"),
                           out=lambda text="": out.write(text + "\n"),
                           out_json=lambda payload: out.write(json.dumps(payload) + "\n"))

@@ -1,0 +1,114 @@
+"""Records put into the index and taken out again (``Assistant.library``): files and fetched
+records ingested, the records of files removed, and the marks that say which file was ingested.
+
+Every write to the records here holds the data dir's writer lock (``Installation.writing``:
+``ingest_files``, ``ingest_papers``, ``remove_sources``) from before it first touches the index
+until it is done, so two processes never merge into the same records at once. A ``mark`` is one
+key of the record store's metadata, set or deleted on its own after the write it marks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from retrieval.assistant.installation import Installation
+from retrieval.records.paper import Paper
+from retrieval.results import IngestReport, KeptAfterRemoval, RemovalReport
+
+if TYPE_CHECKING:
+    from retrieval.ingest.pipeline import Progress
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class Library:
+    """Ingest and removal for one installation, and the marks of files ingested."""
+
+    def __init__(self, installation: Installation) -> None:
+        self._installation = installation
+
+    def ingest_files(
+        self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None
+    ) -> IngestReport:
+        """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest.pipeline``."""
+        from retrieval.ingest.pipeline import ingest_papers, read_files
+
+        papers, report = read_files(paths, fmt=fmt)
+        if papers:  # nothing read: the index (and its vector store) is not even opened
+            with self._installation.writing("ingest"):
+                report.extend(ingest_papers(self._installation.index, papers, progress=progress))
+        return report
+
+    def ingest_papers(self, papers: Sequence[Paper], *, progress: Progress | None = None) -> IngestReport:
+        """Merge fetched records (``paperbot ingest arxiv|openalex|crossref``) into the index."""
+        from retrieval.ingest.pipeline import ingest_papers
+
+        with self._installation.writing("ingest"):
+            return ingest_papers(self._installation.index, papers, progress=progress)
+
+    def remove_sources(
+        self, paths: Sequence[Path], *, label: str | None = None, fmt: str | None = None, dry_run: bool = False
+    ) -> RemovalReport:
+        """Take the records the files were ingested into back out of the index.
+
+        Each file is read again and matched with what it became (``retrieval.ingest.removal``):
+        records only its entries describe are deleted; records other sources describe too are
+        kept without the files' provenance and the fields only they supplied, and listed. ``dry_run``: report the same without changing anything.
+        ``label`` names the source in the report (default: the paths).
+        """
+        from retrieval.ingest.pipeline import read_files
+        from retrieval.ingest.removal import plan_removal
+
+        entries, read = read_files(paths, fmt=fmt)
+        report = RemovalReport(source=label or ", ".join(str(path) for path in paths), dry_run=dry_run,
+                               files=read.files, skipped=read.skipped)
+        if not entries:
+            return report
+        index = self._installation.index
+        if dry_run:
+            plan = plan_removal(index, entries)
+        else:
+            with self._installation.writing("remove"):  # planned under the lock: no writer changes it in between
+                plan = plan_removal(index, entries)
+                if plan.remove:
+                    index.delete(plan.remove)
+                if plan.kept:
+                    index.upsert([kept.record for kept in plan.kept],
+                                 replaces={kept.record.id: kept.id for kept in plan.kept})
+        report.removed = plan.remove
+        report.kept = [KeptAfterRemoval(k.record.id, k.title, k.other_sources, k.fields_removed) for k in plan.kept]
+        report.not_indexed = plan.not_indexed
+        return report
+
+    def ingested_before(self, path: Path, marker: str) -> bool:
+        """Whether this very file (by content) was indexed and recorded under ``marker`` (``mark_ingested``)."""
+        return self._installation.index.store.get_meta(marker) == _digest(path)
+
+    def mark_ingested(self, path: Path, marker: str) -> None:
+        """Record that ``path`` as it is now was indexed (`paperbot demo` indexes its sample once)."""
+        self._installation.index.store.set_meta(marker, _digest(path))
+
+    def holds_marked_file(self, marker: str) -> bool:
+        """Whether some version of a file was recorded under ``marker`` here; opens nothing but
+        the record store, and creates none when the data dir has no index yet."""
+        if (index := self._installation.opened_index) is not None:
+            return index.store.get_meta(marker) is not None
+        settings = self._installation.settings
+        if settings.database_url is None and not settings.database_path.exists():
+            return False
+        from retrieval.storage.records import RecordStore
+
+        store = RecordStore.open(settings)  # the record store alone: no vector index opened
+        try:
+            return store.get_meta(marker) is not None
+        finally:
+            store.close()
+
+    def forget_marked_file(self, marker: str) -> None:
+        """Drop the ``mark_ingested`` record of ``marker`` (its records were taken out)."""
+        self._installation.index.store.delete_meta(marker)
