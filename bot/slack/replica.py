@@ -57,11 +57,12 @@ class ReplicaLoop:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop beating, let resumed answers run on, and leave the members (never raises)."""
+        """Stop beating, finish the dispatches of taken-over events already started (a dispatch only
+        queues the answer), drop those not started, and leave the members (never raises)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self.every + 5)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
         try:
             self.members.leave(self.member.id)
         except StorageError as exc:
