@@ -99,6 +99,7 @@ class Deliveries:
         self.ttl = ttl
         self.dead_after = heartbeat_seconds * MISSED_BEATS
         self._clock = clock  # wall clock: claims are compared across processes and hosts
+        self.started = clock()  # claims of this replica id older than this are a previous process's
         self._active: dict[str, Delivery] = {}
         self._lock = threading.Lock()
 
@@ -109,7 +110,7 @@ class Deliveries:
             return Delivery(None, None)
         try:
             claim = self.store.claim_event(key, replica=self.replica, payload=json.dumps(body), now=self._clock(),
-                                           ttl=self.ttl, dead_after=self.dead_after)
+                                           ttl=self.ttl, dead_after=self.dead_after, started=self.started)
         except StorageError as exc:
             log.warning("cannot claim %s, answering it anyway: %s", key, exc.user_message)
             return Delivery(None, None)

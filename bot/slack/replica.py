@@ -83,7 +83,8 @@ class ReplicaLoop:
         store = self.deliveries.store
         try:
             store.expire_claims(now=now)
-            stale = store.open_claims(now=now, dead_after=self.deliveries.dead_after)
+            stale = store.open_claims(now=now, dead_after=self.deliveries.dead_after, replica=self.deliveries.replica,
+                                      started=self.deliveries.started)
         except StorageError as exc:
             log.warning("cannot look for unanswered events: %s", exc.user_message)
             return 0

@@ -196,12 +196,14 @@ class SlackStore:
     # --- claims ------------------------------------------------------------------------------
 
     def claim_event(self, key: str, *, replica: str, payload: str, now: float, ttl: float,
-                    dead_after: float) -> Claim:
-        """Claim event ``key`` for ``replica``, atomically (one transaction under the writer lock).
+                    dead_after: float, started: float = 0.0) -> Claim:
+        """Claim event ``key`` for ``replica``, atomically (one transaction under the claims' lock).
 
         ``new`` when no live claim exists (an expired one is dropped); ``repeat`` when it is done,
-        already ``replica``'s, or its owner is alive (``owner_alive``); else ``taken_over``: the
-        claim moves to ``replica``, so of several replicas offered it at once exactly one gets it.
+        already ``replica``'s since it ``started`` (this process), or its owner is alive (heard
+        from within ``dead_after`` seconds, or claimed within them); else ``taken_over``: the
+        claim moves to ``replica`` (from a stopped replica, or from this replica's previous
+        process), so of several replicas offered it at once exactly one gets it.
         """
         with self.database.writing(_SAVE, lock=CLAIMS) as db:
             row = db.execute(select(slack_claims).where(slack_claims.c.key == key)).mappings().first()
@@ -213,18 +215,21 @@ class SlackStore:
                     key=key, replica=replica, payload=payload, claimed_at=now, takeovers=0, expires_at=now + ttl))
                 return Claim("new")
             owner = row["replica"]
-            if row["done_at"] is not None or owner is None or owner == replica:
+            if row["done_at"] is not None or owner is None or (owner == replica and row["claimed_at"] >= started):
                 return Claim("repeat", row["reply_ts"])
-            if owner in self._live(db, now=now, dead_after=dead_after) or row["claimed_at"] > now - dead_after:
+            alive = owner in self._live(db, now=now, dead_after=dead_after) or row["claimed_at"] > now - dead_after
+            if owner != replica and alive:
                 return Claim("repeat", row["reply_ts"])
             db.execute(update(slack_claims).where(slack_claims.c.key == key).values(
                 replica=replica, claimed_at=now, takeovers=slack_claims.c.takeovers + 1,
                 payload=row["payload"] or payload))
             return Claim("taken_over", row["reply_ts"])
 
-    def open_claims(self, *, now: float, dead_after: float, limit: int = 100) -> list[OpenClaim]:
-        """Events claimed, not done, not expired, whose owner is not alive: heard from within
-        ``dead_after`` seconds, or (not in ``cluster_members``) claimed within them. Oldest first."""
+    def open_claims(self, *, now: float, dead_after: float, replica: str | None = None, started: float = 0.0,
+                    limit: int = 100) -> list[OpenClaim]:
+        """Events claimed more than ``dead_after`` seconds ago, not done, not expired, whose owner
+        is not alive (not heard from within ``dead_after`` seconds), or is ``replica`` before this
+        process ``started`` (a restart under the same id). Oldest first."""
         query = (select(slack_claims.c.key, slack_claims.c.replica, slack_claims.c.claimed_at)
                  .where(slack_claims.c.done_at.is_(None), slack_claims.c.replica.is_not(None),
                         slack_claims.c.payload.is_not(None), slack_claims.c.expires_at > now,
@@ -233,7 +238,8 @@ class SlackStore:
         with self.database.reading("read the Slack state") as db:
             live = self._live(db, now=now, dead_after=dead_after)
             rows = db.execute(query).all()
-        return [OpenClaim(key, owner, claimed_at) for key, owner, claimed_at in rows if owner not in live]
+        return [OpenClaim(key, owner, claimed_at) for key, owner, claimed_at in rows
+                if owner not in live or (owner == replica and claimed_at < started)]
 
     def take_over(self, key: str, *, from_replica: str, replica: str, now: float) -> TakenClaim | None:
         """Move an open claim of ``from_replica`` to ``replica``; None when another replica took it

@@ -170,3 +170,34 @@ def test_payloads_are_stored_as_sent(databases: list[Database]) -> None:
     taken = SlackStore(databases[1]).take_over("event:Ev1", from_replica="a", replica="b", now=clock.now)
     assert taken is not None and json.loads(taken.payload) == body
 
+
+
+def test_a_replica_restarted_under_its_id_answers_what_its_previous_process_left(databases: list[Database]) -> None:
+    clock = Clock()
+    before = _replica(databases[0], "a", clock)
+    ClusterMembers(databases[0]).join(_member("a"))
+    assert before.begin(_event()) is not None  # killed before answering
+    clock.now += 1
+    after = _replica(databases[1], "a", clock)  # the same PAPERBOT_REPLICA_ID, a new process
+    dispatched: list[dict[str, Any]] = []
+
+    def redispatch(body: dict[str, Any], delivery: Delivery) -> None:
+        dispatched.append(body)
+        delivery.release()
+
+    loop = ReplicaLoop(ClusterMembers(databases[1]), _member("a"), after, redispatch, every=BEAT, clock=clock)
+    assert loop.tick() == 0  # too recent: a process of another replica could still be answering it
+    clock.now += BEAT * MISSED_BEATS
+    assert loop.tick() == 1
+    loop.stop()
+    assert [body["event_id"] for body in dispatched] == ["Ev1"]
+    assert after.begin(_event()) is None  # answered now: a re-delivery is a repeat
+
+
+def test_a_redelivery_to_a_restarted_replica_takes_its_old_claim_over(databases: list[Database]) -> None:
+    clock = Clock()
+    assert _replica(databases[0], "a", clock).begin(_event()) is not None
+    clock.now += 1
+    restarted = _replica(databases[1], "a", clock)
+    assert restarted.begin(_event()) is not None  # its previous process's claim
+    assert restarted.begin(_event()) is None  # and now its own
