@@ -64,7 +64,7 @@ BOT_TOKEN = "xoxb-0000-0000-clusterbenchtoken"
 TEAM, BOT, CHANNEL = "T0BENCH", "UBOTBENCH", "CBENCH0001"
 COLLECTION = "cluster-bench"
 VOTE = "paperbot_vote_up"
-BATCH = 5000
+BATCH = 2000
 
 
 # --- synthetic records -------------------------------------------------------------------------
@@ -267,12 +267,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         url = postgres.new_database()
         words = vocabulary()
         settings = Settings(_env_file=None, data_dir=root / "builder", database_url=url, chroma_url=chroma.url,
-                            collection=COLLECTION, openai_api_key=None)
+                            collection=COLLECTION, openai_api_key=None, chroma_timeout=300)
         print(f"writing {args.records:,} synthetic records (random unit vectors) ...", file=sys.stderr, flush=True)
         built = build_index(settings, args.records, words)
         env = {"PAPERBOT_DATABASE_URL": url, "PAPERBOT_CHROMA_URL": chroma.url, "PAPERBOT_COLLECTION": COLLECTION,
                "PAPERBOT_SLACK_WORKERS": str(args.workers), "PAPERBOT_SLACK_USER_QUEUE_LIMIT": "50",
-               "PAPERBOT_ENCODER_CACHE_DIR": str(settings.encoder_cache_dir)}  # the builder's encoder choice
+               "PAPERBOT_ENCODER_CACHE_DIR": str(settings.encoder_cache_dir),  # the builder's encoder choice
+               "PAPERBOT_CHROMA_TIMEOUT": "120"}  # a loaded 2-core host: a slow answer, not a failure
         runs = []
         for count in (1, 3):
             print(f"{count} replica(s): {args.askers} askers, {args.asks} questions ... ({load_note()})",
