@@ -209,6 +209,16 @@ class Settings(BaseSettings):
         default=None, gt=0, validation_alias=_env("PAPERBOT_SYNC_INTERVAL_HOURS"),
         description="When set, `paperbot serve` runs a sync on this schedule and posts follow alerts.",
     )
+    replica_id: str | None = Field(
+        default=None, min_length=1, max_length=200, validation_alias=_env("PAPERBOT_REPLICA_ID"),
+        description="This `paperbot serve` process's name among the replicas sharing a database "
+                    "(log lines, delivery claims); unset: the host name and the process id.",
+    )
+    cluster_heartbeat_seconds: float = Field(
+        default=5.0, gt=0, le=300, validation_alias=_env("PAPERBOT_CLUSTER_HEARTBEAT_SECONDS"),
+        description="How often a serving replica marks itself alive and looks for events a stopped replica "
+                    "left unanswered; a replica silent for three times this long counts as stopped.",
+    )
 
     @field_validator("slack_allowed_teams", "slack_allowed_channels", "slack_allowed_users", mode="before")
     @classmethod

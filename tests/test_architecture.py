@@ -60,13 +60,23 @@ DOOR_SURFACE = {"retrieval", "retrieval.assistant", "retrieval.results", "retrie
 # (door file, core module) -> (the names it may import from there, why)
 DOOR_EXCEPTIONS = {
     ("bot/slack/store.py", "retrieval.storage.database"): (
-        {"Database", "open_database"},
+        {"CLAIMS", "Database", "open_database"},
         "the installation's one database (connections, the writer lock, typed errors): the Slack state "
         "is tables of it, and holds no core logic",
     ),
     ("bot/slack/store.py", "retrieval.storage.schema"): (
-        {"slack_answers", "slack_deliveries", "slack_feedback", "slack_threads"},
-        "the Slack state's tables, defined with the database's others (their migrations create them)",
+        {"slack_answers", "slack_deliveries", "slack_feedback", "slack_threads", "slack_claims", "cluster_members"},
+        "the Slack state's tables, defined with the database's others (their migrations create them), "
+        "and the replicas' heartbeats, which tell whose event claims may be taken over",
+    ),
+    ("bot/slack/app.py", "retrieval.storage.members"): (
+        {"ClusterMembers", "replica_id", "this_member"},
+        "the replicas sharing the database: this process's name and row among them (a table of the "
+        "database with no core logic)",
+    ),
+    ("bot/slack/replica.py", "retrieval.storage.members"): (
+        {"ClusterMembers", "Member"},
+        "the heartbeat of this replica among those sharing the database",
     ),
     ("bot/slack/answering.py", "retrieval.records.paper"): (
         {"clean_text"},

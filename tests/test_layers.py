@@ -91,6 +91,7 @@ OTHER_TEST_FOLDERS = {
     "prompts": "the prompt templates (prompts/)",
     "bench": "the benchmarks (bench/)",
     "reliability": "whole-product failures: killed processes, full disks, hostile input, permissions",
+    "cluster": "several `paperbot serve` replicas sharing one database and one Chroma server",
     "support": "the suite's own helpers (servers, the encoder cache)",
     "fixtures": "recorded responses and files the tests read",
 }

@@ -38,11 +38,13 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from bot.slack.app import build_slack
     from bot.slack.http_door import EVENTS_PATH
     from bot.slack.http_server import bind
+    from bot.slack.replica import name_replica_in_logs
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")
     logging.getLogger("bot").setLevel(logging.INFO)
     runtime = build_slack(ctx.settings, ctx.assistant, http=args.http)
+    name_replica_in_logs(runtime.deps.deliveries.replica)
     if (missing := ctx.assistant.scholars.pictures_missing()) is not None:
         ctx.note(f"paperbot: scholar summaries go without pictures: {missing}")
     _stop_on_sigterm()
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             server = runtime.http_server()
             host, port = sock.getsockname()[:2]
             runtime.scheduler.start()
+            runtime.replica.start()
             ctx.note(f"paperbot: listening on http://{host}:{port}{EVENTS_PATH} (HTTP mode; Ctrl-C stops)")
             # uvicorn takes SIGINT/SIGTERM while it runs: it stops accepting, lets requests in flight
             # finish, then re-raises the signal, which lands below as KeyboardInterrupt.
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             handler = runtime.socket_mode_handler()
             handler.connect()
             runtime.scheduler.start()
+            runtime.replica.start()
             ctx.note("paperbot: connected to Slack in Socket Mode (Ctrl-C stops)")
             threading.Event().wait()
     except KeyboardInterrupt:

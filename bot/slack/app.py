@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.error import URLError
 
 import uvicorn
-from slack_bolt import App, BoltResponse
+from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.error import BoltError
 from slack_bolt.logger import get_bolt_logger
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
@@ -40,16 +40,20 @@ from bot.slack.access import access_middleware
 from bot.slack.alerts import AlertScheduler, FollowAlerts
 from bot.slack.blocks import apology_text
 from bot.slack.dedupe import StoredDeduper, dedupe_middleware
+from bot.slack.deliveries import Deliveries, Delivery
 from bot.slack.deps import SlackDeps
 from bot.slack.http_door import DoorLimits, SlackDoor
 from bot.slack.http_server import RunningServer, bind, uvicorn_config
 from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
+from bot.slack.listeners.events import listener_hold_middleware
 from bot.slack.queue import WorkQueue
+from bot.slack.replica import ReplicaLoop
 from bot.slack.socket_door import SocketDoor
 from bot.slack.store import SlackStore
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
+from retrieval.storage.members import ClusterMembers, replica_id, this_member
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant
@@ -126,11 +130,13 @@ def _secrets(settings: Settings) -> tuple[str, ...]:
 class SlackRuntime:
     """The built app and everything it owns; ``close()`` stops workers and closes stores."""
 
-    def __init__(self, app: App, deps: SlackDeps, credentials: SlackCredentials, scheduler: AlertScheduler) -> None:
+    def __init__(self, app: App, deps: SlackDeps, credentials: SlackCredentials, scheduler: AlertScheduler,
+                 replica: ReplicaLoop) -> None:
         self.app = app
         self.deps = deps
         self.credentials = credentials
         self.scheduler = scheduler
+        self.replica = replica  # heartbeat and sweep; ``serve`` starts it, ``close`` stops it
         self._doors: list[SlackDoor] = []
 
     def http_door(self, limits: DoorLimits = DEFAULT_LIMITS) -> SlackDoor:
@@ -138,7 +144,8 @@ class SlackRuntime:
         and ``GET /readyz`` (it can answer: ``Assistant.upkeep.readiness``) for a load balancer's probes."""
         if not self.credentials.signing_secret:
             raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
-        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=self.deps.assistant.upkeep.readiness)
+        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=self.deps.assistant.upkeep.readiness,
+                         deliveries=self.deps.deliveries, claim_first=self.deps.store.database.backend != "sqlite")
         self._doors.append(door)
         return door
 
@@ -154,13 +161,16 @@ class SlackRuntime:
     def socket_mode_handler(self) -> SocketDoor:
         """Bolt's Socket Mode handler, sorting every payload first (``bot/slack/socket_door.py``)."""
         assert self.credentials.app_token
-        return SocketDoor(self.app, app_token=self.credentials.app_token, web_client=self.app.client)
+        door = SocketDoor(self.app, app_token=self.credentials.app_token, web_client=self.app.client)
+        door.deliveries = self.deps.deliveries
+        return door
 
     def close(self) -> None:
         for door in self._doors:
             door.close()
         self.scheduler.stop()
         self.deps.close()
+        self.replica.stop()
 
 
 class _RedundantTokenWarning(logging.Filter):
@@ -218,20 +228,24 @@ def build_slack(
 
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paperbot-notices")
     store = SlackStore.for_settings(settings)
+    replica = replica_id(settings)
+    deliveries = Deliveries(store, replica, heartbeat_seconds=settings.cluster_heartbeat_seconds)
     deps = SlackDeps(
         settings=settings,
         assistant=assistant,
         store=store,
         queue=WorkQueue(settings.slack_workers, settings.slack_user_queue_limit),
         deduper=StoredDeduper(store),
+        deliveries=deliveries,
         background=background,
         clock=clock,
         sleep=sleep,
         update_interval=update_interval,
         secrets=_secrets(settings),
     )
-    app.use(dedupe_middleware(deps.deduper))  # next: a retried refusal is not sent twice
+    app.use(dedupe_middleware(deps.deduper, deliveries))  # next: a retried refusal is not sent twice
     app.use(access_middleware(settings, client, deps.run_in_background))
+    app.use(listener_hold_middleware(deliveries))  # last: only a request that reaches its listener
     register_all(app, deps)
     app.error(_log_unhandled)
 
@@ -242,7 +256,25 @@ def build_slack(
         run_sync=(lambda: assistant.fetching.sync().new_paper_ids) if sync_every else None,
         note_new=assistant.follows.note_new_papers, clock=clock,
     )
-    return SlackRuntime(app, deps, creds, scheduler)
+    loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=time.time()),
+                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds)
+    return SlackRuntime(app, deps, creds, scheduler, loop)
+
+
+def redispatcher(app: App) -> Callable[[dict[str, Any], Delivery], None]:
+    """Dispatch an event taken over from a stopped replica (its stored payload), then release
+    the dispatch's hold of its delivery; never raises (a failure is logged with a reference)."""
+
+    def redispatch(body: dict[str, Any], delivery: Delivery) -> None:
+        try:
+            app.dispatch(BoltRequest(body=json.dumps(body), headers={"content-type": "application/json"}))
+        except Exception:
+            reference = new_reference()
+            log.exception("unexpected error answering a taken-over Slack event [ref %s]", reference)
+        finally:
+            delivery.release()
+
+    return redispatch
 
 
 

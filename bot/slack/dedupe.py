@@ -10,6 +10,10 @@ The same message can also arrive as two *different* events (``app_mention`` and
 ``message.channels`` for a mention inside a followed thread); listeners call
 :meth:`first` with a ``channel:ts`` key for that.
 
+Events claimed by a door (``bot/slack/deliveries.py``: the claim is the event's dedupe, shared
+by the replicas, and taken over when a replica stops) pass this middleware as they are; it
+drops repeats of any other ``event_id``.
+
 ``StoredDeduper`` keeps the keys in the Slack state file, so a restarted process, or a second
 process on the same data dir, drops the repeats too. When that file cannot be written (a full
 disk), a delivery counts as new: answering a repeat twice is better than dropping a question
@@ -25,6 +29,7 @@ from typing import Any
 
 from slack_bolt import BoltRequest, BoltResponse
 
+from bot.slack.deliveries import Deliveries
 from bot.slack.store import SlackStore
 from retrieval.errors import StorageError
 
@@ -63,10 +68,13 @@ def retry_number(request: BoltRequest) -> int:
         return 0
 
 
-def dedupe_middleware(deduper: StoredDeduper) -> Callable[..., Any]:
-    """Bolt middleware: a second delivery of an ``event_id`` gets an empty 200 and no listener."""
+def dedupe_middleware(deduper: StoredDeduper, deliveries: Deliveries | None = None) -> Callable[..., Any]:
+    """Bolt middleware: a second delivery of an ``event_id`` gets an empty 200 and no listener
+    (an event claimed by this replica's door is not a repeat: its claim was the check)."""
 
     def drop_repeats(body: dict[str, Any], request: BoltRequest, next: Callable[[], Any]) -> Any:
+        if deliveries is not None and deliveries.active(body) is not None:
+            return next()
         event_id = body.get("event_id")
         if isinstance(event_id, str) and event_id and not deduper.first(f"event:{event_id}"):
             log.info(

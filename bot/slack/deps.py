@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot.slack.dedupe import StoredDeduper
+from bot.slack.deliveries import Deliveries
 from bot.slack.queue import WorkQueue
 from bot.slack.store import SlackStore
 from retrieval.config import Settings
@@ -26,6 +27,7 @@ class SlackDeps:
     store: SlackStore
     queue: WorkQueue
     deduper: StoredDeduper
+    deliveries: Deliveries
     background: ThreadPoolExecutor
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep

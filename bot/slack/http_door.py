@@ -29,6 +29,13 @@ Order of work for ``POST /slack/events``, cheapest refusal first, nothing read t
    an acknowledgement waiting on it to miss Slack's 3 s (``docs/performance.md``). Commands,
    clicks and URL checks, whose answer is Bolt's, wait for it on ``dispatch_threads`` threads; an
    unexpected exception there is logged with a reference -> 500.
+9. Claims (``bot/slack/deliveries.py``): every event is claimed in the database before its
+   dispatch, and a repeat (done, or being answered by a live replica) is not dispatched. On a
+   server database (PostgreSQL: several replicas) the claim is made *before* the acknowledgement
+   (``claim_first``), so an event whose 200 went out is always claimed, with its payload, and is
+   answered by another replica if this one stops; an event acknowledged before a failure to claim
+   it is answered without a claim. On SQLite (one host) the claim is made after the
+   acknowledgement, in the event's dispatch thread, as the dedupe always was.
 
 Nothing in the door raises on malformed input and nothing it logs for a refused request carries a
 traceback; refusals are logged at debug, a malformed signed payload at info.
@@ -55,11 +62,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
+from bot.slack.deliveries import Deliveries, Delivery
 from bot.slack.inbound import Accepted, Ignored, parse_body, read_payload
 from bot.slack.jobs import new_reference
 from bot.slack.signatures import ReplayGuard, SignatureCheck
@@ -125,8 +133,13 @@ class SlackDoor:
     """The ASGI application; ``close()`` stops its dispatch threads."""
 
     def __init__(self, app: App, signing_secret: str, *, limits: DoorLimits = DoorLimits(),
-                 clock: Callable[[], float] = time.time, readiness: Callable[[], Readiness] | None = None) -> None:
+                 clock: Callable[[], float] = time.time, readiness: Callable[[], Readiness] | None = None,
+                 deliveries: Deliveries | None = None, claim_first: bool = False) -> None:
+        """``deliveries``: the event claims (step 9), made before the acknowledgement when
+        ``claim_first``; None: events are dispatched unclaimed (the dedupe middleware drops repeats)."""
         self.app = app
+        self._deliveries = deliveries
+        self._claim_first = claim_first and deliveries is not None
         self._readiness = readiness
         self._ready_lock = threading.Lock()
         self._ready_answer: tuple[float, _Answer] | None = None  # (monotonic time, answer) of the last check
@@ -134,8 +147,8 @@ class SlackDoor:
         self.signatures = SignatureCheck(signing_secret, clock=clock)
         self.replays = ReplayGuard(clock=clock)
         self._pool = ThreadPoolExecutor(max_workers=limits.dispatch_threads, thread_name_prefix="paperbot-http")
-        self._events: BackgroundDispatch[_Request] = BackgroundDispatch(
-            lambda request: self._dispatch(request).status, threads=limits.event_threads)
+        self._events: BackgroundDispatch[_Request] = BackgroundDispatch(self._dispatch_event,
+                                                                        threads=limits.event_threads)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -220,6 +233,14 @@ class SlackDoor:
         else:
             request = _Request(sorted_, bytes(scope.get("query_string") or b"").decode("latin-1"), fields)
             if sorted_.kind == "event":  # its answer is empty whatever Bolt does: acknowledged first
+                if self._claim_first:
+                    assert self._deliveries is not None
+                    claimed = await asyncio.get_running_loop().run_in_executor(
+                        self._pool, self._deliveries.begin, sorted_.body)
+                    if claimed is None:
+                        _log_repeat(sorted_.body, fields)
+                        return _EMPTY_200
+                    request = replace(request, delivery=claimed)
                 self._events.submit(request)
                 return _EMPTY_200
             answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._dispatch, request)
@@ -247,6 +268,26 @@ class SlackDoor:
             return _refuse(400, "a body shorter than its Content-Length")
         return bytes(body)
 
+    def _dispatch_event(self, request: _Request) -> int:
+        """An acknowledged event: claimed (unless the door claimed it), dispatched, its dispatch's
+        hold released; Bolt's status (200 for a repeat); never raises."""
+        delivery = request.delivery
+        if delivery is None and self._deliveries is not None:
+            try:
+                delivery = self._deliveries.begin(request.payload.body)
+            except Exception:
+                reference = new_reference()
+                log.exception("unexpected error claiming a Slack event [ref %s]", reference)
+                return 500
+            if delivery is None:
+                _log_repeat(request.payload.body, request.headers)
+                return 200
+        try:
+            return self._dispatch(request).status
+        finally:
+            if delivery is not None:
+                delivery.release()
+
     def _dispatch(self, request: _Request) -> _Answer:
         """Bolt's dispatch, in a worker thread (Bolt's ``App`` is synchronous); never raises."""
         try:
@@ -265,6 +306,12 @@ class _Request:
     payload: Accepted
     query: str
     headers: dict[str, list[str]]
+    delivery: Delivery | None = None  # an event claimed by the door (step 9)
+
+
+def _log_repeat(body: Mapping[str, Any], headers: Mapping[str, Sequence[str]]) -> None:
+    log.info("dropped repeated delivery of %s (retry %s, reason %s)", body.get("event_id"),
+             (headers.get("x-slack-retry-num") or ["0"])[0], (headers.get("x-slack-retry-reason") or ["-"])[0])
 
 
 def _sort(raw: bytes, headers: Mapping[str, Sequence[str]]) -> Accepted | _Answer:

@@ -25,6 +25,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 from slack_sdk.webhook import WebhookClient
 
 from bot.slack.blocks import WORKING_TEXT, apology_text, error_text, queued_text
+from bot.slack.deliveries import Delivery
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import Block, context, fallback_text, paginate, redact, sections
 from bot.slack.queue import QueueFullError
@@ -47,6 +48,7 @@ class Target:
     team: str | None = None
     react_to: str | None = None  # the user's message that shows the working reaction
     response_url: str | None = None  # slash commands: fallback when the bot cannot post here
+    delivery: Delivery | None = None  # the claimed event this replies to (``bot/slack/deliveries.py``)
 
 
 def new_reference() -> str:
@@ -108,6 +110,8 @@ class Reply:
             self.via_response_url = True
             self._respond(blocks, WORKING_TEXT)
             return
+        if self.target.delivery is not None:  # a replica taking the event over answers into it
+            self.target.delivery.remember_reply(self.message_ts)
         self._remember_thread()
 
     def stream(self, blocks: Sequence[Block], fallback: str) -> bool:
@@ -252,22 +256,40 @@ def run_safely(reply: Reply, work: Work) -> None:
 
 
 def submit(deps: SlackDeps, client: WebClient, target: Target, work: Work) -> int:
-    """Queue ``work`` for ``target.user``; returns the position shown (0 = started at once)."""
+    """Queue ``work`` for ``target.user``; returns the position shown (0 = started at once).
+
+    The event's delivery (``target.delivery``) is held until the reply is finished (answered or
+    failed with a message); a job dropped at shutdown never releases it, so its claim stays open
+    for another replica. An event taken over from a stopped replica is answered into the message
+    that replica had posted (``Delivery.reply_ts``), with no new queue notice.
+    """
+    delivery = target.delivery
+    resumed_ts = delivery.reply_ts if delivery is not None else None
     notice_done = threading.Event()
-    notice: dict[str, str | None] = {"ts": None}
+    notice: dict[str, str | None] = {"ts": resumed_ts}
 
     def job() -> None:
         notice_done.wait(deps.queue_notice_wait)
+        if delivery is not None and not delivery.still_ours():
+            return  # taken over by another replica while it waited: the answer is theirs (never settled here)
         run_safely(Reply(deps, client, target, message_ts=notice["ts"]), work)
+        if delivery is not None:
+            delivery.release()
 
+    if delivery is not None:
+        delivery.hold()
     try:
         position = deps.queue.submit(target.user, job)
     except QueueFullError as exc:
         notify(client, target, sections(error_text(exc.user_message, exc.hint)), exc.user_message)
+        if delivery is not None:
+            delivery.release()  # refused with a message: answered
         return -1
     try:
-        if position > 0:
+        if position > 0 and resumed_ts is None:
             notice["ts"] = _post_notice(client, target, queued_text(position))
+            if delivery is not None and notice["ts"] is not None:
+                delivery.remember_reply(notice["ts"])
     except Exception:
         log.warning("could not post the queue position", exc_info=True)
     finally:

@@ -6,9 +6,11 @@ SQLite in the data dir, or PostgreSQL; tables ``slack_*`` of ``retrieval.storage
 * ``feedback``: one vote per person per answer (the latest wins), stored *with* the question,
   the answer and the cited ids so the table is useful on its own for evaluation.
 * ``threads``: threads the bot answered in; a message there is a follow-up even untagged.
-* ``deliveries``: event ids and message keys already handled, until they expire
-  (``dedupe.StoredDeduper``), so a restarted process, or a second one on the same database,
-  does not answer Slack's re-delivery of an event again.
+* ``deliveries``: keys already handled, until they expire (``dedupe.StoredDeduper``), so a
+  restarted process, or a second one on the same database, does not act on a repeat again.
+* ``claims``: which replica answers which event, with the event's payload, the Slack message its
+  answer goes into and a done mark, until they expire (``deliveries.Deliveries``): a re-delivery
+  or a stopped replica's unfinished event is taken over by exactly one other replica.
 
 Every change is one transaction under the database's writer lock; every failure is a typed
 ``StorageError`` (a ``DiskFullError`` on a full disk) naming the database. A data dir made before
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -27,10 +30,18 @@ from sqlalchemy import delete, insert, select, update
 
 from retrieval.config import Settings
 from retrieval.errors import DataDirReadOnlyError
-from retrieval.storage.database import Database, open_database
-from retrieval.storage.schema import slack_answers, slack_deliveries, slack_feedback, slack_threads
+from retrieval.storage.database import CLAIMS, Database, open_database
+from retrieval.storage.schema import (
+    cluster_members,
+    slack_answers,
+    slack_claims,
+    slack_deliveries,
+    slack_feedback,
+    slack_threads,
+)
 
 Vote = Literal["up", "down"]
+ClaimState = Literal["new", "taken_over", "repeat"]
 _SAVE = "save to the Slack state"
 
 
@@ -55,6 +66,33 @@ class FeedbackRecord(BaseModel):
     question: str
     answer: str
     cited_ids: list[str]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The outcome of claiming an event: ``new`` (first seen), ``taken_over`` (from a stopped
+    replica: answer it, into ``reply_ts`` when set) or ``repeat`` (done, or being answered)."""
+
+    state: ClaimState
+    reply_ts: str | None = None
+
+
+@dataclass(frozen=True)
+class OpenClaim:
+    """An event claimed and not done: its key, owner and claim time."""
+
+    key: str
+    replica: str
+    claimed_at: float
+
+
+@dataclass(frozen=True)
+class TakenClaim:
+    """An event this replica took over: the payload to answer and the message to answer into."""
+
+    key: str
+    payload: str
+    reply_ts: str | None
 
 
 class SlackStore:
@@ -154,6 +192,110 @@ class SlackStore:
                 return False
             db.execute(insert(slack_deliveries).values(key=key, expires_at=now + ttl))
             return True
+
+    # --- claims ------------------------------------------------------------------------------
+
+    def claim_event(self, key: str, *, replica: str, payload: str, now: float, ttl: float,
+                    dead_after: float, started: float = 0.0) -> Claim:
+        """Claim event ``key`` for ``replica``, atomically (one transaction under the claims' lock).
+
+        ``new`` when no live claim exists (an expired one is dropped); ``repeat`` when it is done,
+        already ``replica``'s since it ``started`` (this process), or its owner is alive (heard
+        from within ``dead_after`` seconds, or claimed within them); else ``taken_over``: the
+        claim moves to ``replica`` (from a stopped replica, or from this replica's previous
+        process), so of several replicas offered it at once exactly one gets it.
+        """
+        with self.database.writing(_SAVE, lock=CLAIMS) as db:
+            row = db.execute(select(slack_claims).where(slack_claims.c.key == key)).mappings().first()
+            if row is not None and row["expires_at"] <= now:
+                db.execute(delete(slack_claims).where(slack_claims.c.key == key))
+                row = None
+            if row is None:
+                db.execute(insert(slack_claims).values(
+                    key=key, replica=replica, payload=payload, claimed_at=now, takeovers=0, expires_at=now + ttl))
+                return Claim("new")
+            owner = row["replica"]
+            if row["done_at"] is not None or owner is None or (owner == replica and row["claimed_at"] >= started):
+                return Claim("repeat", row["reply_ts"])
+            alive = owner in self._live(db, now=now, dead_after=dead_after) or row["claimed_at"] > now - dead_after
+            if owner != replica and alive:
+                return Claim("repeat", row["reply_ts"])
+            db.execute(update(slack_claims).where(slack_claims.c.key == key).values(
+                replica=replica, claimed_at=now, takeovers=slack_claims.c.takeovers + 1,
+                payload=row["payload"] or payload))
+            return Claim("taken_over", row["reply_ts"])
+
+    def open_claims(self, *, now: float, dead_after: float, replica: str | None = None, started: float = 0.0,
+                    limit: int = 100) -> list[OpenClaim]:
+        """Events claimed more than ``dead_after`` seconds ago, not done, not expired, whose owner
+        is not alive (not heard from within ``dead_after`` seconds), or is ``replica`` before this
+        process ``started`` (a restart under the same id). Oldest first."""
+        query = (select(slack_claims.c.key, slack_claims.c.replica, slack_claims.c.claimed_at)
+                 .where(slack_claims.c.done_at.is_(None), slack_claims.c.replica.is_not(None),
+                        slack_claims.c.payload.is_not(None), slack_claims.c.expires_at > now,
+                        slack_claims.c.claimed_at <= now - dead_after)
+                 .order_by(slack_claims.c.claimed_at).limit(limit))
+        with self.database.reading("read the Slack state") as db:
+            live = self._live(db, now=now, dead_after=dead_after)
+            rows = db.execute(query).all()
+        return [OpenClaim(key, owner, claimed_at) for key, owner, claimed_at in rows
+                if owner not in live or (owner == replica and claimed_at < started)]
+
+    def take_over(self, key: str, *, from_replica: str, replica: str, now: float) -> TakenClaim | None:
+        """Move an open claim of ``from_replica`` to ``replica``; None when another replica took it
+        first, or it was done meanwhile (a conditional update: exactly one taker wins)."""
+        where = (slack_claims.c.key == key, slack_claims.c.replica == from_replica, slack_claims.c.done_at.is_(None))
+        with self.database.writing(_SAVE, lock=CLAIMS) as db:
+            moved = db.execute(update(slack_claims).where(*where).values(
+                replica=replica, claimed_at=now, takeovers=slack_claims.c.takeovers + 1)).rowcount
+            if not moved:
+                return None
+            row = db.execute(select(slack_claims.c.payload, slack_claims.c.reply_ts)
+                             .where(slack_claims.c.key == key)).one()
+        return TakenClaim(key, row.payload, row.reply_ts)
+
+    def remember_reply(self, key: str, *, replica: str, reply_ts: str) -> None:
+        """The Slack message the answer of ``key`` goes into (a replica taking it over reuses it)."""
+        with self.database.writing(_SAVE, lock=CLAIMS) as db:
+            db.execute(update(slack_claims).where(slack_claims.c.key == key, slack_claims.c.replica == replica)
+                       .values(reply_ts=reply_ts))
+
+    def claim_owner(self, key: str) -> str | None:
+        """The replica answering event ``key`` now (None: no such claim)."""
+        with self.database.reading("read the Slack state") as db:
+            return db.execute(select(slack_claims.c.replica).where(slack_claims.c.key == key)).scalar()
+
+    def settle(self, key: str, *, replica: str, now: float) -> bool:
+        """Mark ``key`` done; False when ``replica`` no longer owns it (another took it over)."""
+        with self.database.writing(_SAVE, lock=CLAIMS) as db:
+            return bool(db.execute(update(slack_claims)
+                                   .where(slack_claims.c.key == key, slack_claims.c.replica == replica)
+                                   .values(done_at=now)).rowcount)
+
+    def claim_message(self, key: str, *, event_key: str, now: float, ttl: float) -> bool:
+        """True the first time message ``key`` is claimed within ``ttl``, and again for the same
+        ``event_key`` (a replica answering that event after another stopped); False for another event."""
+        with self.database.writing(_SAVE, lock=CLAIMS) as db:
+            row = db.execute(select(slack_claims.c.event_key, slack_claims.c.expires_at)
+                             .where(slack_claims.c.key == key)).first()
+            if row is not None and row.expires_at <= now:
+                db.execute(delete(slack_claims).where(slack_claims.c.key == key))
+                row = None
+            if row is None:
+                db.execute(insert(slack_claims).values(key=key, event_key=event_key, claimed_at=now, done_at=now,
+                                                       takeovers=0, expires_at=now + ttl))
+                return True
+            return bool(row.event_key == event_key)
+
+    def expire_claims(self, *, now: float) -> int:
+        """Drop the claims past their expiry; returns how many."""
+        with self.database.writing(_SAVE, lock=CLAIMS) as db:
+            return int(db.execute(delete(slack_claims).where(slack_claims.c.expires_at <= now)).rowcount)
+
+    @staticmethod
+    def _live(db: Any, *, now: float, dead_after: float) -> set[str]:
+        query = select(cluster_members.c.id).where(cluster_members.c.last_seen >= now - dead_after)
+        return set(db.execute(query).scalars())
 
 
 def _now() -> str:

@@ -34,7 +34,8 @@ pragma that writes.
 
 The record store's writers pass a ``lock`` of their own (``RECORDS``), so an ingest's batches
 and a roster change do not wait for each other on PostgreSQL (on SQLite the file has one write
-lock). A WAL file on a full disk cannot be opened normally (its ``-shm`` cannot be created): a
+lock); so do the Slack event claims (``CLAIMS``) and the replicas' heartbeats (``MEMBERS``), which
+must not queue behind a burst of answers being saved. A WAL file on a full disk cannot be opened normally (its ``-shm`` cannot be created): a
 ``Database`` made with ``snapshot=True`` reads it with SQLite's ``immutable`` flag
 (``storage.sqlite.open_snapshot``), for the record store to answer searches until space is back.
 """
@@ -64,6 +65,8 @@ BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one's tra
 WRITERS = 0x70627772  # pg_advisory_xact_lock key every writer of the small stores takes ("pbwr")
 MIGRATION = 0x70626D67  # pg_advisory_xact_lock key of schema upgrades ("pbmg")
 RECORDS = 0x70627263  # pg_advisory_xact_lock key the record store's writers take ("pbrc")
+CLAIMS = 0x7062636C  # pg_advisory_xact_lock key of the Slack event claims ("pbcl"; bot/slack/store.py)
+MEMBERS = 0x70626D62  # pg_advisory_xact_lock key of the replicas' heartbeats ("pbmb"; storage.members)
 _WRITE_OPTION = "paperbot_write"  # execution option: begin this transaction as a writer
 _BACKENDS = {"sqlite": "sqlite+pysqlite", "postgresql": "postgresql+psycopg"}
 

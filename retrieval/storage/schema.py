@@ -28,7 +28,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0003_records"  # the newest revision in storage/migrations/versions
+HEAD = "0004_delivery_claims"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -115,6 +115,33 @@ slack_deliveries = Table(
     Column("key", Text, primary_key=True),
     Column("expires_at", Float, nullable=False),
     Index("slack_deliveries_expiry", "expires_at"),
+)
+
+slack_claims = Table(
+    "slack_claims", metadata,  # events (and the messages they carry) claimed by a replica, until they expire
+    Column("key", Text, primary_key=True),  # "event:<event_id>" or "message:<channel>:<ts>"
+    Column("replica", Text),  # who answers the event (None: a message key, see event_key)
+    Column("event_key", Text),  # a message key: the event whose answer covers the message
+    Column("payload", Text),  # an event: its validated body (JSON), what another replica answers from
+    Column("reply_ts", Text),  # an event: the Slack message its answer goes into, once posted
+    Column("claimed_at", Float, nullable=False),  # wall clock of the last claim or take-over
+    Column("done_at", Float),  # set once the answer is posted (or nothing was to be answered)
+    Column("takeovers", Integer, nullable=False),  # how often another replica took it over
+    Column("expires_at", Float, nullable=False),
+    Index("slack_claims_expiry", "expires_at"),
+    Index("slack_claims_open", "done_at", "replica"),
+)
+
+# --- the processes sharing the database (storage/members.py) -----------------------------------
+
+cluster_members = Table(
+    "cluster_members", metadata,  # every running replica, heart-beating
+    Column("id", Text, primary_key=True),  # PAPERBOT_REPLICA_ID, or host-pid
+    Column("role", Text, nullable=False),  # "slack" for `paperbot serve`
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Text, nullable=False),  # ISO-8601
+    Column("last_seen", Float, nullable=False),  # wall clock of its last heartbeat
 )
 
 # --- the record store (storage/records.py) ------------------------------------------------------

@@ -19,26 +19,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 
 from retrieval.config import Settings
 from retrieval.records.paper import Author, Paper, Provenance
+from tests.support.chroma import ChromaServer, free_port
+
+__all__ = ["ChromaServer", "free_port"]  # re-exported: the index and reliability tests import them from here
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "index"
-CHROMA_BIN = Path(sys.executable).parent / "chroma"
 
 
 # --- records ---------------------------------------------------------------------------------
@@ -158,55 +154,6 @@ def counting_encoder(shared_encoder: MemoEncoder) -> CountingEncoder:
 
 
 # --- a real Chroma server --------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class ChromaServer:
-    """``chroma run`` as a subprocess on 127.0.0.1; start/stop/restart on the same port and path."""
-
-    def __init__(self, path: Path, port: int | None = None) -> None:
-        self.path = path
-        self.port = port or free_port()
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 60.0) -> None:
-        env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-        self.process = subprocess.Popen(
-            [str(CHROMA_BIN), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"chroma run exited with status {self.process.returncode}")
-            try:
-                if httpx.get(f"{self.url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)  # readiness poll of a subprocess, not a test delay
-        self.stop()
-        raise RuntimeError(f"chroma run did not answer on {self.url} within {timeout:.0f} s")
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=15)
-        self.process = None
 
 
 @pytest.fixture(scope="session")

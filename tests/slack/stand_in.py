@@ -114,6 +114,11 @@ class SlackStandIn:
             return [json.dumps({"text": m.get("text"), "blocks": m.get("blocks")}, ensure_ascii=False)
                     for m in self.messages[channel].values()]
 
+    def channel_messages(self, channel: str) -> list[dict[str, Any]]:
+        """A copy of every message of the channel as it looks now, in posting order."""
+        with self._changed:
+            return [dict(message) for message in self.messages[channel].values()]
+
     def add_user_message(self, channel: str, ts: str, user: str, text: str, thread_ts: str | None = None) -> None:
         with self._changed:
             self.messages[channel][ts] = {"ts": ts, "user": user, "text": text, "thread_ts": thread_ts}

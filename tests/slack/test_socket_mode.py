@@ -162,3 +162,41 @@ def test_socket_mode_acks_payloads_of_other_shapes_and_runs_nothing(
     finally:
         handler.close()
         runtime.close()
+
+
+def test_two_socket_mode_replicas_answer_an_event_sent_to_both_once(
+    stand_in: SlackStandIn, assistant: Assistant, tmp_path: Path, database_url: str | None,
+) -> None:
+    """Slack may send an event and its retry over two replicas' connections: the claim in the
+    shared database (``bot/slack/deliveries.py``) lets one of them answer."""
+    servers = [SocketModeServer(), SocketModeServer()]
+    runtimes, handlers = [], []
+    try:
+        for n, server in enumerate(servers):
+            stand_in.socket_url = server.url
+            settings = make_settings(tmp_path, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,
+                                     slack_api_url=stand_in.api_url, database_url=database_url,
+                                     replica_id=f"socket-{n}")
+            runtimes.append(build_slack(settings, assistant, http=False, sleep=lambda seconds: None))
+            handlers.append(runtimes[-1].socket_mode_handler())
+            handlers[-1].connect()
+            stand_in.wait_calls("apps.connections.open", n + 1)
+        threads = [threading.Thread(target=server.push, args=(_mention("1690000000.000200", "EvSOCK0002", retry),))
+                   for retry, server in enumerate(servers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        for retry, server in enumerate(servers):
+            server.ack_for(f"env-EvSOCK0002-{retry}")
+        assert "Graphene" in final_answer(stand_in, root="1690000000.000200").text()
+        for runtime in runtimes:  # every started answer has finished
+            runtime.deps.queue.close(timeout=30)
+        assert len(posts_in_thread(stand_in, "CGENERAL1", "1690000000.000200")) == 1
+    finally:
+        for handler in handlers:
+            handler.close()
+        for runtime in runtimes:
+            runtime.close()
+        for server in servers:
+            server.close()
