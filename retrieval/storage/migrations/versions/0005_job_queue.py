@@ -53,7 +53,13 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "postgresql":
         return
-    from procrastinate.schema import SchemaManager
+    try:
+        from procrastinate.schema import SchemaManager
+    except ModuleNotFoundError:
+        from retrieval.errors import ConfigError
+
+        raise ConfigError("This PostgreSQL database needs the job queue's library, procrastinate, which is not "
+                          "installed; nothing was changed.", hint="pip install 'paperbot[postgres]'") from None
 
     # psycopg runs a parameterless text of many statements as it is (no placeholders to expand),
     # on the upgrade's own connection, inside its transaction
