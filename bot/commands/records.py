@@ -12,6 +12,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
+    from retrieval.results import QueueStatus
 
 
 def register(subparsers: Subcommands) -> None:
@@ -68,11 +69,13 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     else:
         report = ctx.assistant.check_consistency()
     database = ctx.assistant.database_status()
+    queue = _queue_status(ctx)
     # the model is measured by a check only (a repair is about the index); it never changes the exit status
     probe = None if (args.repair or args.no_model) else ctx.assistant.probe_model()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok,
                       "database": {**dataclasses.asdict(database), "current": database.current},
+                      **({"queue": dataclasses.asdict(queue)} if queue is not None else {}),
                       **({"model": dataclasses.asdict(probe)} if probe is not None else {})})
     else:
         ctx.out(str(report))
@@ -80,6 +83,18 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.out(report.encoder_choice)
         ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
         ctx.out(database.describe())
+        if queue is not None:
+            ctx.out(queue.describe())
         if probe is not None:
             ctx.out(model_probe_text(probe, ctx.settings))
     return 0 if (args.repair or report.ok) else 3
+
+
+def _queue_status(ctx: CliContext) -> QueueStatus | None:
+    """The job queue's state (``JobService.status``) when one is configured; None without one,
+    so that `doctor` says and prints nothing new for an installation without a queue."""
+    if not ctx.settings.job_queue:
+        return None
+    from retrieval import JobService
+
+    return JobService(ctx.assistant).status()

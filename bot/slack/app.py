@@ -236,7 +236,8 @@ def build_slack(
     app.error(_log_unhandled)
 
     alerts = FollowAlerts(deps, client)
-    sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours else None
+    # with a job queue the workers schedule the sync, once for the whole deployment (retrieval.jobs.schedule)
+    sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours and not settings.job_queue else None
     scheduler = AlertScheduler(
         alerts, poll_seconds=alert_poll_seconds, sync_every_seconds=sync_every,
         run_sync=(lambda: assistant.sync().new_paper_ids) if sync_every else None,
