@@ -2,7 +2,7 @@
 
 ``split`` runs where the ingest is submitted: the files are read and their records deduped and
 folded by id there, once for all parts (``pipeline.prepare_papers``), so no two parts hold the
-same paper; the parts are whole batches of ``pipeline.BATCH_SIZE``, in order.
+same paper; the parts are of near-equal size, in order.
 
 ``write_part`` runs in a worker. It encodes the part's records *before* taking the writer lock
 (the vectors land in the worker's embedding cache), then writes the part batch by batch with the
@@ -15,8 +15,8 @@ under the lock (a cache miss), as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from retrieval.ingest.pipeline import BATCH_SIZE, prepare_papers, write_batches
@@ -30,12 +30,13 @@ if TYPE_CHECKING:
 
 def split(papers: Sequence[Paper], parts: int, *, batch_size: int = BATCH_SIZE) -> tuple[list[list[Paper]], IngestReport]:
     """``papers`` deduped once (``prepare_papers``) and cut into at most ``parts`` parts of
-    whole batches, in order; and the report so far (duplicates merged, warnings)."""
+    near-equal size, in order (no more parts than batches of ``batch_size``); and the report so
+    far (duplicates merged, warnings)."""
     unique, report = prepare_papers(papers)
     if not unique:
         return [], report
-    batches = -(-len(unique) // batch_size)
-    per_part = -(-batches // max(1, parts)) * batch_size
+    count = min(max(1, parts), -(-len(unique) // batch_size))  # no part smaller than a batch needs to be
+    per_part = -(-len(unique) // count)
     return [unique[start : start + per_part] for start in range(0, len(unique), per_part)], report
 
 
@@ -65,8 +66,17 @@ def write_part(assistant: Assistant, papers: Sequence[Paper], *,
     if say is not None:
         say(f"{encoded} of {len(papers)} records encoded; writing")
 
-    def locked() -> AbstractContextManager[object]:
-        return hold_writer_lock(assistant.settings, "ingest", notice=say)
+    batches = -(-len(papers) // BATCH_SIZE)
+    written = 0
+
+    @contextmanager
+    def locked() -> Iterator[None]:
+        nonlocal written
+        with hold_writer_lock(assistant.settings, "ingest", notice=say):
+            yield
+        written += 1
+        if say is not None:
+            say(f"batch {written}/{batches} written")
 
     report = IngestReport()
     write_batches(index, papers, report, guard=locked)

@@ -54,10 +54,11 @@ class Deployment:
 
     def env(self, data_dir: Path, **more: str) -> dict[str, str]:
         data_dir.mkdir(parents=True, exist_ok=True)
-        return clean_env(data_dir, PYTHONPATH=str(ROOT), PAPERBOT_DATABASE_URL=self.database_url,
-                         PAPERBOT_CHROMA_URL=self.chroma_url, PAPERBOT_COLLECTION=self.collection,
-                         PAPERBOT_JOB_QUEUE="true", PAPERBOT_WORKER_HEARTBEAT_SECONDS="1",
-                         PAPERBOT_ENCODER_CACHE_DIR=str(self.model_cache), **{**self.extra, **more})
+        values = {"PYTHONPATH": str(ROOT), "PAPERBOT_DATABASE_URL": self.database_url,
+                  "PAPERBOT_CHROMA_URL": self.chroma_url, "PAPERBOT_COLLECTION": self.collection,
+                  "PAPERBOT_JOB_QUEUE": "true", "PAPERBOT_WORKER_HEARTBEAT_SECONDS": "1",
+                  "PAPERBOT_ENCODER_CACHE_DIR": str(self.model_cache), **self.extra, **more}
+        return clean_env(data_dir, **values)
 
     def worker(self, name: str, *args: str) -> subprocess.Popen[str]:
         """``paperbot worker`` in a data dir of its own; its stderr goes to ``<root>/<name>.log``."""
