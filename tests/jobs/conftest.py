@@ -79,8 +79,8 @@ class Deployment:
                               timeout=timeout, check=False)
         return done.returncode, done.stdout, done.stderr
 
-    def cli_json(self, *args: str, **more: str) -> dict:
-        code, out, err = self.cli(*args, **more)
+    def cli_json(self, *args: str) -> dict:
+        code, out, err = self.cli(*args)
         assert code == 0, err[-3000:]
         return json.loads(out)
 
