@@ -4,7 +4,9 @@ Every worker runs ``scheduler_loop`` beside its jobs. Each period of
 ``PAPERBOT_SYNC_INTERVAL_HOURS`` starts at a multiple of the period since the epoch; at each
 start, every worker offers the queue one sync job for that start through procrastinate's
 ``defer_periodic_job``, which records (task, periodic id, timestamp) under a unique key: the
-first offer is queued, the others are refused by the database. Three workers, or thirty, queue
+first offer is queued, the others are refused by the database. procrastinate keeps only the
+latest timestamp, so the offers take turns under an advisory lock and one older than the latest
+is dropped (``offer_scheduled_sync``). Three workers, or thirty, queue
 one sync per period, and a worker that starts late in a period queues nothing for it (the
 period's sync was queued, or the period began more than ``MAX_LATE`` seconds ago).
 
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 STALLED_AFTER = 3  # heartbeats a worker may miss before its running jobs are retried
 MAX_LATE = 600.0  # seconds: a period that began longer ago than this is not caught up on
+SCHEDULE = 0x70627363  # pg_advisory_lock key the offers of the scheduled sync take ("pbsc")
 
 
 def sync_period(settings: Settings) -> float | None:
@@ -44,12 +47,39 @@ def period_start(now: float, period: float) -> int:
     return int(math.floor(now / period) * period)
 
 
-async def offer_scheduled_sync(app: App, start: int) -> int | None:
+async def offer_scheduled_sync(app: App, settings: Settings, start: int) -> int | None:
     """Offer the sync of the period starting at ``start``; its job id when this call queued it,
-    None when another process already had."""
-    deferrer = app.tasks[SYNC_TASK].configure(task_kwargs={"timestamp": start})
-    job_id = await app.job_manager.defer_periodic_job(deferrer.job, periodic_id=SCHEDULED_SYNC,
-                                                      defer_timestamp=start)
+    None when another process already had, or had queued a later period's.
+
+    procrastinate keeps only the latest (task, periodic id) timestamp: an offer of an earlier one
+    would be taken. So the offers of every process go one at a time, under the advisory lock
+    ``SCHEDULE``, and an offer older than the latest recorded is dropped (a process that woke a
+    whole period late)."""
+    loop = asyncio.get_running_loop()
+    return await asyncio.to_thread(_offer_under_lock, app, settings, start, loop)
+
+
+def _offer_under_lock(app: App, settings: Settings, start: int, loop: asyncio.AbstractEventLoop) -> int | None:
+    from sqlalchemy import text
+
+    from retrieval.storage.database import open_database
+
+    database = open_database(settings)
+    with database.engine.connect() as connection:
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEDULE})
+        try:
+            latest = connection.execute(text(
+                "SELECT max(defer_timestamp) FROM procrastinate_periodic_defers"
+                " WHERE task_name = :task AND periodic_id = :id"), {"task": SYNC_TASK, "id": SCHEDULED_SYNC}).scalar()
+            connection.commit()
+            if latest is not None and int(latest) >= start:
+                return None
+            deferrer = app.tasks[SYNC_TASK].configure(task_kwargs={"timestamp": start})
+            offer = app.job_manager.defer_periodic_job(deferrer.job, periodic_id=SCHEDULED_SYNC, defer_timestamp=start)
+            job_id = asyncio.run_coroutine_threadsafe(offer, loop).result()
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEDULE})
+            connection.commit()
     if job_id is not None:
         log.info("scheduled sync for %s queued as job %s", time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start)),
                  job_id)
@@ -82,7 +112,7 @@ async def scheduler_loop(app: App, settings: Settings) -> None:
         if period is not None:
             start = period_start(now, period)
             if start != offered and now - start <= min(MAX_LATE, period):
-                await offer_scheduled_sync(app, start)
+                await offer_scheduled_sync(app, settings, start)
             offered = start
         await retry_stalled_jobs(app, heartbeat)
         wait = heartbeat

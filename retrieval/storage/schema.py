@@ -10,8 +10,8 @@ tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; 
 core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
 are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
 the database (``storage.legacy_records``); record ids sort bytewise on both backends (``ID``).
-The job tables (``job_parts``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
-scaled-out ingest staged for its workers, and the workers' names; on PostgreSQL revision
+The job tables (``job_parts``, ``job_results``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
+scaled-out ingest staged for its workers, what finished jobs report, the workers' names; on PostgreSQL revision
 0005_job_queue also creates the queue library's own tables (procrastinate's ``procrastinate_*``,
 through its public schema API), which this module does not describe.
 """
