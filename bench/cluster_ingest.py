@@ -19,7 +19,9 @@
   (another host) brings. ``--no-pin``: every worker on every core of this host, which is what two
   workers on one 2-core host compete for. Rounds alternate the order.
 * **Output**: records/s per variant (median over rounds) and the ratio 2 workers / 1 worker,
-  with the host's CPU count and load average; ``--json OUT`` the same figures.
+  with the host's CPU count and load average; the CPU time the workers spent during the ingest
+  (``/proc/PID/stat``), and from it the ratio the run would show with a free core per worker
+  (1 worker's CPU time over the busier of the 2 workers'); ``--json OUT`` the same figures.
 
 Goal (issue #32): 2 workers at least 1.7x of 1 where the cores allow it. Unpinned on a 2-core
 host, 1 worker already encodes on both cores, so 2 workers there can only lose (two encoder
@@ -39,7 +41,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -67,13 +69,13 @@ def _env(data_dir: Path, database: str, chroma: str, collection: str, cache: Pat
 
 
 def run_variant(workers: int, files: list[Path], scratch: Path, postgres: PostgresServer, chroma_url: str,
-                cache: Path, pin: bool) -> dict[str, float]:
+                cache: Path, pin: bool) -> dict[str, Any]:
     """One ingest of ``files`` by ``workers`` workers into a new database; its figures."""
     database = postgres.new_database()
     collection = f"bench-{uuid.uuid4().hex[:10]}"
     run_dir = scratch / f"{workers}w-{uuid.uuid4().hex[:6]}"
     cores = sorted(os.sched_getaffinity(0))
-    processes = []
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         logs = []
         for number in range(workers):
@@ -90,30 +92,47 @@ def run_variant(workers: int, files: list[Path], scratch: Path, postgres: Postgr
             if time.monotonic() > deadline or any(process.poll() is not None for process in processes):
                 raise SystemExit("a worker did not start: " + logs[0].read_text(errors="replace")[-2000:])
             time.sleep(0.1)
+        cpu_before = [_cpu_seconds(process.pid) for process in processes]
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "bot.cli", "ingest", "--jobs", str(workers), "--json",
                                *map(str, files)], cwd=run_dir,
                               env=_env(run_dir / "submitter", database, chroma_url, collection, cache),
                               capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - start
+        cpu = [_cpu_seconds(process.pid) - before for process, before in zip(processes, cpu_before, strict=True)]
         if done.returncode != 0:
             raise SystemExit(f"the ingest failed: {done.stderr[-3000:]}")
         import json
 
         report = json.loads(done.stdout)
         records = report["added"] + report["updated"] + report["unchanged"]
-        return {"records": records, "seconds": seconds, "records_per_s": records / seconds}
+        _stop(processes)
+        return {"records": records, "seconds": seconds, "records_per_s": records / seconds,
+                "worker_cpu_seconds": cpu}
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        _stop(processes)
         postgres.drop_database(database)
         if not os.environ.get("BENCH_KEEP"):
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM the workers and wait for them."""
+    for process in processes:
+        if process.returncode is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     postgres = PostgresServer.start()
     chroma = ChromaServer(scratch / "chroma")
     chroma.start()
-    figures: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    figures: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
     loads = []
     try:
         for number in range(rounds):
@@ -162,10 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(["workers", "records/s (median)", "seconds per run"],
                          [[w, f"{rate[w]:.1f}", ", ".join(f"{run['seconds']:.1f}" for run in figures[w])] for w in (1, 2)]))
     print(f"2 workers / 1 worker: {ratio:.2f}x (goal 1.7x where the cores allow)")
+    cpu = {w: statistics.median(sum(run["worker_cpu_seconds"]) for run in figures[w]) for w in (1, 2)}
+    busiest = statistics.median(max(run["worker_cpu_seconds"]) for run in figures[2])
+    projected = cpu[1] / busiest
+    print(f"Workers' CPU time during the ingest (median): 1 worker {cpu[1]:.1f} s, 2 workers {cpu[2]:.1f} s together, the busier "
+          f"{busiest:.1f} s; with a free core per worker the ratio would be about {projected:.2f}x "
+          "(1 worker's CPU time / the busier worker's)")
     if args.json:
         write_json(args.json, {"lists": len(files), "rounds": rounds, "cpus": os.cpu_count(), "pinned": args.pin,
                                "load_average": loads, "runs": {str(w): figures[w] for w in figures},
-                               "records_per_s": {str(w): rate[w] for w in rate}, "ratio": ratio})
+                               "records_per_s": {str(w): rate[w] for w in rate}, "ratio": ratio,
+                               "worker_cpu_seconds": {str(w): cpu[w] for w in cpu},
+                               "projected_ratio_free_cores": projected})
     return 0
 
 

@@ -1,7 +1,7 @@
 """A worker process (``paperbot worker``): runs the queue's jobs until SIGTERM or Ctrl-C.
 
-It builds one ``Assistant`` (its own index, encoder and embedding cache) and hands it to every
-job through the job context; runs procrastinate's ``Worker`` with ``concurrency`` jobs at once
+It builds one ``Assistant`` (its own index, encoder and embedding cache; the encoder is loaded
+before the first job is taken) and hands it to every job through the job context; runs procrastinate's ``Worker`` with ``concurrency`` jobs at once
 (threads of this process: a job that encodes uses this process's cores), heartbeats every
 ``PAPERBOT_WORKER_HEARTBEAT_SECONDS``; and beside it ``schedule.scheduler_loop`` (the scheduled
 sync, stalled jobs retried). It names itself host:pid in ``job_workers`` for ``doctor``.
@@ -67,6 +67,7 @@ def run_worker(assistant: Assistant, *, concurrency: int = 1,
     settings = assistant.settings
     check_worker_settings(settings)
     open_database(settings)  # the schema, the queue's included, upgraded first if behind
+    _ = assistant.index.encoder  # loaded before the first job, which then encodes at full speed
     app = build_app(settings, pool_size=concurrency + 3)
     asyncio.run(_run(app, assistant, concurrency, on_start))
 
