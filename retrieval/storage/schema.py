@@ -207,3 +207,10 @@ job_workers = Table(
     Column("concurrency", Integer, nullable=False),
     Column("started_at", Text, nullable=False),
 )
+
+
+def described_here(name: str | None, kind: str, _parents: object = None) -> bool:
+    """Whether this module describes a database object (Alembic's ``include_name`` hook, for
+    comparing a database with ``metadata``): every table but the queue library's own
+    (``procrastinate_*``, revision 0005_job_queue on PostgreSQL)."""
+    return not (kind == "table" and (name or "").startswith("procrastinate_"))

@@ -16,7 +16,7 @@ from retrieval.config import Settings
 from retrieval.errors import StorageError
 from retrieval.storage import migrate
 from retrieval.storage.database import Database, database_url, open_database
-from retrieval.storage.schema import HEAD, metadata
+from retrieval.storage.schema import HEAD, described_here, metadata
 
 VERSIONS = Path(migrate.__file__).parent / "migrations" / "versions"
 
@@ -43,15 +43,9 @@ def test_the_migrated_schema_is_the_one_the_code_queries(settings: Settings) -> 
     database = open_database(settings)
     assert database.revision() == HEAD
     with database.reading() as connection:
-        context = MigrationContext.configure(connection, opts={"include_name": _ours})
+        context = MigrationContext.configure(connection, opts={"include_name": described_here})
         differences = compare_metadata(context, metadata)
     assert differences == []
-
-
-def _ours(name: str | None, kind: str, _parents: object) -> bool:
-    """Whether a table is paperbot's: the queue library's own (``procrastinate_*``, revision
-    0005_job_queue on PostgreSQL) are described by its schema, not by ``storage.schema``."""
-    return not (kind == "table" and (name or "").startswith("procrastinate_"))
 
 
 def test_two_processes_starting_together_migrate_once(settings: Settings) -> None:
