@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     job_queue: bool = Field(
         default=False,
         validation_alias=_env("PAPERBOT_JOB_QUEUE"),
-        description="Run the slow work (scheduled syncs, `ingest --jobs` and `sync --queue`) as jobs of "
+        description="Run the slow work (scheduled syncs, `ingest --jobs`, `sync --queue`, `doctor --repair --queue`) as jobs of "
                     "`paperbot worker` processes, on a queue in the PostgreSQL database (retrieval.jobs, "
                     "docs/workers.md). Needs PAPERBOT_DATABASE_URL; false = in-process, as always.",
     )

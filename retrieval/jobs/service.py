@@ -11,6 +11,7 @@ written; submitting again completes it without duplicating anything).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from procrastinate import App
 
     from retrieval.assistant import Assistant
+    from retrieval.index.maintenance import ConsistencyReport
 
 POLL_SECONDS = 0.25  # how often a submitter reads its jobs' state
 
@@ -90,15 +92,18 @@ class JobService:
             return SyncReport.model_validate(tasks.run_sync(self.assistant))
         return SyncReport.model_validate(self._one_job(SYNC_TASK, "sync", progress))
 
-    def repair(self, *, force: bool = False, progress: Callable[[JobProgress], None] | None = None) -> dict[str, Any]:
-        """The index repaired (``tasks.run_repair``): one job on the queue, else in this process;
-        the ``ConsistencyReport`` as JSON."""
-        from retrieval.jobs import tasks
+    def repair(self, *, force: bool = False, progress: Callable[[JobProgress], None] | None = None,
+               ) -> ConsistencyReport:
+        """The index re-indexed where it disagrees (``Assistant.repair``): one job on the queue
+        (never at the same time as a sync), else in this process."""
+        from retrieval.index.maintenance import ConsistencyReport
         from retrieval.jobs.app import REPAIR_TASK
 
         if not self.queued:
-            return tasks.run_repair(self.assistant, force=force)
-        return self._one_job(REPAIR_TASK, "repair", progress, force=force)
+            return self.assistant.repair(force=force)
+        result = self._one_job(REPAIR_TASK, "repair", progress, force=force)
+        names = {item.name for item in dataclasses.fields(ConsistencyReport)}
+        return ConsistencyReport(**{key: value for key, value in result.items() if key in names})
 
     def _one_job(self, task: str, label: str, progress: Callable[[JobProgress], None] | None,
                  **kwargs: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The job commands on the embedded default (no database URL, no queue): `ingest --jobs N` and
 `sync --queue` run in the process, with the same output as without the option; `doctor` adds
-nothing; `worker` refuses with what to set."""
+nothing (and `--queue` goes with `--repair` only); `worker` refuses with what to set."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def test_sync_queue_runs_here_without_a_queue(tmp_path: Path) -> None:
     assert run.code == 2 and "roster is empty" in run.stderr  # the same refusal as `paperbot sync`
     doctor = paperbot_here("doctor", "--json", "--no-model", data_dir=tmp_path / "data")
     assert doctor.code == 0 and "queue" not in json.loads(doctor.stdout)
+    wrong = paperbot_here("doctor", "--queue", data_dir=tmp_path / "data")
+    assert wrong.code == 2 and "--repair" in wrong.stderr
 
 
 def test_worker_without_a_queue_says_what_to_set(tmp_path: Path) -> None:

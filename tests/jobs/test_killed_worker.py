@@ -9,7 +9,9 @@ job stalled (3 missed heartbeats) and runs it again. Then:
 * the submitter reports success, and the dead worker's job shows a second attempt;
 * the records, provenance included, are exactly those of a single-process ``paperbot ingest``
   of the same files into a deployment of its own (no queue);
-* the record store, Chroma and the lexical index agree (``doctor``): nothing lost, nothing twice.
+* the record store, Chroma and the lexical index agree (``doctor``): nothing lost, nothing twice;
+  ``doctor`` lists the survivor alive (the killed worker stalled), and ``doctor --repair --queue``
+  has the survivor re-index as a job.
 """
 
 from __future__ import annotations
@@ -121,3 +123,12 @@ def test_a_worker_killed_mid_part_leaves_the_same_records_as_one_process(
     assert doctor["records"] == doctor["vectors"] == len(expected)
     assert doctor["missing_vectors"] == [] and doctor["orphan_vectors"] == [] and doctor["stale_vectors"] == []
     assert doctor["queue"]["failed"] == 0 and doctor["queue"]["waiting"] == 0
+    alive = [worker for worker in doctor["queue"]["workers"] if not worker["stalled"]]
+    assert [worker["name"].rsplit(":", 1)[1] for worker in alive] == [str(workers[survivor].pid)]
+
+    # a re-index as a job: the survivor runs it, the submitter prints its report
+    code, out, err = deployment.cli("doctor", "--repair", "--queue", "--json", "--no-model")
+    assert code == 0, err[-3000:]
+    repaired = json.loads(out)
+    assert repaired["repaired"] is True and repaired["records"] == len(expected)
+    assert "(paperbot.repair): repair done" in deployment.log(survivor)
