@@ -153,8 +153,8 @@ def _ingest_as_jobs(args: argparse.Namespace, ctx: CliContext) -> IngestReport:
     progress line per change (without a queue: the usual in-process ingest)."""
     from retrieval import JobService
 
-    if not 1 <= args.jobs <= 1000:
-        raise InputError(f"--jobs must be between 1 and 1000 (got {args.jobs}).")
+    if not 1 <= args.jobs <= 256:
+        raise InputError(f"--jobs must be between 1 and 256 (got {args.jobs}).")
     service = JobService(ctx.assistant)
     if not service.queued:
         with ctx.progress("Indexing", total=None) as update:

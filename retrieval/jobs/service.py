@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from retrieval.assistant import Assistant
     from retrieval.index.maintenance import ConsistencyReport
 
-POLL_SECONDS = 0.25  # how often a submitter reads its jobs' state
+POLL_SECONDS = 0.25  # how often a submitter reads the state of up to 8 jobs (more: proportionally less often)
 
 
 class JobService:
@@ -144,7 +144,7 @@ class JobService:
             last = now
             if state == "succeeded":
                 return
-            time.sleep(POLL_SECONDS)  # another process's progress: polled
+            time.sleep(POLL_SECONDS * max(1.0, len(job_ids) / 8))  # other processes' progress: polled, gently
 
     # --- the queue ------------------------------------------------------------------------------
 
