@@ -37,11 +37,12 @@ COMMAND_MODULES = (
     "bot.commands.collaborators",
     "bot.commands.serve",
     "bot.commands.db",
+    "bot.commands.worker",
 )
 
 QUIET_LIBRARIES = ("bm25s", "chromadb", "httpx", "sentence_transformers", "onnxruntime")
 # Commands that may run for long or write much keep the cyclic garbage collector (see main).
-COLLECTING_COMMANDS = frozenset({"serve", "ingest", "fetch", "sync", "demo", "doctor", "remove"})
+COLLECTING_COMMANDS = frozenset({"serve", "ingest", "fetch", "sync", "demo", "doctor", "remove", "worker"})
 
 log = logging.getLogger("paperbot")
 

@@ -5,7 +5,8 @@
     assistant = Assistant(load_settings())
     print(assistant.ask("Which papers generate unit tests?").answer)
 
-``__all__`` is the facade (``Assistant``), the settings, the errors and the result types the
+``__all__`` is the facade (``Assistant``), the job service that has its slow work done by
+``paperbot worker`` processes (``JobService``, ``retrieval.jobs``), the settings, the errors and the result types the
 doors render; every other module under ``retrieval`` is internal. Names resolve on first use
 (module ``__getattr__``): importing ``retrieval``, which every ``import retrieval.x`` does,
 loads nothing, so ``paperbot --help`` imports no third-party library
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         UnknownScholarError,
     )
     from retrieval.index.encoders.worker_process import start_encoding_process
+    from retrieval.jobs.service import JobService
     from retrieval.results import (
         AmbiguousScholarResult,
         AnswerEvent,
@@ -62,10 +64,12 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         FollowKind,
         IndexStats,
         IngestReport,
+        JobProgress,
         KeptAfterRemoval,
         ModelProbe,
         PendingAlerts,
         Progress,
+        QueueStatus,
         Readiness,
         RemovalReport,
         Scholar,
@@ -84,6 +88,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         Theme,
         ThemeYears,
         ValidationReport,
+        WorkerSeen,
     )
     from retrieval.sources.files.formats import FILE_FORMATS
 
@@ -102,11 +107,12 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.results": (
         "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
         "CoauthorLink", "CollaboratorsResult", "DroppedSentence", "ExpertCandidate", "FetchResult", "FileResult", "Final", "Follow",
-        "FollowAdded", "FollowAlert", "FollowKind", "IndexStats", "IngestReport", "KeptAfterRemoval", "ModelProbe", "PendingAlerts",
-        "Progress", "Readiness", "RemovalReport", "Scholar",
+        "FollowAdded", "FollowAlert", "FollowKind", "IndexStats", "IngestReport", "JobProgress", "KeptAfterRemoval", "ModelProbe", "PendingAlerts",
+        "Progress", "QueueStatus", "Readiness", "RemovalReport", "Scholar",
         "ScholarCandidate", "ScholarIdentity", "ScholarSummaryResult", "ScholarSync", "SearchFilters", "SearchHit",
-        "SearchResult", "SkippedItem", "SourceFailure", "SyncEvent", "SyncReport", "TextDelta", "Theme", "ThemeYears", "ValidationReport",
+        "SearchResult", "SkippedItem", "SourceFailure", "SyncEvent", "SyncReport", "TextDelta", "Theme", "ThemeYears", "ValidationReport", "WorkerSeen",
     ),
+    "retrieval.jobs.service": ("JobService",),
 }
 _HOME = {name: module for module, names in _SURFACE.items() for name in names}
 
@@ -142,6 +148,8 @@ __all__ = [
     "IndexUnavailableError",
     "IngestReport",
     "InputError",
+    "JobProgress",
+    "JobService",
     "KeptAfterRemoval",
     "LLMUnavailableError",
     "ModelProbe",
@@ -151,6 +159,7 @@ __all__ = [
     "PartlySavedError",
     "PendingAlerts",
     "Progress",
+    "QueueStatus",
     "Readiness",
     "RemovalReport",
     "RepairRefusedError",
@@ -174,6 +183,7 @@ __all__ = [
     "ThemeYears",
     "UnknownScholarError",
     "ValidationReport",
+    "WorkerSeen",
     "load_settings",
     "start_encoding_process",
 ]  # the names of _SURFACE, sorted (tests/test_public_surface.py)

@@ -87,6 +87,19 @@ class Settings(BaseSettings):
         description="Chroma collection name (3-512 chars of [a-zA-Z0-9._-]).",
     )
 
+    job_queue: bool = Field(
+        default=False,
+        validation_alias=_env("PAPERBOT_JOB_QUEUE"),
+        description="Run the slow work (scheduled syncs, `ingest --jobs`, `sync --queue`, `doctor --repair --queue`) as jobs of "
+                    "`paperbot worker` processes, on a queue in the PostgreSQL database (retrieval.jobs, "
+                    "docs/workers.md). Needs PAPERBOT_DATABASE_URL; false = in-process, as always.",
+    )
+    worker_heartbeat_seconds: float = Field(
+        default=10.0, gt=0, validation_alias=_env("PAPERBOT_WORKER_HEARTBEAT_SECONDS"),
+        description="How often a `paperbot worker` says it is alive; a worker silent for 3 heartbeats is "
+                    "taken for dead and its running jobs are retried by the others.",
+    )
+
     # --- embeddings ------------------------------------------------------------------------
     encoder: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
         default="auto",

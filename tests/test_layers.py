@@ -19,9 +19,10 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"sources", "storage", "index"}),
     frozenset({"ingest", "answers", "scholars", "alerts"}),
     frozenset({"assistant"}),
+    frozenset({"jobs"}),  # the job queue runs the facade's slow work in worker processes
 )
 PACKAGES = {"records", "results", "sources", "storage", "index", "ingest", "answers", "scholars", "alerts", "assistant",
-            "sample"}
+            "sample", "jobs"}
 MODULES = {"__init__", "config", "errors", "text", "offline", "gc_pause"}
 
 SIDEWAYS: dict[tuple[str, str], str] = {

@@ -1,7 +1,8 @@
 """The public surface ``retrieval.__all__`` (as httpx's tests/test_exported_members.py guards its own).
 
 The surface is the facade, the settings, every error and every result type (and the one
-function a door calls before importing the facade, ``start_encoding_process``); each name
+function a door calls before importing the facade, ``start_encoding_process``, and the job
+service that has the facade's slow work done by workers, ``JobService``); each name
 resolves to the object of the module it lives in, and importing ``retrieval`` stays free
 (the names load on first use).
 """
@@ -39,7 +40,7 @@ def _result_modules() -> list[ModuleType]:
 def test_every_error_and_result_type_is_exported() -> None:
     result_types = {name for module in _result_modules() for name in _defined_in(module)}
     assert {"AnswerResult", "IngestReport", "Scholar", "IndexStats", "SkippedItem"} <= result_types
-    expected = {"Assistant", "Settings", "load_settings", "start_encoding_process", "FILE_FORMATS", *_defined_in(errors),
+    expected = {"Assistant", "JobService", "Settings", "load_settings", "start_encoding_process", "FILE_FORMATS", *_defined_in(errors),
                 *result_types}
     aliases = {"AnswerEvent", "AnswerKind", "AnswerMode", "FollowKind"}  # type aliases of retrieval.results
     assert set(retrieval.__all__) == expected | aliases
@@ -58,7 +59,8 @@ def test_the_declared_homes_agree_with_all() -> None:
     homes = retrieval._SURFACE
     assert sorted(name for names in homes.values() for name in names) == sorted(retrieval.__all__)
     assert set(homes) == {"retrieval.assistant", "retrieval.config", "retrieval.errors", "retrieval.results",
-                          "retrieval.index.encoders.worker_process", "retrieval.sources.files.formats"}
+                          "retrieval.index.encoders.worker_process", "retrieval.sources.files.formats",
+                          "retrieval.jobs.service"}
 
 
 def test_each_name_is_the_object_of_its_module() -> None:

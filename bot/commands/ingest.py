@@ -22,7 +22,7 @@ from retrieval.errors import InputError
 if TYPE_CHECKING:
     from bot.context import CliContext
     from retrieval.config import Settings
-    from retrieval.results import FileResult, IngestReport
+    from retrieval.results import FileResult, IngestReport, JobProgress
 
 FETCH_SOURCES = ("arxiv", "openalex", "crossref")
 SKIPS_SHOWN = 20
@@ -48,6 +48,10 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument("--format", choices=FILE_FORMATS, metavar="FMT",
                         help="read every file as FMT (%(choices)s); default: detected per file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="with PAPERBOT_JOB_QUEUE: split the records into N jobs that `paperbot worker` "
+                             "processes write in parallel, and wait for them (docs/workers.md); "
+                             "without a queue the ingest runs here as usual")
     parser.set_defaults(handler=run, prepare=prepare)
 
 
@@ -60,7 +64,7 @@ def prepare(args: argparse.Namespace, settings: Settings) -> None:
     """Before the command's own imports: start the process that will encode the files' texts
     (``retrieval.start_encoding_process``), when they are large enough for it to pay and
     ``PAPERBOT_ENCODE_AHEAD`` allows it."""
-    if not settings.encode_ahead:
+    if not settings.encode_ahead or getattr(args, "jobs", None):  # the workers encode a queued ingest
         return
     size = 0
     for path in args.paths:
@@ -128,8 +132,11 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     directories = [str(p) for p in args.paths if p.is_dir()]
     if directories:
         raise InputError(f"{', '.join(directories)} is a directory.", hint="Pass the files inside it, e.g. dir/*.bib.")
-    with ctx.progress("Indexing", total=None) as update:
-        report = ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format)
+    if args.jobs is not None:
+        report = _ingest_as_jobs(args, ctx)
+    else:
+        with ctx.progress("Indexing", total=None) as update:
+            report = ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format)
     failure = nothing_read_error(report.files, args.format) if report.nothing_read else None
     if args.json:
         error = None if failure is None else {"message": failure.user_message, "hint": failure.hint}
@@ -139,3 +146,22 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if failure is not None:
         raise failure
     return 0
+
+
+def _ingest_as_jobs(args: argparse.Namespace, ctx: CliContext) -> IngestReport:
+    """``ingest --jobs N``: the files' records as N queued jobs, followed to their end with one
+    progress line per change (without a queue: the usual in-process ingest)."""
+    from retrieval import JobService
+
+    if not 1 <= args.jobs <= 256:
+        raise InputError(f"--jobs must be between 1 and 256 (got {args.jobs}).")
+    service = JobService(ctx.assistant)
+    if not service.queued:
+        with ctx.progress("Indexing", total=None) as update:
+            return ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format)
+
+    def show(progress: JobProgress) -> None:
+        parts = f": {progress.done}/{progress.total} parts written" if progress.total else ""
+        ctx.note(f"{progress.job}: {progress.state}{parts}" + (f" ({progress.message})" if progress.message else ""))
+
+    return service.ingest_files(list(args.paths), parts=args.jobs, fmt=args.format, progress=show)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.commands import Subcommands
@@ -12,6 +13,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
+    from retrieval.results import JobProgress, QueueStatus
 
 
 def register(subparsers: Subcommands) -> None:
@@ -32,6 +34,9 @@ def register(subparsers: Subcommands) -> None:
                              "(empty, or missing most of the indexed papers)")
     doctor.add_argument("--no-model", action="store_true",
                         help="do not measure the configured chat model (by default one short request)")
+    doctor.add_argument("--queue", action="store_true",
+                        help="with --repair and PAPERBOT_JOB_QUEUE: run the repair as a job of a `paperbot worker` "
+                             "and wait for it (docs/workers.md); without a queue, here as usual")
     doctor.add_argument("--json", action="store_true", help="print the check (and any repair) as one JSON object")
     doctor.set_defaults(handler=run_doctor)
 
@@ -62,17 +67,25 @@ def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
 def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.force and not args.repair:
         raise InputError("--force only applies with --repair.", hint="Run `paperbot doctor --repair --force`.")
-    if args.repair:
+    if args.queue and not args.repair:
+        raise InputError("--queue only applies with --repair.", hint="Run `paperbot doctor --repair --queue`.")
+    if args.repair and args.queue:
+        from retrieval import JobService
+
+        report = JobService(ctx.assistant).repair(force=args.force, progress=_job_lines(ctx))
+    elif args.repair:
         with ctx.progress("Repairing (re-embedding where needed)", total=None) as update:
             report = ctx.assistant.upkeep.repair(progress=update, force=args.force)  # under the data dir's writer lock
     else:
         report = ctx.assistant.upkeep.check_consistency()
     database = ctx.assistant.upkeep.database_status()
+    queue = _queue_status(ctx)
     # the model is measured by a check only (a repair is about the index); it never changes the exit status
     probe = None if (args.repair or args.no_model) else ctx.assistant.upkeep.probe_model()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok,
                       "database": {**dataclasses.asdict(database), "current": database.current},
+                      **({"queue": dataclasses.asdict(queue)} if queue is not None else {}),
                       **({"model": dataclasses.asdict(probe)} if probe is not None else {})})
     else:
         ctx.out(str(report))
@@ -80,6 +93,27 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.out(report.encoder_choice)
         ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
         ctx.out(database.describe())
+        if queue is not None:
+            ctx.out(queue.describe())
         if probe is not None:
             ctx.out(model_probe_text(probe, ctx.settings))
     return 0 if (args.repair or report.ok) else 3
+
+
+def _queue_status(ctx: CliContext) -> QueueStatus | None:
+    """The job queue's state (``JobService.status``) when one is configured; None without one,
+    so that `doctor` says and prints nothing new for an installation without a queue."""
+    if not ctx.settings.job_queue:
+        return None
+    from retrieval import JobService
+
+    return JobService(ctx.assistant).status()
+
+
+def _job_lines(ctx: CliContext) -> Callable[[JobProgress], None]:
+    """A job's progress as one line per change of state on stderr."""
+
+    def show(progress: JobProgress) -> None:
+        ctx.note(f"{progress.job}: {progress.state}" + (f" ({progress.message})" if progress.message else ""))
+
+    return show

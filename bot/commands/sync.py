@@ -11,7 +11,7 @@ from retrieval.errors import InputError, PaperbotError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.results import SyncEvent, SyncReport
+    from retrieval.results import JobProgress, SyncEvent, SyncReport
 
 NEW_SHOWN = 10
 
@@ -24,6 +24,9 @@ def register(subparsers: Subcommands) -> None:
         "Crossref, merge them with what is indexed, and report what is new.",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--queue", action="store_true",
+                        help="with PAPERBOT_JOB_QUEUE: run the sync as a job of a `paperbot worker` and wait for "
+                             "its report (one sync at a time in the deployment); without a queue, here as usual")
     parser.set_defaults(handler=run)
 
 
@@ -73,9 +76,12 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             "The roster is empty: there is nobody to sync.",
             hint='Add a scholar first: paperbot scholars add "Zhao Zhang" --orcid 0000-0002-1825-0097',
         )
-    with ctx.progress("Syncing scholars", total=len(scholars), unit="scholars") as update:
-        report = ctx.assistant.fetching.sync(progress=_progress(ctx, update))
-    if report.new_paper_ids:
+    if args.queue:
+        report = _sync_as_job(ctx)
+    else:
+        with ctx.progress("Syncing scholars", total=len(scholars), unit="scholars") as update:
+            report = ctx.assistant.fetching.sync(progress=_progress(ctx, update))
+    if report.new_paper_ids and not args.queue:  # a job queues them itself
         try:
             ctx.assistant.follows.note_new_papers(report.new_paper_ids)
         except PaperbotError as exc:
@@ -85,3 +91,13 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     else:
         print_report(report, ctx)
     return 0 if report.ok else 2
+
+
+def _sync_as_job(ctx: CliContext) -> SyncReport:
+    """``sync --queue``: one job, followed with a line per change of state (in-process without a queue)."""
+    from retrieval import JobService
+
+    def show(progress: JobProgress) -> None:
+        ctx.note(f"{progress.job}: {progress.state}" + (f" ({progress.message})" if progress.message else ""))
+
+    return JobService(ctx.assistant).sync(progress=show)

@@ -51,6 +51,7 @@ from bot.slack.queue import WorkQueue
 from bot.slack.replica import ReplicaLoop
 from bot.slack.socket_door import SocketDoor
 from bot.slack.store import SlackStore
+from retrieval import JobService
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
 from retrieval.storage.members import ClusterMembers, replica_id, this_member
@@ -250,7 +251,10 @@ def build_slack(
     app.error(_log_unhandled)
 
     alerts = FollowAlerts(deps, client)
-    sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours else None
+    # with a job queue the workers schedule the sync, once for the whole deployment (retrieval.jobs.schedule);
+    # PAPERBOT_JOB_QUEUE without PostgreSQL is refused here (ConfigError), not a sync silently never run
+    queued = settings.job_queue and JobService(assistant).queued
+    sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours and not queued else None
     scheduler = AlertScheduler(
         alerts, poll_seconds=alert_poll_seconds, sync_every_seconds=sync_every,
         run_sync=(lambda: assistant.fetching.sync().new_paper_ids) if sync_every else None,

@@ -21,6 +21,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,15 +100,9 @@ def _fold_equal_ids(papers: list[Paper], warnings: list[SkippedItem]) -> list[Pa
     return list(by_id.values())
 
 
-@older_objects_frozen()
-def ingest_papers(
-    index: PaperIndex,
-    papers: Iterable[Paper],
-    *,
-    progress: Progress | None = None,
-    batch_size: int = BATCH_SIZE,
-) -> IngestReport:
-    """Dedupe ``papers``, merge each with its indexed matches, and upsert in committed batches."""
+def prepare_papers(papers: Iterable[Paper]) -> tuple[list[Paper], IngestReport]:
+    """The first step of every ingest: ``papers`` deduped and folded by id (one item per paper),
+    and the report so far (duplicates merged, warnings). Touches no index."""
     incoming = list(papers)
     warnings: list[SkippedItem] = []
 
@@ -117,48 +112,77 @@ def ingest_papers(
                                     "ones and the latest of each source"))
 
     unique = _fold_equal_ids(dedupe(incoming, on_capped=capped), warnings)
-    report = IngestReport(merged_duplicates=len(incoming) - len(unique), warnings=warnings)
+    return unique, IngestReport(merged_duplicates=len(incoming) - len(unique), warnings=warnings)
+
+
+@older_objects_frozen()
+def ingest_papers(
+    index: PaperIndex,
+    papers: Iterable[Paper],
+    *,
+    progress: Progress | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> IngestReport:
+    """Dedupe ``papers``, merge each with its indexed matches, and upsert in committed batches."""
+    unique, report = prepare_papers(papers)
     if progress:
         progress(0, len(unique))
     with index.encoding_ahead(unique):
-        _upsert_batches(index, unique, report, progress, batch_size)
+        write_batches(index, unique, report, progress=progress, batch_size=batch_size)
     return report
 
 
-def _upsert_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestReport,
-                    progress: Progress | None, batch_size: int) -> None:
-    """Merge each batch with its indexed matches and upsert it (one committed write per batch)."""
+BatchGuard = Callable[[], AbstractContextManager[object]]
+
+
+def write_batches(index: PaperIndex, unique: Sequence[Paper], report: IngestReport, *,
+                  progress: Progress | None = None, batch_size: int = BATCH_SIZE,
+                  guard: BatchGuard | None = None) -> None:
+    """Merge each batch of ``unique`` (``prepare_papers``' items) with its indexed matches and
+    upsert it: one committed write per batch, its counts added to ``report``.
+
+    ``guard`` is entered around each batch's read-merge-write (the writer lock of a scaled-out
+    ingest, ``retrieval.jobs``: held per batch, so that other workers encode meanwhile); by
+    default the caller holds whatever lock it needs around the whole call. Every batch reads the
+    index as the previous writer left it, so the records merge as they would in one process."""
     total = len(unique)
     done = 0
     for start in range(0, total, batch_size):
         batch = unique[start : start + batch_size]
-        final: dict[str, Paper] = {}
-        replaces: dict[str, str] = {}
-        stale: list[str] = []
-        for paper, matches in zip(batch, index.find_matches_many(batch), strict=True):
-            merged, previous_ids = _merge_with_index(index, paper, matches, report.warnings)
-            if merged.id in final:  # two batch items matched the same indexed record
-                merged = merge_papers(final[merged.id], merged)
-            final[merged.id] = merged
-            old_ids = [old for old in previous_ids if old != merged.id]
-            if old_ids:
-                replaces[merged.id] = old_ids[0]
-                stale.extend(old_ids[1:])
-        try:
-            outcome = index.upsert(list(final.values()), replaces=replaces,
-                                   progress=_within_batch(progress, done, len(batch), total) if progress else None)
-            if stale:
-                index.delete(stale)
-        except StorageError as exc:  # a full disk after some committed batches: say what was saved
-            if not done or isinstance(exc, PartlySavedError):
-                raise
-            raise PartlySavedError(exc, saved=done, total=total) from exc
-        report.added.extend(outcome.added)
-        report.updated.extend(outcome.updated)
-        report.unchanged.extend(outcome.unchanged)
+        with guard() if guard is not None else nullcontext():
+            _write_batch(index, batch, report, progress, done, total)
         done += len(batch)
         if progress:
             progress(done, total)
+
+
+def _write_batch(index: PaperIndex, batch: Sequence[Paper], report: IngestReport,
+                 progress: Progress | None, done: int, total: int) -> None:
+    """Merge one batch with its indexed matches and upsert it (one committed write)."""
+    final: dict[str, Paper] = {}
+    replaces: dict[str, str] = {}
+    stale: list[str] = []
+    for paper, matches in zip(batch, index.find_matches_many(batch), strict=True):
+        merged, previous_ids = _merge_with_index(index, paper, matches, report.warnings)
+        if merged.id in final:  # two batch items matched the same indexed record
+            merged = merge_papers(final[merged.id], merged)
+        final[merged.id] = merged
+        old_ids = [old for old in previous_ids if old != merged.id]
+        if old_ids:
+            replaces[merged.id] = old_ids[0]
+            stale.extend(old_ids[1:])
+    try:
+        outcome = index.upsert(list(final.values()), replaces=replaces,
+                               progress=_within_batch(progress, done, len(batch), total) if progress else None)
+        if stale:
+            index.delete(stale)
+    except StorageError as exc:  # a full disk after some committed batches: say what was saved
+        if not done or isinstance(exc, PartlySavedError):
+            raise
+        raise PartlySavedError(exc, saved=done, total=total) from exc
+    report.added.extend(outcome.added)
+    report.updated.extend(outcome.updated)
+    report.unchanged.extend(outcome.unchanged)
 
 
 def _within_batch(progress: Progress, before: int, size: int, total: int) -> Progress:

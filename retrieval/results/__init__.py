@@ -8,7 +8,7 @@ One module per concern, every name re-exported here (import them from ``retrieva
 ``validation`` (what validation and parsing removed), ``answers`` (filters, hits, citations,
 answers and their stream events), ``scholars`` (summaries and collaborators), ``ingests``
 (ingests, removals, fetches and syncs), ``roster`` (scholars followed, follows, alerts) and
-``index_stats``; ``readiness`` (what ``/readyz`` reports). The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
+``index_stats``; ``jobs`` (the job queue's state); ``readiness`` (what ``/readyz`` reports). The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
 ``retrieval.config``, and nothing else of the core (``tests/test_architecture.py``).
 """
 
@@ -41,6 +41,11 @@ from retrieval.results.ingests import (
     SourceFailure,
     SyncEvent,
     SyncReport,
+)
+from retrieval.results.jobs import (
+    JobProgress,
+    QueueStatus,
+    WorkerSeen,
 )
 from retrieval.results.readiness import (
     Readiness,
@@ -94,10 +99,12 @@ __all__ = [
     "FollowKind",
     "IndexStats",
     "IngestReport",
+    "JobProgress",
     "KeptAfterRemoval",
     "ModelProbe",
     "PendingAlerts",
     "Progress",
+    "QueueStatus",
     "Readiness",
     "RemovalReport",
     "Scholar",
@@ -116,4 +123,5 @@ __all__ = [
     "Theme",
     "ThemeYears",
     "ValidationReport",
+    "WorkerSeen",
 ]

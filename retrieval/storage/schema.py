@@ -10,12 +10,17 @@ tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; 
 core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
 are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
 the database (``storage.legacy_records``); record ids sort bytewise on both backends (``ID``).
+The job tables (``job_parts``, ``job_results``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
+scaled-out ingest staged for its workers, what finished jobs report, the workers' names; on PostgreSQL revision
+0005_job_queue also creates the queue library's own tables (procrastinate's ``procrastinate_*``,
+through its public schema API), which this module does not describe.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     CheckConstraint,
     Column,
     Float,
@@ -28,7 +33,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0004_delivery_claims"  # the newest revision in storage/migrations/versions
+HEAD = "0005_job_queue"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -199,3 +204,40 @@ vector_moves = Table(
     Column("new_id", ID, nullable=False),
     Column("old_embedding_hash", Text, nullable=False),
 )
+
+
+# --- the job queue (retrieval/jobs/) -------------------------------------------------------------
+
+job_parts = Table(
+    "job_parts", metadata,  # one scaled-out ingest's records, staged for the workers part by part
+    Column("ingest_id", Text, primary_key=True),
+    Column("part", Integer, primary_key=True),
+    Column("parts", Integer, nullable=False),  # how many parts the ingest has
+    Column("records", Text, nullable=False),  # JSON lines: Paper.model_dump_json() of each record
+    Column("created_at", Text, nullable=False),
+    Column("done_at", Text),  # set by the job that wrote the part
+    Column("report", JSON),  # that job's counts: added, updated, unchanged
+)
+
+job_results = Table(
+    "job_results", metadata,  # what a finished job reports (a sync's SyncReport), for whoever waits on it
+    Column("job_id", BigInteger, primary_key=True),
+    Column("task", Text, nullable=False),
+    Column("result", JSON, nullable=False),
+    Column("finished_at", Text, nullable=False),
+)
+
+job_workers = Table(
+    "job_workers", metadata,  # who each registered queue worker is (the queue library knows only an id)
+    Column("worker_id", BigInteger, primary_key=True),
+    Column("name", Text, nullable=False),  # host:pid
+    Column("concurrency", Integer, nullable=False),
+    Column("started_at", Text, nullable=False),
+)
+
+
+def described_here(name: str | None, kind: str, _parents: object = None) -> bool:
+    """Whether this module describes a database object (Alembic's ``include_name`` hook, for
+    comparing a database with ``metadata``): every table but the queue library's own
+    (``procrastinate_*``, revision 0005_job_queue on PostgreSQL)."""
+    return not (kind == "table" and (name or "").startswith("procrastinate_"))

@@ -16,7 +16,7 @@ from retrieval.config import Settings
 from retrieval.errors import StorageError
 from retrieval.storage import migrate
 from retrieval.storage.database import Database, database_url, open_database
-from retrieval.storage.schema import HEAD, metadata
+from retrieval.storage.schema import HEAD, described_here, metadata
 
 VERSIONS = Path(migrate.__file__).parent / "migrations" / "versions"
 
@@ -43,7 +43,8 @@ def test_the_migrated_schema_is_the_one_the_code_queries(settings: Settings) -> 
     database = open_database(settings)
     assert database.revision() == HEAD
     with database.reading() as connection:
-        differences = compare_metadata(MigrationContext.configure(connection), metadata)
+        context = MigrationContext.configure(connection, opts={"include_name": described_here})
+        differences = compare_metadata(context, metadata)
     assert differences == []
 
 

@@ -441,14 +441,14 @@ def test_doctor_prints_the_choice(tmp_path):
                           settings=settings_in(tmp_path, "auto"),
                           out=lambda text="": out.write(text + "\n"),
                           out_json=lambda payload: out.write(json.dumps(payload) + "\n"))
-    assert run_doctor(Namespace(force=False, repair=False, json=False, no_model=True), ctx) == 0  # type: ignore[arg-type]
+    assert run_doctor(Namespace(force=False, repair=False, queue=False, json=False, no_model=True), ctx) == 0  # type: ignore[arg-type]
     assert out.getvalue().splitlines() == [
         "Index consistent: 2 records, 2 vectors.", line,
         f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {tmp_path / 'encoders'}",
         f"Database: SQLite {tmp_path / 'records.sqlite3'}, schema (not created yet), this paperbot's is {HEAD}: "
         "upgraded on next use, or now with `paperbot db upgrade`."]
     out.truncate(0), out.seek(0)
-    run_doctor(Namespace(force=False, repair=False, json=True, no_model=True), ctx)  # type: ignore[arg-type]
+    run_doctor(Namespace(force=False, repair=False, queue=False, json=True, no_model=True), ctx)  # type: ignore[arg-type]
     printed = json.loads(out.getvalue())
     assert printed["encoder_choice"] == line
     assert printed["database"] == {"backend": "sqlite", "where": str(tmp_path / "records.sqlite3"), "revision": None,
