@@ -113,7 +113,7 @@ class TermCounts:
     counts: np.ndarray  # uint16 (uint32 where a document repeats a term more often)
 
     @classmethod
-    def of(cls, recipe: str, vocab: Sequence[str], keys: Sequence[bytes], pairs: TermPairs) -> TermCounts:
+    def of(cls, recipe: str, vocab: Sequence[str], keys: Sequence[bytes] | np.ndarray, pairs: TermPairs) -> TermCounts:
         """The counts of a build's ``pairs`` (terms numbered as in ``vocab``), in their order."""
         counts = pairs.counts
         narrow = np.uint16 if len(counts) == 0 or int(counts.max()) <= np.iinfo(np.uint16).max else np.uint32
@@ -168,7 +168,7 @@ class TermCounts:
             and int(self.docs.min()) >= 0 and int(self.docs.max()) < len(self.keys) and int(self.counts.min()) > 0)
 
 
-def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[Sequence[str]]) -> tuple[list[str], TermPairs]:
+def reused_pairs(previous: TermCounts, sources: Sequence[int] | np.ndarray, fresh: Iterable[Sequence[str]]) -> tuple[list[str], TermPairs]:
     """The vocabulary and ``TermPairs`` of documents whose counts come from ``previous`` or are counted now.
 
     ``sources[d]`` is document ``d``'s position in ``previous`` (each at most once), or -1 for a

@@ -83,7 +83,7 @@ from retrieval.records.paper import Paper
 from retrieval.storage.database import RECORDS, Database, database_url, ensure_current
 from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.legacy_records import DERIVED_REFRESH_KEY, LEGACY_VERSION
-from retrieval.storage.record_changes import RecordChanges, clear_removals, read_changes, stamp_removals
+from retrieval.storage.record_changes import FEED_KEY, RecordChanges, clear_removals, read_changes, stamp_removals
 from retrieval.storage.record_rows import RecordText, author_name_rows, decode, paper_row, record_text, variant_keys
 from retrieval.storage.schema import HEAD, author_names, meta, papers, title_variants, vector_moves
 from retrieval.storage.sqlite import report_read_only
@@ -538,6 +538,10 @@ class RecordStore:
         """Counter bumped by every write; a derived index built at this generation is current."""
         value = self.get_meta("generation")
         return int(value) if value else 0
+
+    def feed(self) -> str | None:
+        """The id of this database's change feed; None for a store without one (``changes_since``)."""
+        return self.get_meta(FEED_KEY)
 
     def changes_since(self, generation: int, *, limit: int | None = None) -> RecordChanges | None:
         """What changed after ``generation``: the current text of each record stored since and the

@@ -74,7 +74,7 @@ def test_a_reader_too_far_behind_is_told_so(store: RecordStore) -> None:
 
 def test_the_feed_belongs_to_its_database(tmp_path: Path, postgres_databases: Callable[[], str]) -> None:
     """Two databases have two feeds: a position in one is not read against the other."""
-    feeds = set()
+    feeds: set[str] = set()
     for url in (None, postgres_databases()):
         with RecordStore.open(_settings(tmp_path / str(len(feeds)), url)) as opened:
             changes = opened.changes_since(0)
