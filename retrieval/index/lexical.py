@@ -404,8 +404,8 @@ class LexicalIndex:
         if snapshot is None or snapshot.feed is None or (snapshot.counts is None and len(snapshot) > 0):
             return None
         changes = self.store.changes_since(snapshot.generation, limit=follow_limit(len(snapshot)))
-        if changes is None or changes.feed != snapshot.feed:
-            return None
+        if changes is None or changes.feed != snapshot.feed or changes.generation < snapshot.generation:
+            return None  # the last: a store restored from a backup older than the snapshot
         followed = _followed(snapshot, changes)
         if followed is not snapshot:
             self._unsaved += len(changes)

@@ -150,6 +150,18 @@ def test_an_index_too_far_behind_the_feed_is_rebuilt(tmp_path, store, arxiv_pape
     assert index.current().ids == sorted(store.ids()) and len(builds) == 2  # two: rebuilt
 
 
+def test_an_index_ahead_of_its_store_is_rebuilt(tmp_path, store, arxiv_papers, builds):
+    """A store restored from an older backup: its generation went back, and the index does not
+    pretend to be current."""
+    index = LexicalIndex(tmp_path / "lexical", store)
+    store.put_many(arxiv_papers[:1])
+    assert len(index.current()) == len(arxiv_papers)
+    store.set_meta("generation", "0")  # as the backup had it
+    store.delete_many([arxiv_papers[0].id])  # generation 1, behind the index's 2
+    assert index.current().ids == sorted(store.ids()) and len(builds) == 2
+    assert LexicalIndex(tmp_path / "lexical", store).current().ids == sorted(store.ids())
+
+
 def test_an_index_of_another_database_is_rebuilt(tmp_path, store, arxiv_papers, builds):
     LexicalIndex(tmp_path / "lexical", store).current()
     with RecordStore(tmp_path / "other" / "records.sqlite3") as other:  # the data dir now names another database
