@@ -8,22 +8,36 @@ which the fusion adds as a small third signal.
 
 The index is derived from the record store and persisted under ``settings.lexical_dir``::
 
-    lexical/manifest.json         {"format", "tokenizer", "bm25", "generation", "digest", "build"}
+    lexical/manifest.json         {"format", "tokenizer", "bm25", "generation", "feed", "digest", "build",
+                                   "documents"}
     lexical/<build>/              bm25s arrays + docs.json (ids in index order, year, venue, authors)
                                   + counts.npz (each document's term counts)
 
 ``counts.npz`` in a build folder holds each document's term counts, keyed by a hash of its text,
-so that the next build tokenises only the records whose text changed (``term_counts``; a rebuild
-of 100,000 abstracts after a few changes: 4.2 s instead of 14.1 s, ``bench/bm25_rebuild.py``).
+so that the next build tokenises only the records whose text changed (``term_counts``).
 
-``manifest.digest`` is the store's digest of its (id, content_hash) set when the build was
-made. ``LexicalIndex.current()`` compares the store's write ``generation`` first (one cheap
-query per search); only when it moved does it compare digests, and it rebuilds when the
-digest differs, the files are missing or unreadable, or the tokenizer or the BM25 parameters
-changed (BM25 scores are computed at build time). Rebuilding is
-lazy (first search after a change), so a long ingest in many upsert batches pays for one
-rebuild; 10k records rebuild in about a second. A read-only data dir still works: the fresh
-index then just lives in memory (saving it is not even tried, ``config.unwritable_reason``).
+Following the store. ``LexicalIndex.current()`` compares the store's write ``generation`` first
+(one cheap query per search). When it moved, the index reads the store's change feed
+(``RecordStore.changes_since``: only the records changed or removed after the generation it
+holds) and applies it to the snapshot in memory (``_followed``): the documents of those records
+are taken out, the changed ones put back in id order, the term counts of every other document
+(kept in memory with the snapshot) reused, the changed texts tokenised, and the score matrix
+derived from the counts again. The result equals a build from the store at the new generation,
+bit for bit (tests/index/test_lexical_follow.py). Many replicas, each with its own data dir and
+index, follow one shared store so, none of them re-reading the records nobody changed.
+
+The build on disk is saved again after ``save_after`` followed changes (5% of the documents,
+at least 1,000), so a process that starts loads it (``manifest.generation``, ``manifest.feed``:
+the id of the store's feed, so that the generations of another database are never read as its
+own) and follows the feed from there. The index rebuilds from every record (reusing the term
+counts of texts it already counted) when it cannot follow: no snapshot or manifest of this feed,
+no term counts, more changes than ``follow_limit`` (half the documents, at least 1,000), or a
+store without a feed (a records file of the schema before the database, read as it is). Then
+``manifest.digest`` (the store's digest of its (id, content_hash) set when the build was made)
+decides as before: a build whose digest equals the store's is loaded, anything else (files
+missing or unreadable, another tokenizer or BM25 parameters) rebuilt. Rebuilding is lazy (first
+search after a change). A read-only data dir still works: the index then just lives in memory
+(saving it is not even tried, ``config.unwritable_reason``).
 
 Filters are applied as a ``weight_mask`` inside bm25s scoring (0 for excluded documents),
 never by cutting a ranked list afterwards.
@@ -51,10 +65,11 @@ from retrieval.gc_pause import older_objects_frozen
 from retrieval.index.bm25_library import bm25s
 from retrieval.index.bm25s_adapter import holding_scores, lucene_scoring, score_columns, vocabulary
 from retrieval.index.filters import ResolvedFilters
+from retrieval.index.lexical_follow import merged_sources, rearranged
 from retrieval.index.term_counts import TermCounts, TermPairs, document_key, pairs_of_tokens, reused_pairs
 from retrieval.records.names import author_key
 from retrieval.records.paper import Paper
-from retrieval.storage.records import RecordStore
+from retrieval.storage.records import RecordChanges, RecordStore, RecordText
 from retrieval.text import bm25_tokens, folded
 
 log = logging.getLogger(__name__)
@@ -65,6 +80,8 @@ TITLE_WEIGHT = 2  # the title is repeated this many times in the indexed text
 BM25_K1 = 0.9  # term-frequency saturation
 BM25_B = 0.4  # document-length normalisation
 _BM25_PARAMETERS = {"k1": BM25_K1, "b": BM25_B, "method": "lucene"}
+FOLLOW_FRACTION, FOLLOW_AT_LEAST = 0.5, 1000  # changed records read from the feed at most (``follow_limit``)
+SAVE_FRACTION, SAVE_AT_LEAST = 0.05, 1000  # changes followed before the build on disk is saved again (``save_after``)
 # How ``document_tokens`` makes a record's tokens, saved with its term counts: a change to any of
 # it must not let a build reuse counts of the old tokens (``term_counts``)
 _TOKEN_RECIPE = f"title x{TITLE_WEIGHT}, abstract, author names, venue; bm25_tokens v{TOKENIZER_VERSION}"
@@ -155,8 +172,8 @@ def _indexed(corpus: list[list[str]]) -> tuple[bm25s.BM25, TermPairs | None, lis
     return holding_scores(retriever, numbering, pairs), pairs, vocab
 
 
-def _retriever_and_counts(previous: TermCounts | None, sources: list[int], fresh: list[list[str]],
-                          keys: list[bytes]) -> tuple[bm25s.BM25, TermCounts | None]:
+def _retriever_and_counts(previous: TermCounts | None, sources: Sequence[int] | np.ndarray, fresh: list[list[str]],
+                          keys: Sequence[bytes] | np.ndarray) -> tuple[bm25s.BM25, TermCounts | None]:
     """The retriever of a build's documents and the counts to save with it.
 
     A document's counts are reused from ``previous`` where ``sources`` gives its position there,
@@ -192,9 +209,11 @@ class LexicalSnapshot:
     years: np.ndarray  # int32, -1 when unknown
     venues: list[str | None]
     authors: list[list[str]]
-    digest: str
+    digest: str | None  # the store's digest of the records it holds; None when it followed the change feed
     generation: int
     retriever: bm25s.BM25 | None  # None for an empty store
+    feed: str | None = None  # the store's change feed it can follow (``RecordStore.changes_since``)
+    counts: TermCounts | None = field(default=None, repr=False)  # its documents' term counts, by position
     _author_postings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _venue_postings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
@@ -328,13 +347,15 @@ class LexicalIndex:
         self.store = store
         self._lock = threading.Lock()
         self._snapshot: LexicalSnapshot | None = None
+        self._unsaved = 0  # changes followed since the build on disk was saved
 
     @property
     def manifest_path(self) -> Path:
         return self.directory / "manifest.json"
 
     def current(self) -> LexicalSnapshot:
-        """The snapshot matching the store now: cached, loaded from disk, or rebuilt."""
+        """The snapshot matching the store now: cached, followed from the change feed, loaded from
+        disk, or rebuilt."""
         generation = self.store.generation()
         snapshot = self._snapshot
         if snapshot is not None and snapshot.generation == generation:
@@ -343,6 +364,10 @@ class LexicalIndex:
             snapshot = self._snapshot
             if snapshot is not None and snapshot.generation == generation:
                 return snapshot
+            followed = self._follow(snapshot if snapshot is not None else self._load_to_follow(generation))
+            if followed is not None:
+                self._snapshot = followed
+                return followed
             digest = self.store.digest()
             if snapshot is not None and snapshot.digest == digest and self._on_disk_digest() == digest:
                 snapshot.generation = generation
@@ -352,8 +377,15 @@ class LexicalIndex:
             return self._snapshot
 
     def is_current(self) -> bool:
-        """True when the persisted index matches the store (no rebuild is done here)."""
-        return self._on_disk_digest() == self.store.digest() and self._build_dir() is not None
+        """True when the persisted index matches the store, or follows it from the change feed
+        without a rebuild (nothing is rebuilt here)."""
+        manifest = self._read_manifest()
+        if manifest is None or self._build_dir() is None:
+            return False
+        feed, saved = manifest.get("feed"), manifest.get("generation")
+        if feed is not None and feed == self.store.feed() and isinstance(saved, int) and saved <= self.store.generation():
+            return self.store.changes_since(saved, limit=follow_limit(int(manifest.get("documents") or 0))) is not None
+        return manifest.get("digest") == self.store.digest()
 
     def rebuild(self, *, from_scratch: bool = False) -> LexicalSnapshot:
         """Rebuild from the store now, whatever the manifest says.
@@ -364,6 +396,40 @@ class LexicalIndex:
             self._snapshot = self._build(self.store.digest(), self.store.generation(), reuse=not from_scratch)
             return self._snapshot
 
+    # --- following the store's change feed ---------------------------------------------------
+
+    def _follow(self, snapshot: LexicalSnapshot | None) -> LexicalSnapshot | None:
+        """``snapshot`` brought up to the store's generation from its change feed; None when it
+        cannot be (no snapshot or feed, another feed, no term counts, too far behind)."""
+        if snapshot is None or snapshot.feed is None or (snapshot.counts is None and len(snapshot) > 0):
+            return None
+        changes = self.store.changes_since(snapshot.generation, limit=follow_limit(len(snapshot)))
+        if changes is None or changes.feed != snapshot.feed or changes.generation < snapshot.generation:
+            return None  # the last: a store restored from a backup older than the snapshot
+        followed = _followed(snapshot, changes)
+        if followed is not snapshot:
+            self._unsaved += len(changes)
+            if self._unsaved > save_after(len(followed)):
+                self._save(followed, followed.counts)
+        return followed
+
+    def _load_to_follow(self, generation: int) -> LexicalSnapshot | None:
+        """The build on disk with its term counts when it was made from this store's feed at a
+        generation not after ``generation``; None otherwise (the digest decides then)."""
+        manifest = self._read_manifest()
+        path = self._build_dir()
+        saved = manifest.get("generation") if manifest else None
+        if (manifest is None or path is None or manifest.get("feed") is None or not isinstance(saved, int)
+                or saved > generation or manifest["feed"] != self.store.feed()):
+            return None
+        snapshot = self._read_build(path, digest=manifest.get("digest"), generation=saved)
+        if snapshot is None:
+            return None
+        snapshot.feed = manifest["feed"]
+        snapshot.counts = TermCounts.load(path, _TOKEN_RECIPE)
+        self._unsaved = 0
+        return snapshot
+
     # --- persistence -------------------------------------------------------------------------
 
     def _read_manifest(self) -> dict | None:
@@ -371,8 +437,8 @@ class LexicalIndex:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if (manifest.get("format") != FORMAT_VERSION or manifest.get("tokenizer") != TOKENIZER_VERSION
-                or manifest.get("bm25") != _BM25_PARAMETERS):
+        if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION
+                or manifest.get("tokenizer") != TOKENIZER_VERSION or manifest.get("bm25") != _BM25_PARAMETERS):
             return None
         return manifest
 
@@ -392,6 +458,16 @@ class LexicalIndex:
         path = self._build_dir()
         if not manifest or manifest.get("digest") != digest or path is None:
             return None
+        snapshot = self._read_build(path, digest=digest, generation=generation)
+        feed = self.store.feed() if snapshot is not None else None
+        if snapshot is not None and feed is not None:
+            # equal digests: it holds what the store held at ``generation`` (read first) or later
+            snapshot.feed = feed
+            snapshot.counts = TermCounts.load(path, _TOKEN_RECIPE)
+            self._unsaved = 0
+        return snapshot
+
+    def _read_build(self, path: Path, *, digest: str | None, generation: int) -> LexicalSnapshot | None:
         try:
             docs = json.loads((path / "docs.json").read_text(encoding="utf-8"))
             retriever = None
@@ -410,6 +486,7 @@ class LexicalIndex:
         """A build from the store's records: the term counts of a record whose text the last build
         counted are reused from it (``term_counts``; unless not ``reuse``), the others' texts are
         tokenised."""
+        feed = self.store.feed()
         previous = self._previous_counts() if reuse and lucene_scoring(bm25s.BM25(**_BM25_PARAMETERS)) else None
         known = previous.rows() if previous is not None else {}
         ids: list[str] = []
@@ -421,10 +498,10 @@ class LexicalIndex:
         fresh: list[list[str]] = []  # the tokens of the documents counted now, in order
         for record in self.store.iter_texts():  # not iter_papers: the Paper models cost more than the rest
             ids.append(record.id)
-            years.append(record.year if record.year is not None else -1)
-            venues.append(folded(record.venue) if record.venue else None)
-            authors.append([key for key in map(author_key, record.author_names) if key])
-            key = document_key(record.title, record.abstract, record.author_names, record.venue)
+            year, venue, names, key = _fields(record)
+            years.append(year)
+            venues.append(venue)
+            authors.append(names)
             keys.append(key)
             row = known.pop(key, -1)  # a text two records share is reused once, counted again for the other
             sources.append(row)
@@ -433,7 +510,7 @@ class LexicalIndex:
         retriever, counts = _retriever_and_counts(previous, sources, fresh, keys) if ids else (None, None)
         snapshot = LexicalSnapshot(
             ids=ids, years=np.asarray(years, dtype=np.int32), venues=venues, authors=authors,
-            digest=digest, generation=generation, retriever=retriever,
+            digest=digest, generation=generation, retriever=retriever, feed=feed, counts=counts,
         )
         self._save(snapshot, counts)
         return snapshot
@@ -452,7 +529,7 @@ class LexicalIndex:
         if reason is not None:
             log.debug("The lexical index stays in memory: %s cannot be written (%s).", self.directory, reason)
             return
-        build = f"build-{snapshot.digest[:12]}-{uuid.uuid4().hex[:8]}"
+        build = f"build-{snapshot.generation}-{uuid.uuid4().hex[:8]}"
         staging = self.directory / f"tmp-{build}"
         try:
             staging.mkdir(parents=True, exist_ok=False)
@@ -465,7 +542,7 @@ class LexicalIndex:
             (staging / "docs.json").write_text(json.dumps(docs, ensure_ascii=False), encoding="utf-8")
             os.replace(staging, self.directory / build)
             manifest = {"format": FORMAT_VERSION, "tokenizer": TOKENIZER_VERSION, "bm25": _BM25_PARAMETERS,
-                        "generation": snapshot.generation,
+                        "generation": snapshot.generation, "feed": snapshot.feed,
                         "digest": snapshot.digest, "build": build, "documents": len(snapshot.ids)}
             temporary = self.directory / f"manifest.{uuid.uuid4().hex[:8]}.tmp"
             temporary.write_text(json.dumps(manifest), encoding="utf-8")
@@ -474,9 +551,74 @@ class LexicalIndex:
             log.warning("Could not save the lexical index under %s (%s); keeping it in memory.", self.directory, exc)
             shutil.rmtree(staging, ignore_errors=True)
             return
+        self._unsaved = 0
         self._remove_old_builds(keep=build)
 
     def _remove_old_builds(self, keep: str) -> None:
         for path in self.directory.glob("build-*"):
             if path.name != keep and path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def follow_limit(documents: int) -> int:
+    """How many changed records an index of ``documents`` reads from the change feed at most;
+    beyond, it rebuilds (reading every record, reusing the term counts of unchanged texts)."""
+    return max(FOLLOW_AT_LEAST, int(documents * FOLLOW_FRACTION))
+
+
+def save_after(documents: int) -> int:
+    """How many followed changes an index of ``documents`` keeps in memory only before it saves
+    its build again (a process starting later reads the changes since the saved build)."""
+    return max(SAVE_AT_LEAST, int(documents * SAVE_FRACTION))
+
+
+def _fields(record: RecordText) -> tuple[int, str | None, list[str], bytes]:
+    """(year or -1, folded venue, author keys, ``document_key``) of one record: what a snapshot keeps of it."""
+    return (record.year if record.year is not None else -1, folded(record.venue) if record.venue else None,
+            [key for key in map(author_key, record.author_names) if key],
+            document_key(record.title, record.abstract, record.author_names, record.venue))
+
+
+@older_objects_frozen()
+def _followed(snapshot: LexicalSnapshot, changes: RecordChanges) -> LexicalSnapshot:
+    """``snapshot`` with ``changes`` applied, equal to a build from the store at ``changes.generation``.
+
+    The documents of changed and removed records are taken out and the changed ones put back in
+    id order (``lexical_follow``); the term counts of the unchanged documents, and of a changed
+    record whose text BM25 reads is the same, are reused as they are, the others' texts are
+    tokenised, and the score matrix is derived from the counts (``_retriever_and_counts``). The
+    snapshot itself when nothing it holds changed (its generation moves on).
+    """
+    records = changes.records
+    fields = [_fields(record) for record in records]
+    positions = [snapshot.position(record.id) for record in records]
+    if not changes.removed and all(
+            position is not None and snapshot.counts is not None and snapshot.counts.keys[position] == key
+            and (int(snapshot.years[position]), snapshot.venues[position], snapshot.authors[position]) == (year, venue, names)
+            for position, (year, venue, names, key) in zip(positions, fields, strict=True)):
+        snapshot.generation = changes.generation
+        return snapshot
+    gone = [position for paper_id in changes.removed if (position := snapshot.position(paper_id)) is not None]
+    gone += [position for position in positions if position is not None]
+    sources, added_at = merged_sources(snapshot.ids, gone, [record.id for record in records])
+    ids = rearranged(snapshot.ids, sources, [record.id for record in records])
+    venues = rearranged(snapshot.venues, sources, [venue for _, venue, _, _ in fields])
+    authors = rearranged(snapshot.authors, sources, [names for _, _, names, _ in fields])
+    years = np.empty(len(ids), dtype=np.int32)
+    kept = sources >= 0
+    years[kept] = snapshot.years[sources[kept]]
+    years[added_at] = [year for year, _, _, _ in fields]
+    counted = sources.copy()  # where each document's term counts come from
+    fresh: list[list[str]] = []
+    old_keys = snapshot.counts.keys if snapshot.counts is not None else np.zeros(0, dtype="S16")
+    keys = np.empty(len(ids), dtype=old_keys.dtype if len(old_keys) else "S16")
+    keys[kept] = old_keys[sources[kept]]
+    for record, position, at, (_, _, _, key) in zip(records, positions, added_at.tolist(), fields, strict=True):
+        keys[at] = key
+        if position is not None and old_keys[position] == key:
+            counted[at] = position  # the same text: its counts are still right
+        else:
+            fresh.append(document_tokens(record.title, record.abstract, record.author_names, record.venue))
+    retriever, counts = _retriever_and_counts(snapshot.counts, counted, fresh, keys) if ids else (None, None)
+    return LexicalSnapshot(ids=ids, years=years, venues=venues, authors=authors, digest=None,
+                           generation=changes.generation, retriever=retriever, feed=snapshot.feed, counts=counts)

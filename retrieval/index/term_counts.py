@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 COUNTS_FILE = "counts.npz"
 COUNTS_FORMAT = 1  # of the file's arrays; another value is not read
 _KEY_BYTES = 16
+_BLOCK = 1 << 16  # (term, document) entries scored at once by ``score_matrix``
 
 # What bm25s' ``tfc`` and ``idf * tfc`` compute in: its float64 scalar (the document's length
 # factor) against float32 arrays (term counts, idf) gives float64 under NumPy 2's promotion,
@@ -85,9 +86,12 @@ def score_matrix(pairs: TermPairs, terms: int, k1: float, b: float) -> dict:
     np.cumsum(doc_freqs, out=indptr[1:])
     idf = idf_array(doc_freqs, documents)
     length_factor = k1 * ((1 - b) + b * pairs.lengths / pairs.lengths.mean())  # per document, float64
-    tf = pairs.counts.astype(np.float32).astype(SCORE_DTYPE)
-    tfc = tf / (length_factor[pairs.docs].astype(SCORE_DTYPE) + tf)
-    data = (idf[pairs.terms].astype(SCORE_DTYPE) * tfc).astype(np.float32)
+    data = np.empty(len(pairs.counts), dtype=np.float32)
+    for start in range(0, len(data), _BLOCK):  # in blocks: the float64 temporaries stay small (and in cache)
+        block = slice(start, start + _BLOCK)
+        tf = pairs.counts[block].astype(np.float32).astype(SCORE_DTYPE)
+        tfc = tf / (length_factor[pairs.docs[block]].astype(SCORE_DTYPE) + tf)
+        data[block] = idf[pairs.terms[block]].astype(SCORE_DTYPE) * tfc  # cast to float32 on assignment, as astype
     return {"data": data, "indices": pairs.docs.astype(np.int32), "indptr": indptr, "num_docs": documents}
 
 
@@ -113,7 +117,7 @@ class TermCounts:
     counts: np.ndarray  # uint16 (uint32 where a document repeats a term more often)
 
     @classmethod
-    def of(cls, recipe: str, vocab: Sequence[str], keys: Sequence[bytes], pairs: TermPairs) -> TermCounts:
+    def of(cls, recipe: str, vocab: Sequence[str], keys: Sequence[bytes] | np.ndarray, pairs: TermPairs) -> TermCounts:
         """The counts of a build's ``pairs`` (terms numbered as in ``vocab``), in their order."""
         counts = pairs.counts
         narrow = np.uint16 if len(counts) == 0 or int(counts.max()) <= np.iinfo(np.uint16).max else np.uint32
@@ -168,7 +172,7 @@ class TermCounts:
             and int(self.docs.min()) >= 0 and int(self.docs.max()) < len(self.keys) and int(self.counts.min()) > 0)
 
 
-def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[Sequence[str]]) -> tuple[list[str], TermPairs]:
+def reused_pairs(previous: TermCounts, sources: Sequence[int] | np.ndarray, fresh: Iterable[Sequence[str]]) -> tuple[list[str], TermPairs]:
     """The vocabulary and ``TermPairs`` of documents whose counts come from ``previous`` or are counted now.
 
     ``sources[d]`` is document ``d``'s position in ``previous`` (each at most once), or -1 for a
@@ -204,15 +208,39 @@ def reused_pairs(previous: TermCounts, sources: Sequence[int], fresh: Iterable[S
     new_docs = fresh_docs[counted.docs] if counted is not None else np.zeros(0, dtype=np.int64)
     new_counts = counted.counts if counted is not None else np.zeros(0, dtype=np.int64)
 
-    terms = np.concatenate([old_terms, new_terms.astype(np.int32)])
-    docs = np.concatenate([old_docs, new_docs.astype(np.int32)])
-    counts = np.concatenate([old_counts.astype(np.uint32), new_counts.astype(np.uint32)])
+    held = (np.bincount(old_terms, minlength=len(vocab)) + np.bincount(new_terms, minlength=len(vocab))) > 0
+    renumbered = (np.cumsum(held) - 1).astype(np.int32)  # terms no document holds any more are dropped
+    old_run = (renumbered[old_terms], old_docs, old_counts.astype(np.uint32))
+    new_run = (renumbered[new_terms], new_docs.astype(np.int32), new_counts.astype(np.uint32))
     del old_terms, old_docs, old_counts
-    held = np.bincount(terms, minlength=len(vocab)) > 0
-    terms = (np.cumsum(held) - 1).astype(np.int32)[terms]  # terms no document holds any more are dropped
-    # the reused entries are still in order (terms and documents kept their relative order), the
-    # counted ones too: a stable sort merges the two runs
-    order = np.argsort(terms.astype(np.int64) * documents + docs, kind="stable")
+    if len(reused) < 2 or bool(np.all(rows[reused][1:] > rows[reused][:-1])):
+        # the reused documents kept their order (a follower's, or a rebuild of the same ids): the
+        # reused entries are still sorted by term then document, the counted ones too
+        terms, docs, counts = _merged(old_run, new_run, documents)
+    else:
+        terms, docs, counts = (np.concatenate([old, new]) for old, new in zip(old_run, new_run, strict=True))
+        order = np.argsort(terms.astype(np.int64) * documents + docs, kind="stable")
+        terms, docs, counts = terms[order], docs[order], counts[order]
     lengths = np.bincount(docs, weights=counts, minlength=documents).astype(np.int64)
     kept_vocab = [token for token, keep in zip(vocab, held.tolist(), strict=True) if keep]
-    return kept_vocab, TermPairs(terms[order], docs[order], counts[order], lengths)
+    return kept_vocab, TermPairs(terms, docs, counts, lengths)
+
+
+def _merged(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...], documents: int) -> tuple[np.ndarray, ...]:
+    """Two runs of (terms, docs, counts), each sorted by term then document, as one sorted run: the
+    new entries inserted where a sort would put them (one binary search each, no sort)."""
+    keys = old[0].astype(np.int64)
+    keys *= documents
+    keys += old[1]
+    at = np.searchsorted(keys, new[0].astype(np.int64) * documents + new[1]) + np.arange(len(new[0]))
+    del keys
+    size = len(old[0]) + len(new[0])
+    from_old = np.ones(size, dtype=bool)
+    from_old[at] = False
+    merged = []
+    for old_values, new_values in zip(old, new, strict=True):
+        values = np.empty(size, dtype=old_values.dtype)
+        values[from_old] = old_values
+        values[at] = new_values
+        merged.append(values)
+    return tuple(merged)

@@ -24,7 +24,9 @@ changed leave their vector moves for ``PaperIndex`` to finish (``vector_moves``,
 Every write is one transaction under the record store's writer lock (SQLite's ``BEGIN
 IMMEDIATE``; PostgreSQL's ``pg_advisory_xact_lock(RECORDS)``): a failure rolls back and leaves
 the previous data intact. Each write also bumps a ``generation`` counter in the ``meta`` table,
-so derived indexes notice changes made by another process with one cheap query. Driver failures
+so derived indexes notice changes made by another process with one cheap query, and stamps what
+it changed with the new value: ``changes_since`` lists the records changed after a generation
+(the change feed, ``storage.record_changes``). Driver failures
 become paperbot's typed errors naming the record store (``storage.driver_errors``): a full disk
 ``DiskFullError``, and the error a caller sees is always the one that happened.
 
@@ -81,11 +83,12 @@ from retrieval.records.paper import Paper
 from retrieval.storage.database import RECORDS, Database, database_url, ensure_current
 from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.legacy_records import DERIVED_REFRESH_KEY, LEGACY_VERSION
+from retrieval.storage.record_changes import FEED_KEY, RecordChanges, clear_removals, read_changes, stamp_removals
 from retrieval.storage.record_rows import RecordText, author_name_rows, decode, paper_row, record_text, variant_keys
 from retrieval.storage.schema import HEAD, author_names, meta, papers, title_variants, vector_moves
 from retrieval.storage.sqlite import report_read_only
 
-__all__ = ["DERIVED_REFRESH_KEY", "MAX_TITLE_CANDIDATES", "REOPEN_EVERY", "RecordStore", "RecordText"]
+__all__ = ["DERIVED_REFRESH_KEY", "MAX_TITLE_CANDIDATES", "REOPEN_EVERY", "RecordChanges", "RecordStore", "RecordText"]
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +107,9 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str) -> None:
-    """Insert or replace records with their lookup columns and side-table rows.
+def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, generation: int) -> None:
+    """Insert or replace records with their lookup columns and side-table rows, stamped with the
+    write's ``generation`` (``record_changes``).
 
     A record listed twice is stored once, as its last version. The rows of the ids already
     stored are deleted first (their side rows with them: ``ON DELETE CASCADE``), then each table
@@ -118,7 +122,11 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str) -> Non
         return
     for chunk in _chunks(list(latest)):
         connection.execute(delete(papers).where(papers.c.id.in_(chunk)))
-    _insert_many(connection, papers, [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()])
+    clear_removals(connection, list(latest))
+    rows = [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()]
+    for row in rows:
+        row["change_seq"] = generation
+    _insert_many(connection, papers, rows)
     variants = [{"paper_id": paper_id, "key": key}
                 for paper_id, paper in latest.items() for key in variant_keys(paper.title)]
     if variants:
@@ -177,11 +185,18 @@ def _set_meta(connection: Connection, key: str, value: str) -> None:
         connection.execute(insert(meta).values(key=key, value=value))
 
 
-def _bump_generation(connection: Connection) -> None:
+def _bump_generation(connection: Connection) -> int:
+    """Add one to the store's generation; returns the new value (the write's change sequence).
+
+    Called under the record store's writer lock, which orders the generations as the commits
+    (``record_changes``)."""
     bumped = connection.execute(update(meta).where(meta.c.key == "generation")
-                                .values(value=cast(cast(meta.c.value, Integer) + 1, Text))).rowcount
-    if not bumped:
+                                .values(value=cast(cast(meta.c.value, Integer) + 1, Text))
+                                .returning(meta.c.value)).scalar()
+    if bumped is None:
         connection.execute(insert(meta).values(key="generation", value="1"))
+        return 1
+    return int(bumped)
 
 
 _STRONG = ("id", "fingerprint", "doi", "arxiv_id", "openalex_id")  # the strong matches of ``find_matches``
@@ -524,6 +539,23 @@ class RecordStore:
         value = self.get_meta("generation")
         return int(value) if value else 0
 
+    def feed(self) -> str | None:
+        """The id of this database's change feed; None for a store without one (``changes_since``)."""
+        return self.get_meta(FEED_KEY)
+
+    def changes_since(self, generation: int, *, limit: int | None = None) -> RecordChanges | None:
+        """What changed after ``generation``: the current text of each record stored since and the
+        ids removed since, with the generation read up to, in one snapshot (``record_changes``).
+
+        None when this store has no change feed (a records file of the schema before the
+        database, read as it is) or when more than ``limit`` records changed; a derived index then
+        reads every record (``iter_texts``)."""
+        database = self._current(now=False)
+        if (self._read_only is not None or self._unwritable is not None) and self._schema(database)[0] != HEAD:
+            return None  # only a store opened as it is can be of the schema before the database
+        with database.reading(f"read the record store {self.where}") as connection:
+            return read_changes(connection, generation, limit=limit)
+
     def digest(self) -> str:
         """Hash of the (id, content_hash) set: equal digests mean equal contents."""
         digest = hashlib.sha256()
@@ -593,14 +625,16 @@ class RecordStore:
         """
         if not put and not delete:
             return 0
-        deleted = 0
         stamp = self._clock().isoformat(timespec="seconds")
         with self._writing() as connection:
+            generation = _bump_generation(connection)
+            removed: list[str] = []
             for chunk in _chunks(list(dict.fromkeys(delete))):
-                deleted += connection.execute(papers.delete().where(papers.c.id.in_(chunk))).rowcount
-            _put_many(connection, put, stamp)
-            _bump_generation(connection)
-        return deleted
+                removed += connection.execute(papers.delete().where(papers.c.id.in_(chunk))
+                                              .returning(papers.c.id)).scalars().all()
+            stamp_removals(connection, removed, generation)  # those put again below are cleared there
+            _put_many(connection, put, stamp, generation)
+        return len(removed)
 
     def put_many(self, papers: Sequence[Paper]) -> None:
         """Insert or replace records by id, all or nothing."""

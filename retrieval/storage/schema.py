@@ -9,7 +9,8 @@ Times are ISO-8601 text (as the stores always wrote them); lists and maps are JS
 tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; nothing in the
 core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
 are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
-the database (``storage.legacy_records``); record ids sort bytewise on both backends (``ID``).
+the database (``storage.legacy_records``) plus its change feed (``papers.change_seq``,
+``record_removals``: revision ``0006_record_changes``); record ids sort bytewise on both backends (``ID``).
 The job tables (``job_parts``, ``job_results``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
 scaled-out ingest staged for its workers, what finished jobs report, the workers' names; on PostgreSQL revision
 0005_job_queue also creates the queue library's own tables (procrastinate's ``procrastinate_*``,
@@ -33,7 +34,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0005_job_queue"  # the newest revision in storage/migrations/versions
+HEAD = "0006_record_changes"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -165,6 +166,8 @@ papers = Table(
     Column("embedding_hash", Text, nullable=False),
     Column("updated_at", Text, nullable=False),
     Column("record", Text, nullable=False),  # Paper.model_dump_json()
+    # the generation of the write that stored it (revision 0006_record_changes): the change feed
+    Column("change_seq", BigInteger),
     # partial: only the rows where the id is set (WHERE ... IS NOT NULL, revision 0003_records;
     # not repeated here, where a dialect's keyword would import that dialect)
     Index("papers_doi", "doi"),
@@ -173,6 +176,14 @@ papers = Table(
     Index("papers_fingerprint", "fingerprint"),
     Index("papers_title_key", "title_key"),
     Index("papers_year", "year"),
+    Index("papers_change_seq", "change_seq"),
+)
+
+record_removals = Table(
+    "record_removals", metadata,  # ids removed (and not stored again since), with the removing generation
+    Column("paper_id", ID, primary_key=True),
+    Column("change_seq", BigInteger, nullable=False),
+    Index("record_removals_change_seq", "change_seq"),
 )
 
 title_variants = Table(

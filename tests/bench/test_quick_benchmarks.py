@@ -111,6 +111,15 @@ def _rows(output: str) -> list[list[str]]:
             for line in output.splitlines() if line.startswith("|")]
 
 
+def test_lexical_follow_quick_times_both_replicas_with_the_same_answers(bench_out):
+    """5,000 synthetic records, writes of 100: the cold start and the catch-up tables, both replicas agreeing."""
+    output = run_bench("lexical_follow.py", bench_out)
+    cold, catch_up = [row for row in _rows(output) if row[0] == "5,000"]  # one row in each table
+    assert re.fullmatch(r"\d+\.\d\d s \(\d+\.\dx faster\)", cold[3]), cold
+    assert re.fullmatch(r"\d+\.\dx", catch_up[4]) and float(catch_up[2].split()[0]) > 0, catch_up
+    assert "Same results for 4 queries from both replicas after every write: yes." in output
+
+
 def test_bm25_rebuild_quick_reuses_counts_faster_with_the_same_answers(bench_out):
     """5,000 records, two rounds of small changes: both rebuilds timed, the ratio printed, the answers equal."""
     output = run_bench("bm25_rebuild.py", bench_out, "--changed", "10")

@@ -121,18 +121,57 @@ def test_index_is_persisted_and_reused_without_rebuilding(tmp_path, store, build
     assert second.search("dipole", 3) == first.search("dipole", 3)
 
 
-def test_index_is_rebuilt_when_the_store_changes(tmp_path, store, arxiv_papers, builds):
+def test_index_follows_the_store_without_rebuilding(tmp_path, store, arxiv_papers, builds):
     index = LexicalIndex(tmp_path / "lexical", store)
     assert index.current().search("charmed baryons", 1)
-    store.put_many(arxiv_papers[:3])  # same content, new generation: digest unchanged, no rebuild
-    index.current()
-    assert len(builds) == 1
+    store.put_many(arxiv_papers[:3])  # same content, new generation: nothing to change
+    same = index.current()
+    assert len(builds) == 1 and same.generation == store.generation()
     gone = by_arxiv(arxiv_papers, "0704.0016")
     store.delete_many([gone.id])
+    assert index.is_current()  # the build on disk catches up from the change feed: no rebuild is needed
+    followed = index.current()
+    assert len(builds) == 1 and gone.id not in followed.ids and len(followed) == len(arxiv_papers) - 1
+    assert gone.id not in [item for item, _ in followed.search("charmed baryons lifetime", 5)]
+    other = LexicalIndex(tmp_path / "lexical", store).current()  # another process: the saved build, followed
+    assert len(builds) == 1 and other.ids == followed.ids
+    assert other.search("charmed baryons lifetime", 5) == followed.search("charmed baryons lifetime", 5)
+
+
+def test_an_index_too_far_behind_the_feed_is_rebuilt(tmp_path, store, arxiv_papers, builds, monkeypatch):
+    index = LexicalIndex(tmp_path / "lexical", store)
+    index.current()
+    monkeypatch.setattr(lexical, "FOLLOW_AT_LEAST", 1)
+    monkeypatch.setattr(lexical, "FOLLOW_FRACTION", 0.0)
+    store.delete_many([arxiv_papers[0].id])
+    assert index.current().ids == sorted(store.ids()) and len(builds) == 1  # one change: followed
+    store.delete_many([arxiv_papers[1].id, arxiv_papers[2].id])
     assert not index.is_current()
-    results = index.current().search("charmed baryons lifetime", 5)
-    assert len(builds) == 2 and gone.id not in [item for item, _ in results]
-    assert index.is_current()
+    assert index.current().ids == sorted(store.ids()) and len(builds) == 2  # two: rebuilt
+
+
+def test_an_index_ahead_of_its_store_is_rebuilt(tmp_path, store, arxiv_papers, builds):
+    """A store restored from an older backup: its generation went back, and the index does not
+    pretend to be current."""
+    index = LexicalIndex(tmp_path / "lexical", store)
+    store.put_many(arxiv_papers[:1])
+    assert len(index.current()) == len(arxiv_papers)
+    store.set_meta("generation", "0")  # as the backup had it
+    store.delete_many([arxiv_papers[0].id])  # generation 1, behind the index's 2
+    assert index.current().ids == sorted(store.ids()) and len(builds) == 2
+    assert LexicalIndex(tmp_path / "lexical", store).current().ids == sorted(store.ids())
+
+
+def test_an_index_of_another_database_is_rebuilt(tmp_path, store, arxiv_papers, builds):
+    LexicalIndex(tmp_path / "lexical", store).current()
+    with RecordStore(tmp_path / "other" / "records.sqlite3") as other:  # the data dir now names another database
+        other.put_many(arxiv_papers[:5])
+        for _ in range(store.generation()):  # at the same generation: only the feed tells them apart
+            other.put_many(arxiv_papers[:1])
+        assert other.generation() >= store.generation() and other.feed() != store.feed()
+        index = LexicalIndex(tmp_path / "lexical", other)
+        assert not index.is_current()
+        assert index.current().ids == sorted(other.ids()) and len(builds) == 2
 
 
 def test_index_is_rebuilt_when_files_are_missing_or_damaged(tmp_path, store, builds):

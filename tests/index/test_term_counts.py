@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from retrieval.index import lexical
 from retrieval.index.lexical import LexicalIndex, LexicalSnapshot
@@ -157,7 +159,7 @@ def test_counts_that_cannot_be_trusted_are_ignored(index: LexicalIndex, store: R
     store.put_many([Paper(title="One more paper on graph neural networks", doi="10.9999/one")])
     tokenised = Tokenised(monkeypatch)
     with caplog.at_level(logging.INFO):
-        rebuilt = index.current()
+        rebuilt = LexicalIndex(index.directory, store).current()  # as a new process finds it (``index`` follows from memory)
     assert len(tokenised.titles) == len(rebuilt.ids)  # everything tokenised: nothing trusted
     _assert_same_index(rebuilt, _from_scratch(index))
 
@@ -182,7 +184,7 @@ def test_counts_of_another_token_recipe_are_never_read(index: LexicalIndex, stor
     assert TermCounts.load(build, lexical._TOKEN_RECIPE) is None
     store.put_many([Paper(title="One more paper on graph neural networks", doi="10.9999/recipe")])
     tokenised = Tokenised(monkeypatch)
-    rebuilt = index.current()
+    rebuilt = LexicalIndex(index.directory, store).current()  # as a new process finds it (``index`` follows from memory)
     assert len(tokenised.titles) == len(rebuilt.ids)
 
 
@@ -247,3 +249,39 @@ def test_a_rebuild_from_scratch_tokenises_everything_as_a_repair_asks(index: Lex
     rebuilt = index.rebuild(from_scratch=True)
     assert len(tokenised.titles) == len(rebuilt.ids)
     assert TermCounts.load(index._build_dir(), lexical._TOKEN_RECIPE) is not None  # type: ignore[arg-type]  # saved for next time
+
+
+@given(old_docs=st.lists(st.lists(st.sampled_from("abcdefg"), max_size=6), min_size=1, max_size=8),
+       picks=st.lists(st.integers(0, 7), max_size=8, unique=True),
+       fresh=st.lists(st.lists(st.sampled_from("defghij"), max_size=6), max_size=4), monotone=st.booleans(),
+       data=st.data())
+def test_reused_pairs_equal_the_pairs_of_the_documents_tokens(old_docs: list[list[str]], picks: list[int],
+                                                               fresh: list[list[str]], monotone: bool,
+                                                               data: st.DataObject) -> None:
+    """Whatever documents are reused, in their order (merged without a sort) or not (sorted), and
+    wherever the counted ones go: the pairs of the tokens, up to the numbering of the terms."""
+    reused = [pick for pick in picks if pick < len(old_docs)]
+    if monotone:
+        reused.sort()
+    sources = reused + [-1] * len(fresh)
+    order = data.draw(st.permutations(range(len(sources))))
+    sources = [sources[n] for n in order] if not monotone else _interleaved(reused, len(fresh), order)
+    vocab = sorted({token for doc in old_docs for token in doc})
+    previous = TermCounts.of("r", vocab, [bytes([n]) * 16 for n in range(len(old_docs))],
+                             pairs_of_tokens(old_docs, {token: i for i, token in enumerate(vocab)}))
+    got_vocab, got = reused_pairs(previous, sources, fresh)
+    given_fresh = iter(fresh)
+    documents = [old_docs[source] if source >= 0 else next(given_fresh) for source in sources]
+    assert set(got_vocab) == {token for doc in documents for token in doc}
+    want = pairs_of_tokens(documents, {token: i for i, token in enumerate(got_vocab)})
+    for name in ("terms", "docs", "counts", "lengths"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
+
+
+def _interleaved(reused: list[int], fresh: int, order: list[int]) -> list[int]:
+    """``reused`` in its order with ``fresh`` -1s put among them where ``order`` says."""
+    slots = sorted(order[: len(reused)])
+    sources = [-1] * (len(reused) + fresh)
+    for slot, source in zip(slots, reused, strict=True):
+        sources[slot] = source
+    return sources

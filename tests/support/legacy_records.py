@@ -52,6 +52,11 @@ def as_legacy_store(path: Path, version: int = LEGACY_VERSION) -> None:
         for table in tables:
             if table not in RECORD_TABLES and not table.startswith("sqlite_"):
                 conn.execute(f'DROP TABLE "{table}"')
+        # the change feed came with the database (revision 0006_record_changes)
+        if any(row[1] == "change_seq" for row in conn.execute("PRAGMA table_info(papers)")):
+            conn.execute("DROP INDEX IF EXISTS papers_change_seq")
+            conn.execute("ALTER TABLE papers DROP COLUMN change_seq")
+        conn.execute("DELETE FROM meta WHERE key = 'change_feed'")
         conn.execute(f"PRAGMA user_version = {int(version)}")
     finally:
         conn.close()
