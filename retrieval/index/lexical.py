@@ -27,7 +27,7 @@ bit for bit (tests/index/test_lexical_follow.py). Many replicas, each with its o
 index, follow one shared store so, none of them re-reading the records nobody changed.
 
 The build on disk is saved again after ``save_after`` followed changes (5% of the documents,
-at least 1,000), so a process that starts loads it (``manifest.generation``, ``manifest.feed``:
+at least 1,000) and by a repair (``checkpoint``), so a process that starts loads it (``manifest.generation``, ``manifest.feed``:
 the id of the store's feed, so that the generations of another database are never read as its
 own) and follows the feed from there. The index rebuilds from every record (reusing the term
 counts of texts it already counted) when it cannot follow: no snapshot or manifest of this feed,
@@ -375,6 +375,21 @@ class LexicalIndex:
             loaded = self._load(digest, generation)
             self._snapshot = loaded if loaded is not None else self._build(digest, generation)
             return self._snapshot
+
+    def checkpoint(self) -> LexicalSnapshot:
+        """The snapshot matching the store now (``current``), saved on disk unless the saved build
+        already is that snapshot, so that the persisted index equals the store and the next process
+        follows nothing. A repair ends with this; nothing is written in a read-only data dir."""
+        snapshot = self.current()
+        with self._lock:
+            manifest = self._read_manifest()
+            saved = (manifest is not None and self._build_dir() is not None and self._unsaved == 0
+                     and manifest.get("generation") == snapshot.generation and manifest.get("feed") == snapshot.feed)
+            if not saved:
+                if snapshot.digest is None and self.store.generation() == snapshot.generation:
+                    snapshot.digest = self.store.digest()  # a followed snapshot has none of its own
+                self._save(snapshot, snapshot.counts)
+        return snapshot
 
     def is_current(self) -> bool:
         """True when the persisted index matches the store, or follows it from the change feed

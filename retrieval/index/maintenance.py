@@ -320,7 +320,8 @@ class Maintenance:
         )
 
     def repair(self, progress: Progress | None = None, *, force: bool = False) -> ConsistencyReport:
-        """Fix what ``check_consistency`` finds: embed missing/stale records, drop orphans, rebuild BM25.
+        """Fix what ``check_consistency`` finds: embed missing/stale records, drop orphans, rebuild BM25
+        (or, when it can follow the store, save the build it followed to: ``LexicalIndex.checkpoint``).
 
         When the vectors were made by another encoder, every record is embedded again with the
         current one (``progress(done, total)`` follows it). Until that finishes the index is
@@ -359,6 +360,8 @@ class Maintenance:
             self.encoders.record(current)  # every vector is now the current encoder's
         if not report.lexical_current:
             self.lexical.rebuild(from_scratch=True)  # a repair trusts nothing derived
+        else:
+            self.lexical.checkpoint()  # the changes it followed saved: the index on disk equals the store
         return replace(report, repaired=True)
 
     def _refusal(self, report: ConsistencyReport) -> RepairRefusedError:

@@ -120,3 +120,28 @@ def test_merged_sources_put_each_document_where_a_sort_would(old: set[int], remo
 def test_rearranged_wants_one_value_per_new_document() -> None:
     with pytest.raises(ValueError, match="2 documents to fill, 1 given"):
         rearranged(["a", "b"], np.array([-1, 0, -1]), ["x"])
+
+
+def test_checkpoint_saves_what_was_followed_so_the_next_process_follows_nothing(tmp_path: Path,
+                                                                                   store: RecordStore) -> None:
+    """A repair ends with ``checkpoint``: the build on disk is the store's state, not the one before
+    the followed changes (fewer than ``save_after``, which alone would leave it behind)."""
+    store.put_many([Paper(title=f"Sparse solver number {n}", arxiv_id=f"2401.{n:05d}") for n in range(20)])
+    index = Counting(tmp_path / "lexical", store)
+    index.current()
+    store.write(put=[Paper(title="Quokka spectra", arxiv_id="2401.00100"),
+                     Paper(title="Lattice spectra", arxiv_id="2401.00101")], delete=["arxiv:2401.00003"])
+    index.current()
+    manifest_before = index._read_manifest()
+    assert manifest_before is not None and manifest_before["documents"] == 20  # followed in memory only
+    index.checkpoint()
+    manifest = index._read_manifest()
+    assert manifest is not None and manifest["documents"] == 21 and manifest["generation"] == store.generation()
+    assert manifest["digest"] == store.digest()
+    restarted = Counting(tmp_path / "lexical", store)
+    snapshot = restarted.current()
+    assert restarted.builds == 0 and "arxiv:2401.00100" in snapshot.ids and "arxiv:2401.00003" not in snapshot.ids
+    assert restarted._unsaved == 0  # loaded at the store's generation: nothing to follow
+    build = manifest["build"]
+    index.checkpoint()  # already saved: nothing written again
+    assert index._read_manifest()["build"] == build  # type: ignore[index]
