@@ -22,8 +22,9 @@
 * **Baseline** (``--baseline CHECKOUT``, e.g. a worktree of ``main``): every `paperbot` variant
   also runs with ``PYTHONPATH=CHECKOUT``, that checkout's code on the same dependencies and the
   same data dir, interleaved in the same rounds; the table adds each command's ratio to its
-  baseline twin. The index is then made by the baseline's code (a newer paperbot upgrades an
-  older data dir in place; the older one still reads it).
+  baseline twin. Each side reads an index made by its own code, in a data dir of its own with
+  the same files (a newer paperbot upgrades an older database's schema in place, which the older
+  code then refuses to read).
 """
 
 from __future__ import annotations
@@ -184,10 +185,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is not None:
         set_out_dir(args.out)
     files, scholar = corpus_files(args.datasets)
-    data_dir = prepared_index(files, args.baseline)
+    data_dir = prepared_index(files)
+    baseline_dir = prepared_index(files, args.baseline) if args.baseline is not None else None
+
+    def where(variant: Variant) -> Path:
+        return baseline_dir if baseline_dir is not None and variant.name.endswith(BASELINE) else data_dir
+
     records = json.loads((data_dir.parent / "ready.json").read_text(encoding="utf-8")).get("records")
     chosen = variants(scholar, args.baseline)
-    notes = [note for variant in chosen if (note := check(variant, data_dir))]
+    notes = [note for variant in chosen if (note := check(variant, where(variant)))]
     rng = random.Random(args.seed)
     before = host_line()
     times: dict[str, list[float]] = {v.name: [] for v in chosen}
@@ -196,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         order = chosen[:]
         rng.shuffle(order)
         for variant in order:
-            seconds, cpu_seconds = timed(variant, data_dir)
+            seconds, cpu_seconds = timed(variant, where(variant))
             if round_no:
                 times[variant.name].append(seconds)
                 cpu[variant.name].append(cpu_seconds)
