@@ -250,7 +250,7 @@ def build_slack(
     register_all(app, deps)
     app.error(_log_unhandled)
 
-    alerts = FollowAlerts(deps, client)
+    alerts = FollowAlerts(assistant, client, replica=replica)  # claims each alert: posted once across replicas
     # with a job queue the workers schedule the sync, once for the whole deployment (retrieval.jobs.schedule);
     # PAPERBOT_JOB_QUEUE without PostgreSQL is refused here (ConfigError), not a sync silently never run
     queued = settings.job_queue and JobService(assistant).queued

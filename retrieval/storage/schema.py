@@ -34,7 +34,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0006_record_changes"  # the newest revision in storage/migrations/versions
+HEAD = "0007_follow_claims"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -79,6 +79,15 @@ follow_announced = Table(
     Column("follow_id", Integer, ForeignKey("follows.id", ondelete="CASCADE"), primary_key=True),
     Column("paper_id", Text, primary_key=True),
     Column("announced_at", Text, nullable=False),
+)
+
+follow_claims = Table(
+    "follow_claims", metadata,  # (follow, paper) pairs a replica is posting now (revision 0007_follow_claims)
+    Column("follow_id", Integer, ForeignKey("follows.id", ondelete="CASCADE"), primary_key=True),
+    Column("paper_id", Text, primary_key=True),
+    Column("replica", Text, nullable=False),  # who posts it (PAPERBOT_REPLICA_ID, or host-pid)
+    Column("claimed_at", Float, nullable=False),  # wall clock of the claim or take-over
+    Column("expires_at", Float, nullable=False),  # until then no other replica takes it over
 )
 
 # --- the Slack door's state (bot/slack/store.py) -------------------------------------------------
