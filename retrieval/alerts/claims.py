@@ -52,9 +52,13 @@ class AlertClaims:
         replica whose claim still holds, in the given order) and which another replica holds.
 
         A claim of ``replica`` itself (a previous pass or process under the same name) or one whose
-        lease ran out is taken over. Nothing is claimed for a follow removed meanwhile."""
+        lease ran out is taken over. Nothing is claimed for a follow removed meanwhile. Claims of
+        any follow expired for a lease or more are deleted on the way."""
         wanted = list(dict.fromkeys(paper_ids))
         with self.database.writing("claim follow alerts") as db:
+            # claims expired a lease ago and never taken over (their papers no longer queued): any
+            # expired claim may go, a new claim replaces it; the recent ones stay, to log their take-over
+            db.execute(delete(follow_claims).where(follow_claims.c.expires_at <= now - self.lease))
             if not wanted or db.execute(select(follows.c.id).where(follows.c.id == follow_id)).first() is None:
                 return AlertClaim(paper_ids=[], held=[])
             done = _announced(db, follow_id, wanted)

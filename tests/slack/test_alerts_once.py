@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from slack_sdk import WebClient
+from sqlalchemy import func, select
 
 from bot.slack.alerts import FollowAlerts
 from retrieval.alerts.claims import LEASE_SECONDS
@@ -31,6 +32,7 @@ from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from retrieval.records.paper import Author, Paper
 from retrieval.storage.records import RecordStore
+from retrieval.storage.schema import follow_claims
 from tests.slack.conftest import BOT_TOKEN
 from tests.slack.stand_in import Call, SlackStandIn
 
@@ -249,5 +251,9 @@ def test_claims_hold_expire_and_give_way_to_the_record(deployment: Deployment) -
     claims.release(ada.id, [PAPERS[1].id], replica="b")
     after = claims.claim(ada.id, [*ids, PAPERS[1].id], replica="c", now=t0 + 3 + LEASE_SECONDS)
     assert (after.paper_ids, after.held) == ([PAPERS[1].id], [ids[1]])
+    [grace] = follows.list("CGRACE001")
+    claims.claim(grace.id, [PAPERS[3].id], replica="gone", now=t0)  # a paper no pass will queue again
     follows.unfollow("CADA00001", str(ada.id))  # its claims go with it
     assert claims.claim(ada.id, ids, replica="c", now=t0 + 9 * LEASE_SECONDS).paper_ids == []
+    with claims.database.reading() as db:
+        assert db.execute(select(func.count()).select_from(follow_claims)).scalar_one() == 0  # "gone"'s, expired, cleared
