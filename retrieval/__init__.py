@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
     from retrieval.index.encoders.worker_process import start_encoding_process
     from retrieval.jobs.service import JobService
     from retrieval.results import (
+        AlertClaim,
         AmbiguousScholarResult,
         AnswerEvent,
         AnswerKind,
@@ -105,7 +106,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
         "SourceError", "StorageError", "UnknownScholarError",
     ),
     "retrieval.results": (
-        "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
+        "AlertClaim", "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "Citation", "Coauthor",
         "CoauthorLink", "CollaboratorsResult", "DroppedSentence", "ExpertCandidate", "FetchResult", "FileResult", "Final", "Follow",
         "FollowAdded", "FollowAlert", "FollowKind", "IndexStats", "IngestReport", "JobProgress", "KeptAfterRemoval", "ModelProbe", "PendingAlerts",
         "Progress", "QueueStatus", "Readiness", "RemovalReport", "Scholar",
@@ -118,6 +119,7 @@ _HOME = {name: module for module, names in _SURFACE.items() for name in names}
 
 __all__ = [
     "FILE_FORMATS",
+    "AlertClaim",
     "AmbiguousScholarResult",
     "AnswerEvent",
     "AnswerKind",

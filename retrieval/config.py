@@ -222,6 +222,10 @@ class Settings(BaseSettings):
         default=None, gt=0, validation_alias=_env("PAPERBOT_SYNC_INTERVAL_HOURS"),
         description="When set, `paperbot serve` runs a sync on this schedule and posts follow alerts.",
     )
+    alert_poll_seconds: float = Field(
+        default=60.0, gt=0, le=3600, validation_alias=_env("PAPERBOT_ALERT_POLL_SECONDS"),
+        description="How often `paperbot serve` looks for new papers to post as follow alerts.",
+    )
     replica_id: str | None = Field(
         default=None, min_length=1, max_length=200, validation_alias=_env("PAPERBOT_REPLICA_ID"),
         description="This `paperbot serve` process's name among the replicas sharing a database "

@@ -4,22 +4,33 @@
 (``Assistant.follows.note_new_papers``); the serving bot picks them up every minute, matches
 them against the follows and posts each matching paper once per follow. With
 ``PAPERBOT_SYNC_INTERVAL_HOURS`` set, the bot also runs the sync itself on that schedule.
+
+Every replica of ``paperbot serve`` polls the same queue. Before posting an alert a replica claims
+its (follow, paper) pairs in the database (``Assistant.follows.claims``, ``retrieval.alerts.claims``)
+and posts only the papers it got; it then records them announced, or gives the claim up when the
+post failed for a while (the next pass of any replica retries). The queued ids are dropped once
+every alert made of them is settled: papers another replica is still posting keep them queued,
+so that should that replica die, its claim runs out and a later pass posts them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.slack.blocks import follow_alert_blocks
-from bot.slack.deps import SlackDeps
 from bot.slack.formatting import fallback_text, paginate
 from retrieval.errors import PaperbotError
 from retrieval.results import Citation, FollowAlert
+
+if TYPE_CHECKING:
+    from retrieval.assistant import Assistant
 
 log = logging.getLogger(__name__)
 
@@ -28,33 +39,68 @@ _PERMANENT = {"channel_not_found", "not_in_channel", "is_archived", "invalid_cha
 
 
 class FollowAlerts:
-    """Matches queued new papers to follows and posts them."""
+    """Matches queued new papers to follows and posts each (follow, paper) once across the replicas
+    sharing the database; ``replica`` names this one in the claims (``PAPERBOT_REPLICA_ID``)."""
 
-    def __init__(self, deps: SlackDeps, client: WebClient) -> None:
-        self._deps = deps
+    def __init__(self, assistant: Assistant, client: WebClient, *, replica: str,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``clock``: the wall clock (claims are compared across processes and hosts)."""
+        self._assistant = assistant
         self._client = client
+        self.replica = replica
+        self._clock = clock
         self._lock = threading.Lock()  # one pass at a time (scheduler and tests)
 
     def post_pending(self) -> int:
-        """One pass over the queue; returns how many (follow, paper) announcements were posted."""
-        follows = self._deps.assistant.follows
+        """One pass over the queue; returns how many (follow, paper) announcements were posted here.
+
+        Raises ``StorageError`` when the queue or a claim cannot be read or written (nothing of
+        this alert was posted; the next pass tries again)."""
+        follows = self._assistant.follows
         with self._lock:
             pending = follows.pending()
             if not pending.paper_ids:
                 return 0
             posted, complete = 0, True
             for alert in pending.alerts:
-                outcome = self._post(alert)
-                if outcome is None:
-                    complete = False  # transient failure: keep the ids queued, try again next pass
-                    continue
-                follows.mark_announced(alert.follow.id, [paper.id for paper in alert.papers])
-                posted += outcome
+                count, settled = self._claim_and_post(alert)
+                posted += count
+                complete = complete and settled
             if complete:
                 follows.done_with(pending.paper_ids)
             return posted
 
+    def _claim_and_post(self, alert: FollowAlert) -> tuple[int, bool]:
+        """Claim, post and record one alert: (papers posted here, whether the alert is settled:
+        posted or dropped, by this replica or another)."""
+        claims = self._assistant.follows.claims
+        follow = alert.follow
+        claim = claims.claim(follow.id, [paper.id for paper in alert.papers], replica=self.replica, now=self._clock())
+        if claim.held:
+            log.info("follow alert for %s: %d paper(s) being posted by another replica", follow.label, len(claim.held))
+        if not claim.paper_ids:
+            return 0, not claim.held
+        mine = set(claim.paper_ids)
+        try:
+            outcome = self._post(FollowAlert(follow=follow, papers=[p for p in alert.papers if p.id in mine]))
+        except BaseException:
+            claims.release(follow.id, claim.paper_ids, replica=self.replica)
+            raise
+        if outcome is None:  # transient failure: given up here, the next pass of any replica retries
+            claims.release(follow.id, claim.paper_ids, replica=self.replica)
+            return 0, False
+        try:
+            claims.announced(follow.id, claim.paper_ids, replica=self.replica)
+        except PaperbotError as exc:  # posted: its claim runs out, and another replica may post it again
+            log.warning("follow alert for %s posted to %s but not recorded: %s", follow.label, follow.channel,
+                        exc.user_message)
+            return outcome, False
+        if outcome:
+            log.info("posted follow alert for %s to %s: %d paper(s)", follow.label, follow.channel, outcome)
+        return outcome, not claim.held
+
     def _post(self, alert: FollowAlert) -> int | None:
+        """Post one alert: how many papers it announced (0: dropped for good), None after a transient failure."""
         follow = alert.follow
         channel, label = follow.channel, follow.label
         citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(alert.papers, start=1)]
@@ -69,6 +115,9 @@ class FollowAlerts:
                 log.warning("follow alert for %s in %s dropped: %s", label, channel, error)
                 return 0
             log.warning("follow alert for %s in %s failed (%s); will retry", label, channel, error)
+            return None
+        except (SlackClientError, OSError) as exc:  # Slack out of reach (after the client's own retries)
+            log.warning("follow alert for %s in %s failed (%s); will retry", label, channel, type(exc).__name__)
             return None
         return len(citations)
 

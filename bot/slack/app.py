@@ -199,9 +199,10 @@ def build_slack(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     update_interval: float = 1.0,
-    alert_poll_seconds: float = 60.0,
+    alert_poll_seconds: float | None = None,
 ) -> SlackRuntime:
-    """Check the settings, build the Bolt app (this calls ``auth.test``) and its dependencies."""
+    """Check the settings, build the Bolt app (this calls ``auth.test``) and its dependencies;
+    ``alert_poll_seconds`` None: ``PAPERBOT_ALERT_POLL_SECONDS``."""
     creds = credentials(settings, http=http)
     client = web_client(settings, creds.bot_token)
     _quiet_redundant_token_warning()
@@ -250,13 +251,13 @@ def build_slack(
     register_all(app, deps)
     app.error(_log_unhandled)
 
-    alerts = FollowAlerts(deps, client)
+    alerts = FollowAlerts(assistant, client, replica=replica)  # claims each alert: posted once across replicas
     # with a job queue the workers schedule the sync, once for the whole deployment (retrieval.jobs.schedule);
     # PAPERBOT_JOB_QUEUE without PostgreSQL is refused here (ConfigError), not a sync silently never run
     queued = settings.job_queue and JobService(assistant).queued
     sync_every = settings.sync_interval_hours * 3600 if settings.sync_interval_hours and not queued else None
     scheduler = AlertScheduler(
-        alerts, poll_seconds=alert_poll_seconds, sync_every_seconds=sync_every,
+        alerts, poll_seconds=alert_poll_seconds or settings.alert_poll_seconds, sync_every_seconds=sync_every,
         run_sync=(lambda: assistant.fetching.sync().new_paper_ids) if sync_every else None,
         note_new=assistant.follows.note_new_papers, clock=clock,
     )

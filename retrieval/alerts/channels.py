@@ -1,7 +1,8 @@
 """The follow operations of the facade (``Assistant.follows``): what the Slack door calls.
 
 A channel follows a scholar or a topic; after a sync, the serving bot posts each new matching
-paper once per follow. The follows store (``alerts.follows.FollowStore``) is opened on first
+paper once per follow: a replica claims an alert before posting it (``claims``), so however many
+replicas poll the queue, one posts it. The follows store (``alerts.follows.FollowStore``) is opened on first
 use, once even when several Slack listener threads ask at the same time, and closed with
 ``close`` (it reopens on next use).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
+from retrieval.alerts.claims import AlertClaims
 from retrieval.alerts.follows import FollowStore, guess_kind, note_new_papers, parse_follow
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
@@ -31,6 +33,7 @@ class ChannelFollows:
         self._papers = papers
         self._is_known_scholar = is_known_scholar
         self._store: FollowStore | None = None
+        self._claims: AlertClaims | None = None
         self._lock = threading.Lock()
 
     @property
@@ -39,6 +42,16 @@ class ChannelFollows:
             if self._store is None:
                 self._store = FollowStore.for_settings(self.settings)
             return self._store
+
+    @property
+    def claims(self) -> AlertClaims:
+        """The claims a replica takes on an alert before posting it, so that each (follow, paper) is
+        posted once however many replicas poll the queue (``alerts.claims``)."""
+        store = self.store
+        with self._lock:
+            if self._claims is None or self._claims.database is not store.database:
+                self._claims = AlertClaims(store.database)
+            return self._claims
 
     def close(self) -> None:
         with self._lock:
@@ -73,10 +86,7 @@ class ChannelFollows:
         ids = self.store.queued_new_papers()
         return PendingAlerts(paper_ids=ids, alerts=self.store.pending_alerts(self._papers(ids)) if ids else [])
 
-    def mark_announced(self, follow_id: int, paper_ids: Sequence[str]) -> None:
-        """Record papers as posted for a follow (after the post succeeded)."""
-        self.store.mark_announced(follow_id, paper_ids)
-
     def done_with(self, paper_ids: Sequence[str]) -> None:
-        """Drop processed ids from the queue (after their alerts were posted)."""
+        """Drop processed ids from the queue (after their alerts were posted, or another replica's
+        claims of them were settled: ``claims``)."""
         self.store.done_with_new_papers(paper_ids)

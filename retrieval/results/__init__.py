@@ -51,6 +51,7 @@ from retrieval.results.readiness import (
     Readiness,
 )
 from retrieval.results.roster import (
+    AlertClaim,
     Follow,
     FollowAdded,
     FollowAlert,
@@ -79,6 +80,7 @@ from retrieval.results.validation import (
 
 __all__ = [
     "EMPTY_FILE",
+    "AlertClaim",
     "AmbiguousScholarResult",
     "AnswerEvent",
     "AnswerKind",

@@ -100,6 +100,15 @@ class FollowAlert(BaseModel):
 
 
 @dataclass(frozen=True)
+class AlertClaim:
+    """``AlertClaims.claim``: the papers of one follow's alert this replica is to post now, and
+    those another replica is posting (its claim still holds)."""
+
+    paper_ids: list[str]
+    held: list[str]
+
+
+@dataclass(frozen=True)
 class FollowAdded:
     """``Assistant.follows.follow``: the follow, whether it is new, and whether its kind was guessed."""
 

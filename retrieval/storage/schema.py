@@ -5,7 +5,10 @@ what the code of *this* revision expects, and ``HEAD`` names that revision
 (``tests/storage/test_migrations.py`` checks both against Alembic's own view). A store opens the
 database through ``database.open_database``, which upgrades a database behind ``HEAD`` first.
 
-Times are ISO-8601 text (as the stores always wrote them); lists and maps are JSON. The Slack
+Times are ISO-8601 text (as the stores always wrote them), but the claims' and heartbeats' wall
+clocks (seconds, compared across processes); lists and maps are JSON. The follow tables are the
+follows store's (``alerts.follows``) and the alert claims' (``follow_claims``: ``alerts.claims``,
+revision ``0007_follow_claims``). The Slack
 tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; nothing in the
 core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
 are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
@@ -34,7 +37,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0006_record_changes"  # the newest revision in storage/migrations/versions
+HEAD = "0007_follow_claims"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -79,6 +82,15 @@ follow_announced = Table(
     Column("follow_id", Integer, ForeignKey("follows.id", ondelete="CASCADE"), primary_key=True),
     Column("paper_id", Text, primary_key=True),
     Column("announced_at", Text, nullable=False),
+)
+
+follow_claims = Table(
+    "follow_claims", metadata,  # (follow, paper) pairs a replica is posting now (revision 0007_follow_claims)
+    Column("follow_id", Integer, ForeignKey("follows.id", ondelete="CASCADE"), primary_key=True),
+    Column("paper_id", Text, primary_key=True),
+    Column("replica", Text, nullable=False),  # who posts it (PAPERBOT_REPLICA_ID, or host-pid)
+    Column("claimed_at", Float, nullable=False),  # wall clock of the claim or take-over
+    Column("expires_at", Float, nullable=False),  # until then no other replica takes it over
 )
 
 # --- the Slack door's state (bot/slack/store.py) -------------------------------------------------

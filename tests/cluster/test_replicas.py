@@ -9,6 +9,9 @@ proxy in front of them (``tests/support/proxy.py``). The test plays Slack: it si
 sends it through the proxy, and sends again what got no 200 (as Slack re-delivers an event it
 saw no acknowledgement for), to whichever replica the proxy picks next.
 
+The replicas also poll the follow alerts' queue (every ``ALERT_POLL`` s): a follow alert a
+sync queued is posted once, by one of them.
+
 An event's answer is the message in its thread that carries the vote buttons; "answered once"
 means exactly one such message per event thread, and no bot message left there that is not it.
 """
@@ -31,11 +34,12 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from bench.load import ServeProcess
+from retrieval.alerts.follows import FollowStore, note_new_papers
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from retrieval.storage.database import close_databases
 from tests.slack.slack_requests import signature
-from tests.slack.stand_in import SlackStandIn
+from tests.slack.stand_in import Call, SlackStandIn
 from tests.support.chroma import ChromaServer
 from tests.support.model_cache import link_model_cache
 from tests.support.postgres import PostgresServer
@@ -50,6 +54,7 @@ TEAM, BOT = "T0CLUSTER", "UBOTCLUSTER"
 CHANNEL = "CCLUSTER01"
 COLLECTION = "cluster-test"
 HEARTBEAT = 0.5  # seconds: a replica silent for three of them counts as stopped
+ALERT_POLL = 0.3  # seconds between two passes of each replica over the follow alerts' queue
 REPLICAS = 3
 QUESTIONS = ("discrete dipole approximation", "graphene magnetophonon resonance", "multiple futile cycle steady states",
              "prompt diphoton production at the Tevatron")
@@ -107,6 +112,15 @@ class Cluster:
                 "authorizations": [{"team_id": TEAM, "user_id": BOT, "is_bot": True}]}
         return json.dumps(body).encode(), ts
 
+    def count(self, query: str) -> int:
+        """``SELECT count(*) ...`` read from the database."""
+        engine = create_engine(self.database_url)
+        try:
+            with engine.connect() as connection:
+                return int(connection.execute(text(query)).scalar_one())
+        finally:
+            engine.dispose()
+
     def thread(self, ts: str) -> list[dict[str, Any]]:
         """The bot's messages in the thread of ``ts``, as they look now."""
         return [m for m in self.api.channel_messages(CHANNEL) if m.get("thread_ts") == ts and m.get("user") == BOT]
@@ -116,13 +130,7 @@ class Cluster:
 
     def open_claims(self) -> int:
         """Events claimed and not done yet (``slack_claims``), read from the database."""
-        engine = create_engine(self.database_url)
-        try:
-            with engine.connect() as connection:
-                return int(connection.execute(text(
-                    "SELECT count(*) FROM slack_claims WHERE payload IS NOT NULL AND done_at IS NULL")).scalar_one())
-        finally:
-            engine.dispose()
+        return self.count("SELECT count(*) FROM slack_claims WHERE payload IS NOT NULL AND done_at IS NULL")
 
     def wait_settled(self, timeout: float = 60.0) -> None:
         """Until every claimed event is done (polled with the database as the clock's witness)."""
@@ -170,7 +178,7 @@ def cluster(postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFa
                 "PAPERBOT_DATABASE_URL": database_url, "PAPERBOT_CHROMA_URL": chroma.url,
                 "PAPERBOT_COLLECTION": COLLECTION, "PAPERBOT_REPLICA_ID": f"replica-{i}",
                 "PAPERBOT_CLUSTER_HEARTBEAT_SECONDS": str(HEARTBEAT), "PAPERBOT_SLACK_WORKERS": "4",
-                "PAPERBOT_SLACK_USER_QUEUE_LIMIT": "50",
+                "PAPERBOT_SLACK_USER_QUEUE_LIMIT": "50", "PAPERBOT_ALERT_POLL_SECONDS": str(ALERT_POLL),
             }))
         with ThreadPoolExecutor(REPLICAS) as starting:  # in parallel: each loads its encoder
             list(starting.map(lambda replica: replica.start(), replicas))
@@ -247,6 +255,55 @@ def test_a_button_and_a_follow_up_work_on_another_replica(cluster: Cluster) -> N
     upstream, _ = cluster.deliver(follow_up, to=2)
     assert upstream == 2
     cluster.wait_answered([ts], per_thread=2)
+
+
+ALERTS = {"CALERTS001": ("scholar", "Adrian Del Maestro"), "CALERTS002": ("topic", "graphene")}
+NEW_PAPERS = ["doi:10.1103/physrevb.82.060515", "doi:10.1103/physrevlett.106.105303", "doi:10.1103/physrevlett.99.087402"]
+
+
+def test_a_follow_alert_is_posted_once_by_the_replicas_polling_together(cluster: Cluster, tmp_path: Path) -> None:
+    """Every replica polls the alerts' queue every ``ALERT_POLL`` s; one posts each alert. The first
+    alert's post is held until the two other replicas have met its claim (their log says so), or
+    one of them posted it too (what the test is there to catch)."""
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", database_url=cluster.database_url)
+    store = FollowStore.for_settings(settings)
+    for channel, (kind, query) in ALERTS.items():
+        store.add(channel, kind, query)  # type: ignore[arg-type]  # the literal kinds above
+    first_channel = next(iter(ALERTS))
+    held = threading.Event()
+
+    def hold_the_first_alert(call: Call) -> None:
+        if call.method != "chat.postMessage" or call.params.get("channel") != first_channel or held.is_set():
+            return
+        held.set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            waited = sum("being posted by another replica" in replica.output() for replica in cluster.replicas)
+            posted_again = any(c.params.get("channel") == first_channel for c in cluster.api.calls_to("chat.postMessage"))
+            if waited >= REPLICAS - 1 or posted_again:
+                return
+            time.sleep(0.02)  # a poll of the replicas' logs, not a test delay
+
+    cluster.api.on_record = hold_the_first_alert
+    try:
+        note_new_papers(settings, NEW_PAPERS)  # what a sync hands over
+        cluster.api.wait_for(lambda: all(cluster.api.channel_messages(channel) for channel in ALERTS), what="alerts")
+        deadline = time.monotonic() + 30
+        while cluster.count("SELECT count(*) FROM follow_inbox") + cluster.count("SELECT count(*) FROM follow_claims"):
+            assert time.monotonic() < deadline, "the alerts' queue was not emptied"
+            time.sleep(0.05)  # a poll of the database, not a test delay
+    finally:
+        cluster.api.on_record = None
+    assert held.is_set()
+    # nothing is queued or claimed any more: no replica can post these again
+    scholar, topic = (cluster.api.channel_messages(channel) for channel in ALERTS)
+    assert len(scholar) == 1 and len(topic) == 1, (scholar, topic)
+    assert "Helium-4 Luttinger liquids in nanopores" in json.dumps(scholar[0])
+    assert "Magnetophonon Resonance in Graphene" in json.dumps(topic[0])
+    posters = [i for i, replica in enumerate(cluster.replicas) for _ in
+               range(replica.output().count("posted follow alert for"))]
+    assert len(posters) == 2, posters
+    close_databases()
 
 
 def test_a_replica_killed_mid_burst_loses_no_event_and_answers_none_twice(cluster: Cluster) -> None:

@@ -105,7 +105,7 @@ def test_scheduled_sync_runs_when_due_and_alerts_follow(bot: Bot) -> None:
         syncs.append(now[0])
         return DEL_MAESTRO
 
-    scheduler = AlertScheduler(FollowAlerts(bot.runtime.deps, bot.runtime.app.client), sync_every_seconds=3600,
+    scheduler = AlertScheduler(FollowAlerts(bot.runtime.deps.assistant, bot.runtime.app.client, replica="scheduled"), sync_every_seconds=3600,
                                run_sync=run_sync, note_new=bot.runtime.deps.assistant.follows.note_new_papers,
                                clock=lambda: now[0])
     assert scheduler.tick() == 0 and syncs == []
