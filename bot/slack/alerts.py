@@ -11,6 +11,12 @@ and posts only the papers it got; it then records them announced, or gives the c
 post failed for a while (the next pass of any replica retries). The queued ids are dropped once
 every alert made of them is settled: papers another replica is still posting keep them queued,
 so that should that replica die, its claim runs out and a later pass posts them.
+
+The scheduled sync (without a job queue) runs once per period for the whole deployment: each
+replica's sync falls due every period after its own start, and before running it the replica
+claims the period, numbered from the epoch, in the database (``claim_each_period``); the replicas
+that find it claimed leave that period's sync to its owner. With a job queue the workers
+schedule it instead (``retrieval.jobs.schedule``).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from retrieval.errors import PaperbotError
 from retrieval.results import Citation, FollowAlert
 
 if TYPE_CHECKING:
+    from bot.slack.store import SlackStore
     from retrieval.assistant import Assistant
 
 log = logging.getLogger(__name__)
@@ -122,8 +129,24 @@ class FollowAlerts:
         return len(citations)
 
 
+def claim_each_period(store: SlackStore, replica: str, every_seconds: float, *,
+                      wall_clock: Callable[[], float] = time.time) -> Callable[[], bool]:
+    """A claim of the current period of the scheduled sync for ``replica``: True for the first
+    replica to ask in a period (and again for it), False for any other. Periods of
+    ``every_seconds`` are counted from the epoch on ``wall_clock``, so that replicas on several
+    hosts number them alike; a claim is kept for two periods (``SlackStore.claim_message``)."""
+
+    def claim() -> bool:
+        now = wall_clock()
+        period = int(now // every_seconds)
+        return store.claim_message(f"scheduled-sync:{period}", event_key=replica, now=now, ttl=2 * every_seconds)
+
+    return claim
+
+
 class AlertScheduler:
-    """Background loop: every ``poll_seconds`` post queued alerts; run a sync when one is due."""
+    """Background loop: every ``poll_seconds`` post queued alerts; run a sync when one is due
+    (and, given ``claim_sync``, only when this replica gets the period's claim)."""
 
     def __init__(
         self,
@@ -133,6 +156,7 @@ class AlertScheduler:
         sync_every_seconds: float | None = None,
         run_sync: Callable[[], Sequence[str]] | None = None,
         note_new: Callable[[Sequence[str]], object] | None = None,
+        claim_sync: Callable[[], bool] | None = None,
         clock: Callable[[], float],
     ) -> None:
         self._alerts = alerts
@@ -140,6 +164,7 @@ class AlertScheduler:
         self._sync_every = sync_every_seconds
         self._run_sync = run_sync
         self._note_new = note_new
+        self._claim_sync = claim_sync
         self._clock = clock
         self._next_sync = clock() + sync_every_seconds if sync_every_seconds else None
         self._stop = threading.Event()
@@ -150,6 +175,9 @@ class AlertScheduler:
         if self._next_sync is not None and self._run_sync is not None and self._clock() >= self._next_sync:
             self._next_sync = self._clock() + (self._sync_every or 0)
             try:
+                if self._claim_sync is not None and not self._claim_sync():
+                    log.info("scheduled sync: this period's sync is another replica's")
+                    return self._post_pending()
                 new_ids = self._run_sync()
                 if self._note_new is not None:
                     self._note_new(new_ids)
@@ -158,6 +186,9 @@ class AlertScheduler:
                 log.warning("scheduled sync failed: %s", exc)
             except Exception:
                 log.exception("scheduled sync failed")
+        return self._post_pending()
+
+    def _post_pending(self) -> int:
         try:
             return self._alerts.post_pending()
         except Exception:

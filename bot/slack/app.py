@@ -37,7 +37,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bot.slack.access import access_middleware
-from bot.slack.alerts import AlertScheduler, FollowAlerts
+from bot.slack.alerts import AlertScheduler, FollowAlerts, claim_each_period
 from bot.slack.blocks import apology_text
 from bot.slack.dedupe import StoredDeduper, dedupe_middleware
 from bot.slack.deliveries import Deliveries, Delivery
@@ -260,6 +260,7 @@ def build_slack(
         alerts, poll_seconds=alert_poll_seconds or settings.alert_poll_seconds, sync_every_seconds=sync_every,
         run_sync=(lambda: assistant.fetching.sync().new_paper_ids) if sync_every else None,
         note_new=assistant.follows.note_new_papers, clock=clock,
+        claim_sync=claim_each_period(store, replica, sync_every) if sync_every else None,  # once per deployment
     )
     loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=time.time()),
                        deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.slack.alerts import AlertScheduler, FollowAlerts
+from bot.slack.alerts import AlertScheduler, FollowAlerts, claim_each_period
 from retrieval.alerts.follows import note_new_papers
 from tests.slack.conftest import Bot
 
@@ -113,3 +113,33 @@ def test_scheduled_sync_runs_when_due_and_alerts_follow(bot: Bot) -> None:
     assert scheduler.tick() == 2 and syncs == [3600.0]
     now[0] = 5000.0
     assert scheduler.tick() == 0 and syncs == [3600.0]
+
+
+def test_the_scheduled_sync_runs_once_per_period_whichever_replicas_fall_due(bot: Bot) -> None:
+    """Three replicas on one database, their syncs due at once: one syncs per period (the first to
+    claim it), whichever that is; a replica that finds the period claimed still posts alerts."""
+    now, wall = [0.0], [3600.0 * 500_000 + 10]  # each replica's own clock; the wall clock periods are numbered on
+    syncs: list[str] = []
+    deps = bot.runtime.deps
+
+    def replica(name: str) -> AlertScheduler:
+        def run_sync() -> list[str]:
+            syncs.append(name)
+            return []
+
+        return AlertScheduler(FollowAlerts(deps.assistant, bot.runtime.app.client, replica=name),
+                              sync_every_seconds=3600, run_sync=run_sync, clock=lambda: now[0],
+                              claim_sync=claim_each_period(deps.store, name, 3600, wall_clock=lambda: wall[0]))
+
+    replicas = [replica(f"replica-{n}") for n in range(3)]
+    now[0], wall[0] = 3600.0, wall[0] + 3600
+    assert [r.tick() for r in replicas] == [0, 0, 0]
+    assert syncs == ["replica-0"]
+    now[0], wall[0] = 7200.0, wall[0] + 3600  # the next period: replica-2 asks first
+    for r in reversed(replicas):
+        r.tick()
+    assert syncs == ["replica-0", "replica-2"]
+    now[0] = 7300.0  # not due again within its period
+    for r in replicas:
+        r.tick()
+    assert syncs == ["replica-0", "replica-2"]
