@@ -45,15 +45,17 @@ def _record_heartbeats(data_dir: Path, database_url: str | None, now: float) -> 
 def test_doctor_lists_the_replicas_alive_and_stopped_and_the_chroma_server(
         tmp_path: Path, database_url: str | None, model_cache: Path, chroma: ChromaServer) -> None:
     data_dir = link_model_cache(tmp_path / "data", model_cache)
-    env = {"PAPERBOT_DATABASE_URL": database_url or "", "PAPERBOT_CLUSTER_HEARTBEAT_SECONDS": str(HEARTBEAT)}
+    url, beat = database_url or "", str(HEARTBEAT)
 
-    alone = paperbot_here("doctor", "--no-model", "--json", data_dir=data_dir, **env)
+    alone = paperbot_here("doctor", "--no-model", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url,
+                          PAPERBOT_CLUSTER_HEARTBEAT_SECONDS=beat)
     assert alone.code == 0, alone.stderr
     assert "cluster" not in alone.json()  # one machine, nothing serving: nothing new to say
     close_databases()
 
     _record_heartbeats(data_dir, database_url, time.time())
-    report = paperbot_here("doctor", "--no-model", "--json", data_dir=data_dir, **env)
+    report = paperbot_here("doctor", "--no-model", "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url,
+                           PAPERBOT_CLUSTER_HEARTBEAT_SECONDS=beat)
     assert report.code == 0, report.stderr
     cluster = report.json()["cluster"]
     assert cluster["ok"] is True and cluster["chroma"] is None and cluster["heartbeat_seconds"] == HEARTBEAT
@@ -66,7 +68,8 @@ def test_doctor_lists_the_replicas_alive_and_stopped_and_the_chroma_server(
     close_databases()
 
     text = paperbot_here("doctor", "--no-model", data_dir=data_dir, PAPERBOT_CHROMA_URL=chroma.url,
-                         PAPERBOT_COLLECTION="doctor-cluster", **env)
+                         PAPERBOT_COLLECTION="doctor-cluster", PAPERBOT_DATABASE_URL=url,
+                         PAPERBOT_CLUSTER_HEARTBEAT_SECONDS=beat)
     assert text.code == 0, text.stderr
     lines = text.stdout.splitlines()
     assert f"Chroma server: {chroma.url} reachable; collection 'doctor-cluster', 0 vectors." in lines
