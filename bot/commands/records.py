@@ -26,7 +26,8 @@ def register(subparsers: Subcommands) -> None:
     stats.set_defaults(handler=run_stats)
 
     doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma "
-                                                  "and the lexical index; show the database's schema revision")
+                                                  "and the lexical index; show the database's schema revision, the "
+                                                  "Chroma server, the replicas and the job queue (docs/deploy.md)")
     doctor.add_argument("--repair", action="store_true",
                         help="fix what the check finds (a damaged vector index is rebuilt from the record store)")
     doctor.add_argument("--force", action="store_true",
