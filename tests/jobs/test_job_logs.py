@@ -25,16 +25,30 @@ class _Lines(logging.Handler):
 
 @pytest.fixture
 def lines() -> Iterator[list[str]]:
+    """The lines reaching the root logger at INFO; ``retrieval.jobs`` and procrastinate's loggers pass
+    their records up for the test (``paperbot worker`` run in this process gives them handlers of
+    their own and stops their propagation)."""
     handler = _Lines()
     root = logging.getLogger()
-    level = root.level
+    own = [logging.getLogger(name) for name in ("retrieval.jobs", "procrastinate", "procrastinate.worker")]
+    saved = [(logger, logger.level, logger.propagate, list(logger.handlers)) for logger in [root, *own]]
+    for logger in own:
+        for existing in list(logger.handlers):
+            logger.removeHandler(existing)
+        logger.propagate = True
+        logger.setLevel(logging.NOTSET)
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     try:
         yield handler.lines
     finally:
         root.removeHandler(handler)
-        root.setLevel(level)
+        for logger, level, propagate, handlers in saved:
+            logger.setLevel(level)
+            logger.propagate = propagate
+            for existing in handlers:
+                if existing not in logger.handlers:
+                    logger.addHandler(existing)
 
 
 def test_lines_logged_while_a_job_runs_name_it_in_each_jobs_thread(lines: list[str]) -> None:
