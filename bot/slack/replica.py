@@ -100,7 +100,8 @@ class ReplicaLoop:
         silent = self._clock() - (self._recorded if self._recorded is not None else self._started)
         failing = f"; the last failed: {self._failure}" if self._failure else ""
         if silent <= self.deliveries.dead_after:
-            return f"ok: recorded {silent:.0f} s ago (every {self.every:g} s){failing}"
+            when = f"recorded {silent:.0f} s ago" if self._recorded is not None else f"none yet, started {silent:.0f} s ago"
+            return f"ok: {when} (every {self.every:g} s){failing}"
         return (f"heartbeat not recorded for {silent:.0f} s (more than {self.deliveries.dead_after:g} s): other "
                 f"replicas take over this replica's events{failing}")
 

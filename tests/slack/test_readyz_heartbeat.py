@@ -120,6 +120,22 @@ def test_readyz_is_503_once_the_heartbeat_fails_longer_than_the_stop_rule(
         assert back.status_code == 200 and back.json()["checks"]["heartbeat"] == "ok: recorded 0 s ago (every 300 s)"
 
 
+def test_a_replica_that_could_not_join_is_ready_until_the_stop_rule_then_503(
+        stand_in: SlackStandIn, tmp_path: Path, database_url: str | None) -> None:
+    data_dir = tmp_path / "data"
+    with _replica(stand_in, data_dir, database_url) as replica:
+        assert replica.ready().status_code == 200  # the schema is created by the first check
+        _rename(_sql_url(data_dir, database_url), "cluster_members", "cluster_members_away")
+        replica.runtime.replica.start()  # its join fails: logged, the first beats retry
+        line = replica.ready().json()["checks"]["heartbeat"]
+        assert line.startswith("ok: none yet, started 0 s ago (every 300 s); the last failed: ")
+        replica.clock.now += 3 * EVERY + 1
+        out = replica.ready()
+        assert out.status_code == 503 and out.json()["checks"]["heartbeat"].startswith(
+            "heartbeat not recorded for 901 s (more than 900 s)")
+        _rename(_sql_url(data_dir, database_url), "cluster_members_away", "cluster_members")
+
+
 @pytest.mark.slow  # a PostgreSQL server of its own, stopped by the test
 @pytest.mark.postgres
 def test_readyz_is_503_naming_the_database_and_the_heartbeat_when_the_database_stops(
