@@ -31,11 +31,12 @@ def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
 
 
 def _record_heartbeats(data_dir: Path, database_url: str | None, now: float) -> None:
-    """Two replicas' rows as `paperbot serve` writes them: ``replica-a`` beat a second ago,
-    ``replica-b`` a minute ago (killed: it never left the table)."""
+    """Three replicas' rows as `paperbot serve` writes them: ``replica-a`` beat a second ago,
+    ``replica-b`` a minute ago (killed: it never left the table), ``replica-old`` two days ago."""
     settings = Settings(_env_file=None, data_dir=data_dir, database_url=database_url)
     members = ClusterMembers(open_database(settings))
-    for name, host, pid, age in (("replica-a", "host-a", 101, 1.0), ("replica-b", "host-b", 202, 60.0)):
+    for name, host, pid, age in (("replica-a", "host-a", 101, 1.0), ("replica-b", "host-b", 202, 60.0),
+                                  ("replica-old", "host-c", 303, 2 * 86400.0)):
         members.join(Member(id=name, role="slack", host=host, pid=pid, started_at="2026-12-04T09:00:00.000+00:00",
                             last_seen=now - age))
     close_databases()
@@ -60,7 +61,7 @@ def test_doctor_lists_the_replicas_alive_and_stopped_and_the_chroma_server(
     cluster = report.json()["cluster"]
     assert cluster["ok"] is True and cluster["chroma"] is None and cluster["heartbeat_seconds"] == HEARTBEAT
     seen = {replica["id"]: replica for replica in cluster["replicas"]}
-    assert sorted(seen) == ["replica-a", "replica-b"]
+    assert sorted(seen) == ["replica-a", "replica-b"] and cluster["older"] == 1  # silent for days: counted only
     assert (seen["replica-a"]["alive"], seen["replica-b"]["alive"]) == (True, False)
     assert (seen["replica-b"]["host"], seen["replica-b"]["pid"], seen["replica-b"]["role"]) == ("host-b", 202, "slack")
     assert 55 <= seen["replica-b"]["seconds_since_heartbeat"] < 600
@@ -78,6 +79,7 @@ def test_doctor_lists_the_replicas_alive_and_stopped_and_the_chroma_server(
     [stopped] = [line for line in lines if "replica replica-b " in line]
     assert "(slack, host-a pid 101," in alive and "): alive, last heartbeat " in alive
     assert "(slack, host-b pid 202," in stopped and "STOPPED" in stopped
+    assert "  1 older row(s) of replicas silent for more than a day are not listed." in lines
 
 
 def test_doctor_with_a_chroma_url_on_a_closed_port_fails_saying_what_to_do(tmp_path: Path) -> None:
