@@ -78,6 +78,11 @@ DOOR_EXCEPTIONS = {
         {"ClusterMembers", "Member"},
         "the heartbeat of this replica among those sharing the database",
     ),
+    ("bot/slack/deliveries.py", "retrieval.storage.members"): (
+        {"MISSED_BEATS"},
+        "the rule by which a replica counts as stopped: one constant for the take-over here and "
+        "`paperbot doctor`'s report of the replicas",
+    ),
     ("bot/slack/answering.py", "retrieval.records.paper"): (
         {"clean_text"},
         "a pure text utility: the question is cleaned as the core cleans every text before the door "

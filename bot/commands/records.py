@@ -13,7 +13,7 @@ from retrieval.errors import InputError
 
 if TYPE_CHECKING:
     from bot.context import CliContext
-    from retrieval.results import JobProgress, QueueStatus
+    from retrieval.results import ClusterStatus, JobProgress, QueueStatus
 
 
 def register(subparsers: Subcommands) -> None:
@@ -26,7 +26,8 @@ def register(subparsers: Subcommands) -> None:
     stats.set_defaults(handler=run_stats)
 
     doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma "
-                                                  "and the lexical index; show the database's schema revision")
+                                                  "and the lexical index; show the database's schema revision, the "
+                                                  "Chroma server, the replicas and the job queue (docs/deploy.md)")
     doctor.add_argument("--repair", action="store_true",
                         help="fix what the check finds (a damaged vector index is rebuilt from the record store)")
     doctor.add_argument("--force", action="store_true",
@@ -69,6 +70,8 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         raise InputError("--force only applies with --repair.", hint="Run `paperbot doctor --repair --force`.")
     if args.queue and not args.repair:
         raise InputError("--queue only applies with --repair.", hint="Run `paperbot doctor --repair --queue`.")
+    if not args.repair and (cluster := ctx.assistant.upkeep.cluster_status()) is not None and not cluster.ok:
+        return _without_index(args, ctx, cluster)  # the index check would only repeat the Chroma server's error
     if args.repair and args.queue:
         from retrieval import JobService
 
@@ -80,12 +83,14 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         report = ctx.assistant.upkeep.check_consistency()
     database = ctx.assistant.upkeep.database_status()
     queue = _queue_status(ctx)
+    cluster = ctx.assistant.upkeep.cluster_status()  # (again after a check: its count is the index's now)
     # the model is measured by a check only (a repair is about the index); it never changes the exit status
     probe = None if (args.repair or args.no_model) else ctx.assistant.upkeep.probe_model()
     if args.json:
         ctx.out_json({**dataclasses.asdict(report), "ok": report.ok,
                       "database": {**dataclasses.asdict(database), "current": database.current},
                       **({"queue": dataclasses.asdict(queue)} if queue is not None else {}),
+                      **({"cluster": _cluster_json(cluster)} if cluster is not None else {}),
                       **({"model": dataclasses.asdict(probe)} if probe is not None else {})})
     else:
         ctx.out(str(report))
@@ -93,11 +98,37 @@ def run_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.out(report.encoder_choice)
         ctx.out(f"Encoder cache (ONNX exports, auto choice; shared by all data dirs): {ctx.settings.encoder_cache_dir}")
         ctx.out(database.describe())
+        if cluster is not None:
+            ctx.out(cluster.describe())
         if queue is not None:
             ctx.out(queue.describe())
         if probe is not None:
             ctx.out(model_probe_text(probe, ctx.settings))
     return 0 if (args.repair or report.ok) else 3
+
+
+def _without_index(args: argparse.Namespace, ctx: CliContext, cluster: ClusterStatus) -> int:
+    """``doctor`` while the Chroma server cannot be reached: the database, the replicas, the queue
+    and the server's error (with what to do next), no consistency check; exit status 3 as for
+    any failed check. ``--json``: ``ok`` false, ``index_checked`` false, no consistency fields."""
+    database = ctx.assistant.upkeep.database_status()
+    queue = _queue_status(ctx)
+    if args.json:
+        ctx.out_json({"ok": False, "index_checked": False,
+                      "database": {**dataclasses.asdict(database), "current": database.current},
+                      **({"queue": dataclasses.asdict(queue)} if queue is not None else {}),
+                      "cluster": _cluster_json(cluster)})
+    else:
+        ctx.out("Index not checked: the Chroma server cannot be reached (below).")
+        ctx.out(database.describe())
+        ctx.out(cluster.describe())
+        if queue is not None:
+            ctx.out(queue.describe())
+    return 3
+
+
+def _cluster_json(cluster: ClusterStatus) -> dict[str, object]:
+    return {**dataclasses.asdict(cluster), "ok": cluster.ok}
 
 
 def _queue_status(ctx: CliContext) -> QueueStatus | None:

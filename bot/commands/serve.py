@@ -35,7 +35,7 @@ def register(subparsers: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from bot.slack.app import build_slack
+    from bot.slack.app import build_slack, replica_id
     from bot.slack.http_door import EVENTS_PATH
     from bot.slack.http_server import bind
     from bot.slack.replica import name_replica_in_logs
@@ -43,10 +43,12 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535 (got {args.port}).")
     logging.getLogger("bot").setLevel(logging.INFO)
+    replica = replica_id(ctx.settings)
+    name_replica_in_logs(replica)  # before anything is built: every log line of the process names it
     runtime = build_slack(ctx.settings, ctx.assistant, http=args.http)
-    name_replica_in_logs(runtime.deps.deliveries.replica)
+    me = f"paperbot [{replica}]"  # the lines of this command name the replica too
     if (missing := ctx.assistant.scholars.pictures_missing()) is not None:
-        ctx.note(f"paperbot: scholar summaries go without pictures: {missing}")
+        ctx.note(f"{me}: scholar summaries go without pictures: {missing}")
     _stop_on_sigterm()
     handler = None
     try:
@@ -61,20 +63,20 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             host, port = sock.getsockname()[:2]
             runtime.scheduler.start()
             runtime.replica.start()
-            ctx.note(f"paperbot: listening on http://{host}:{port}{EVENTS_PATH} (HTTP mode; Ctrl-C stops)")
+            ctx.note(f"{me}: listening on http://{host}:{port}{EVENTS_PATH} (HTTP mode; Ctrl-C stops)")
             # uvicorn takes SIGINT/SIGTERM while it runs: it stops accepting, lets requests in flight
             # finish, then re-raises the signal, which lands below as KeyboardInterrupt.
             server.run(sockets=[sock])
-            ctx.note("paperbot: stopping")
+            ctx.note(f"{me}: stopping")
         else:
             handler = runtime.socket_mode_handler()
             handler.connect()
             runtime.scheduler.start()
             runtime.replica.start()
-            ctx.note("paperbot: connected to Slack in Socket Mode (Ctrl-C stops)")
+            ctx.note(f"{me}: connected to Slack in Socket Mode (Ctrl-C stops)")
             threading.Event().wait()
     except KeyboardInterrupt:
-        ctx.note("paperbot: stopping")
+        ctx.note(f"{me}: stopping")
     finally:
         if handler is not None:
             handler.close()

@@ -48,7 +48,7 @@ from bot.slack.jobs import new_reference
 from bot.slack.listeners import register_all
 from bot.slack.listeners.events import listener_hold_middleware
 from bot.slack.queue import WorkQueue
-from bot.slack.replica import ReplicaLoop
+from bot.slack.replica import ReplicaLoop, with_heartbeat
 from bot.slack.socket_door import SocketDoor
 from bot.slack.store import SlackStore
 from retrieval import JobService
@@ -142,10 +142,12 @@ class SlackRuntime:
 
     def http_door(self, limits: DoorLimits = DEFAULT_LIMITS) -> SlackDoor:
         """The ASGI application: ``POST /slack/events`` for Slack; ``GET /healthz`` (the process is up)
-        and ``GET /readyz`` (it can answer: ``Assistant.upkeep.readiness``) for a load balancer's probes."""
+        and ``GET /readyz`` (it can answer: ``Assistant.upkeep.readiness``, and once the replica has
+        started, its heartbeat: ``replica.with_heartbeat``) for a load balancer's probes."""
         if not self.credentials.signing_secret:
             raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
-        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=self.deps.assistant.upkeep.readiness,
+        readiness = with_heartbeat(self.deps.assistant.upkeep.readiness, self.replica)
+        door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=readiness,
                          deliveries=self.deps.deliveries, claim_first=self.deps.store.database.backend != "sqlite")
         self._doors.append(door)
         return door
@@ -200,9 +202,11 @@ def build_slack(
     sleep: Callable[[float], None] = time.sleep,
     update_interval: float = 1.0,
     alert_poll_seconds: float | None = None,
+    wall_clock: Callable[[], float] = time.time,
 ) -> SlackRuntime:
     """Check the settings, build the Bolt app (this calls ``auth.test``) and its dependencies;
-    ``alert_poll_seconds`` None: ``PAPERBOT_ALERT_POLL_SECONDS``."""
+    ``alert_poll_seconds`` None: ``PAPERBOT_ALERT_POLL_SECONDS``. ``wall_clock``: the time of the
+    replica's heartbeats (``bot/slack/replica.py``) and of the scheduled sync's periods."""
     creds = credentials(settings, http=http)
     client = web_client(settings, creds.bot_token)
     _quiet_redundant_token_warning()
@@ -260,10 +264,10 @@ def build_slack(
         alerts, poll_seconds=alert_poll_seconds or settings.alert_poll_seconds, sync_every_seconds=sync_every,
         run_sync=(lambda: assistant.fetching.sync().new_paper_ids) if sync_every else None,
         note_new=assistant.follows.note_new_papers, clock=clock,
-        claim_sync=claim_each_period(store, replica, sync_every) if sync_every else None,  # once per deployment
+        claim_sync=claim_each_period(store, replica, sync_every, wall_clock=wall_clock) if sync_every else None,  # once per deployment
     )
-    loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=time.time()),
-                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds)
+    loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=wall_clock()),
+                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds, clock=wall_clock)
     return SlackRuntime(app, deps, creds, scheduler, loop)
 
 

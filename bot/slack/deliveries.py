@@ -38,11 +38,11 @@ from typing import Any
 
 from bot.slack.store import SlackStore
 from retrieval.errors import StorageError
+from retrieval.storage.members import MISSED_BEATS
 
 log = logging.getLogger(__name__)
 
 CLAIM_TTL = 3600.0  # seconds a claim is kept (Slack retries for about six minutes)
-MISSED_BEATS = 3  # heartbeats a replica may miss before it counts as stopped
 
 
 def event_key(body: dict[str, Any]) -> str | None:

@@ -102,6 +102,7 @@ class DoorLimits:
     head_deadline_seconds: float = 10.0  # for the request line and headers (``HeadDeadlineProtocol``)
     dispatch_threads: int = 32  # Bolt's dispatch of what is answered after it: commands, clicks, URL checks
     event_threads: int = 8  # Bolt's dispatch of events, which are acknowledged before it
+    ready_cache_seconds: float = READY_CACHE_SECONDS  # ``/readyz`` answers from one check for this long
 
 
 # --- from bytes to a Bolt request --------------------------------------------------------------
@@ -179,11 +180,11 @@ class SlackDoor:
 
     def _ready(self) -> _Answer:
         """``/readyz``: 200 when the core can answer (``Assistant.upkeep.readiness``), else 503; JSON with
-        each check's line. Checked at most once per ``READY_CACHE_SECONDS`` (probes share it)."""
+        each check's line. Checked at most once per ``limits.ready_cache_seconds`` (probes share it)."""
         assert self._readiness is not None
         with self._ready_lock:
             now = time.monotonic()
-            if self._ready_answer is not None and now - self._ready_answer[0] < READY_CACHE_SECONDS:
+            if self._ready_answer is not None and now - self._ready_answer[0] < self.limits.ready_cache_seconds:
                 return self._ready_answer[1]
             try:
                 report = self._readiness()

@@ -7,6 +7,10 @@ claimed by a replica that stopped (no heartbeat for ``MISSED_BEATS`` heartbeats)
 answers it from its stored payload on a thread of its own. It leaves the table when it stops.
 A failed heartbeat or sweep is logged and tried again on the next beat; it never stops the loop.
 
+:func:`with_heartbeat` adds the heartbeat to ``/readyz``: a replica whose heartbeat has not been
+recorded for longer than the stop rule (``MISSED_BEATS`` heartbeats) counts as stopped for the
+others, which take its claims over; it answers 503 so that the load balancer sends it no events.
+
 :func:`name_replica_in_logs` puts the replica's id into every log line of the process.
 """
 
@@ -21,6 +25,7 @@ from typing import Any
 
 from bot.slack.deliveries import Deliveries, Delivery
 from retrieval.errors import StorageError
+from retrieval.results import Readiness
 from retrieval.storage.members import ClusterMembers, Member
 
 log = logging.getLogger(__name__)
@@ -43,13 +48,19 @@ class ReplicaLoop:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._started: float | None = None  # clock time of ``start``
+        self._recorded: float | None = None  # clock time of the last heartbeat recorded
+        self._failure = ""  # why the last heartbeat was not recorded ("" once one is)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paperbot-resume")
 
     def start(self) -> None:
         """Join the members and start beating (a failed join is logged; the first beat retries)."""
+        self._started = now = self._clock()
         try:
-            self.members.join(self.member.model_copy(update={"last_seen": self._clock()}))
+            self.members.join(self.member.model_copy(update={"last_seen": now}))
+            self._recorded = now
         except StorageError as exc:
+            self._failure = exc.user_message
             log.warning("cannot join the replicas' table: %s", exc.user_message)
         log.info("replica %s (%s, pid %d) joined; heartbeat every %g s", self.member.id, self.member.host,
                  self.member.pid, self.every)
@@ -74,9 +85,25 @@ class ReplicaLoop:
         try:
             self.members.beat(self.member, now=now)
         except StorageError as exc:
+            self._failure = exc.user_message
             log.warning("heartbeat not recorded: %s", exc.user_message)
             return 0  # not known alive: taking others' events over now could answer twice
+        self._recorded, self._failure = now, ""
         return self.sweep(now)
+
+    def heartbeat_check(self) -> str | None:
+        """``/readyz``'s line for the heartbeat: "ok: ..." while the last one recorded (or the start,
+        before any) is within the stop rule (``Deliveries.dead_after``), else why this replica
+        counts as stopped; None before ``start`` (nothing beats, nothing to say)."""
+        if self._started is None:
+            return None
+        silent = self._clock() - (self._recorded if self._recorded is not None else self._started)
+        failing = f"; the last failed: {self._failure}" if self._failure else ""
+        if silent <= self.deliveries.dead_after:
+            when = f"recorded {silent:.0f} s ago" if self._recorded is not None else f"none yet, started {silent:.0f} s ago"
+            return f"ok: {when} (every {self.every:g} s){failing}"
+        return (f"heartbeat not recorded for {silent:.0f} s (more than {self.deliveries.dead_after:g} s): other "
+                f"replicas take over this replica's events{failing}")
 
     def sweep(self, now: float) -> int:
         """Take over and answer the open claims of stopped replicas; returns how many."""
@@ -104,6 +131,20 @@ class ReplicaLoop:
                 self.tick()
             except Exception:  # a bug must not stop the heartbeat: logged, tried on the next beat
                 log.exception("replica heartbeat failed")
+
+
+def with_heartbeat(readiness: Callable[[], Readiness], loop: ReplicaLoop) -> Callable[[], Readiness]:
+    """``readiness`` (the core's checks) with the ``heartbeat`` check of ``loop`` added once it has
+    started: not ready while its heartbeat fails for longer than the stop rule (module docstring)."""
+
+    def check() -> Readiness:
+        report = readiness()
+        line = loop.heartbeat_check()
+        if line is None:
+            return report
+        return Readiness(ready=report.ready and line.startswith("ok: "), checks={**report.checks, "heartbeat": line})
+
+    return check
 
 
 class _ReplicaName(logging.Filter):

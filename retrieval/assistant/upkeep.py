@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING
 from retrieval.answers.chat_model import FromSettings
 from retrieval.assistant.installation import Installation
 from retrieval.errors import PaperbotError
-from retrieval.results import ModelProbe, Readiness
+from retrieval.results import ChromaServerStatus, ClusterStatus, ModelProbe, Readiness, ReplicaSeen
 
 if TYPE_CHECKING:
     from retrieval.index.maintenance import ConsistencyReport
     from retrieval.storage.database import SchemaStatus
+
+
+_RECENT_SECONDS = 24 * 3600  # replicas silent longer are counted, not listed, by ``cluster_status``
 
 
 class Upkeep:
@@ -54,6 +57,39 @@ class Upkeep:
         except PaperbotError as error:
             checks["database"] = str(error)
         return Readiness(ready=all(value.startswith("ok: ") for value in checks.values()), checks=checks)
+
+    def cluster_status(self, *, now: float | None = None) -> ClusterStatus | None:
+        """The replicas heart-beating in the database (``cluster_members``, heard from within a day;
+        ``alive`` by the rule of ``MISSED_BEATS`` heartbeats of ``PAPERBOT_CLUSTER_HEARTBEAT_SECONDS``)
+        and the Chroma server of ``PAPERBOT_CHROMA_URL`` (reached with one count of the collection;
+        unreachable: the error's message and hint, never an exception). None when there is neither
+        (one machine, nothing serving): ``paperbot doctor`` then says nothing of a cluster.
+        Raises ``StorageError`` when the database cannot be read."""
+        import time
+
+        from retrieval.storage.database import open_database
+        from retrieval.storage.members import MISSED_BEATS, ClusterMembers
+
+        settings = self._installation.settings
+        now = time.time() if now is None else now
+        every = settings.cluster_heartbeat_seconds
+        rows = ClusterMembers(open_database(settings)).seen()
+        recent = [row for row in rows if now - row.last_seen <= _RECENT_SECONDS]
+        replicas = [ReplicaSeen(id=row.id, role=row.role, host=row.host, pid=row.pid, started_at=row.started_at,
+                                seconds_since_heartbeat=max(0.0, now - row.last_seen),
+                                alive=now - row.last_seen <= every * MISSED_BEATS) for row in recent]
+        chroma = None
+        if settings.chroma_url:
+            try:
+                count = self._installation.index.dense.count()
+                chroma = ChromaServerStatus(url=settings.chroma_url, collection=settings.collection, reachable=True,
+                                            vectors=count)
+            except PaperbotError as error:
+                chroma = ChromaServerStatus(url=settings.chroma_url, collection=settings.collection, reachable=False,
+                                            error=str(error))
+        if not rows and chroma is None:
+            return None
+        return ClusterStatus(heartbeat_seconds=every, replicas=replicas, older=len(rows) - len(recent), chroma=chroma)
 
     def check_consistency(self) -> ConsistencyReport:
         """Whether the record store, the vectors and BM25 agree (``paperbot doctor``)."""

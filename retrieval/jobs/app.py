@@ -1,7 +1,8 @@
 """The procrastinate app of a deployment, built from the settings' PostgreSQL URL, and its tasks.
 
 Every task is a thin wrapper: it takes the worker's ``Assistant`` from the job context (the
-worker passes it as ``additional_context``), logs the job by id and task, runs the body in
+worker passes it as ``additional_context``), logs the job by id and task (and, through
+``logs.running``, names it in every other line logged while it runs), runs the body in
 ``tasks`` and stores what the job's submitter waits for (``staging.save_result``). A task that
 raises is retried up to ``RETRIES`` times (its work is idempotent: a retry merges again what
 the failed attempt wrote, which changes nothing); a job whose worker died mid-run is put back by
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
 from retrieval.jobs import tasks
+from retrieval.jobs.logs import running
 
 if TYPE_CHECKING:
     from procrastinate import App, JobContext
@@ -82,30 +84,33 @@ def build_app(settings: Settings, *, pool_size: int = 2) -> App:
     def sync(context: JobContext, timestamp: int | None = None) -> dict[str, Any]:
         assistant = _assistant(context)
         label = _label(context)
-        log.info("%s: sync started%s", label, f" (scheduled for {timestamp})" if timestamp else "")
-        result = tasks.run_sync(assistant)
-        _finish(assistant, context, result)
-        log.info("%s: sync done: %d new, %d updated", label, len(result["new_paper_ids"]),
-                 len(result["updated_paper_ids"]))
+        with running(label):
+            log.info("%s: sync started%s", label, f" (scheduled for {timestamp})" if timestamp else "")
+            result = tasks.run_sync(assistant)
+            _finish(assistant, context, result)
+            log.info("%s: sync done: %d new, %d updated", label, len(result["new_paper_ids"]),
+                     len(result["updated_paper_ids"]))
         return {"new": len(result["new_paper_ids"])}
 
     @app.task(name=INGEST_PART_TASK, queue=QUEUE, pass_context=True, retry=retry)
     def ingest_part(context: JobContext, ingest_id: str, part: int) -> dict[str, Any]:
         assistant = _assistant(context)
         label = f"{_label(context)} ingest {ingest_id[:8]} part {part}"
-        log.info("%s: started", label)
-        counts = tasks.run_ingest_part(assistant, ingest_id, part, say=lambda text: log.info("%s: %s", label, text))
-        log.info("%s: done: %s", label, ", ".join(f"{key} {value}" for key, value in counts.items()))
+        with running(label):
+            log.info("%s: started", label)
+            counts = tasks.run_ingest_part(assistant, ingest_id, part, say=lambda text: log.info("%s: %s", label, text))
+            log.info("%s: done: %s", label, ", ".join(f"{key} {value}" for key, value in counts.items()))
         return counts
 
     @app.task(name=REPAIR_TASK, queue=QUEUE, pass_context=True, retry=retry, lock=SYNC_LOCK)
     def repair(context: JobContext, force: bool = False) -> dict[str, Any]:
         assistant = _assistant(context)
         label = _label(context)
-        log.info("%s: repair started", label)
-        result = tasks.run_repair(assistant, force=force)
-        _finish(assistant, context, result)
-        log.info("%s: repair done", label)
+        with running(label):
+            log.info("%s: repair started", label)
+            result = tasks.run_repair(assistant, force=force)
+            _finish(assistant, context, result)
+            log.info("%s: repair done", label)
         return {"ok": result.get("ok")}
 
     return app

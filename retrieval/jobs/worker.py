@@ -31,6 +31,7 @@ from sqlalchemy import delete, insert
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
 from retrieval.jobs.app import ASSISTANT, QUEUE, build_app, uses_queue
+from retrieval.jobs.logs import name_jobs_in_logs
 from retrieval.jobs.schedule import STALLED_AFTER, scheduler_loop
 from retrieval.storage.database import open_database
 from retrieval.storage.schema import job_workers
@@ -66,6 +67,7 @@ def run_worker(assistant: Assistant, *, concurrency: int = 1,
     is registered. Raises ``ConfigError`` for settings without a queue or a Chroma server."""
     settings = assistant.settings
     check_worker_settings(settings)
+    name_jobs_in_logs()  # every line logged while a job runs names it (``logs``)
     open_database(settings)  # the schema, the queue's included, upgraded first if behind
     _ = assistant.index.encoder  # loaded before the first job, which then encodes at full speed
     app = build_app(settings, pool_size=concurrency + 3)

@@ -8,7 +8,7 @@ One module per concern, every name re-exported here (import them from ``retrieva
 ``validation`` (what validation and parsing removed), ``answers`` (filters, hits, citations,
 answers and their stream events), ``scholars`` (summaries and collaborators), ``ingests``
 (ingests, removals, fetches and syncs), ``roster`` (scholars followed, follows, alerts) and
-``index_stats``; ``jobs`` (the job queue's state); ``readiness`` (what ``/readyz`` reports). The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
+``index_stats``; ``jobs`` (the job queue's state); ``cluster`` (the replicas and the Chroma server); ``readiness`` (what ``/readyz`` reports). The doors import these, ``retrieval.assistant``, ``retrieval.errors`` and
 ``retrieval.config``, and nothing else of the core (``tests/test_architecture.py``).
 """
 
@@ -26,6 +26,11 @@ from retrieval.results.answers import (
     SearchHit,
     SearchResult,
     TextDelta,
+)
+from retrieval.results.cluster import (
+    ChromaServerStatus,
+    ClusterStatus,
+    ReplicaSeen,
 )
 from retrieval.results.index_stats import (
     IndexStats,
@@ -86,7 +91,9 @@ __all__ = [
     "AnswerKind",
     "AnswerMode",
     "AnswerResult",
+    "ChromaServerStatus",
     "Citation",
+    "ClusterStatus",
     "Coauthor",
     "CoauthorLink",
     "CollaboratorsResult",
@@ -109,6 +116,7 @@ __all__ = [
     "QueueStatus",
     "Readiness",
     "RemovalReport",
+    "ReplicaSeen",
     "Scholar",
     "ScholarCandidate",
     "ScholarIdentity",

@@ -2,7 +2,8 @@
 
 A replica of ``paperbot serve`` joins when it starts (one row: its id, role, host, pid and start
 time), moves its ``last_seen`` forward every heartbeat and deletes its row when it stops cleanly.
-A replica whose ``last_seen`` is older than ``dead_after`` seconds counts as stopped: what it
+A replica whose ``last_seen`` is older than ``dead_after`` seconds (``MISSED_BEATS`` heartbeats)
+counts as stopped: what it
 claimed and did not finish may be taken over (``bot/slack/deliveries.py``).
 
 Times are the wall clock of the replica writing them (``time.time()``): replicas on several
@@ -25,6 +26,7 @@ from retrieval.storage.database import MEMBERS, Database
 from retrieval.storage.schema import cluster_members
 
 _DOING = "record this replica's heartbeat"
+MISSED_BEATS = 3  # heartbeats a replica may miss before it counts as stopped (its claims are taken over)
 
 
 class Member(BaseModel):
@@ -80,3 +82,8 @@ class ClusterMembers:
                  .order_by(cluster_members.c.id))
         with self.database.reading("read the replicas' heartbeats") as db:
             return [Member(**row) for row in db.execute(query).mappings()]
+
+    def seen(self) -> list[Member]:
+        """Every row, alive or not (``paperbot doctor``), by id; a ``StorageError`` when the database cannot be read."""
+        with self.database.reading("read the replicas' heartbeats") as db:
+            return [Member(**row) for row in db.execute(select(cluster_members).order_by(cluster_members.c.id)).mappings()]

@@ -204,7 +204,9 @@ def test_each_replica_is_ready_and_logs_its_name(cluster: Cluster) -> None:
         assert cluster.http.get(base + "/healthz").text == "ok"
         ready = cluster.http.get(base + "/readyz")
         assert ready.status_code == 200 and ready.json()["ready"] is True, ready.text
+        assert ready.json()["checks"]["heartbeat"].startswith("ok: recorded "), ready.text  # its own heartbeat too
         assert f"[replica-{i}]: replica replica-{i} (" in replica.output(), replica.output()[-2000:]
+        assert f"paperbot [replica-{i}]: listening on " in replica.output()
 
 
 def test_200_events_and_20_redeliveries_to_other_replicas_are_answered_once(cluster: Cluster) -> None:

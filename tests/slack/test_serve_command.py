@@ -61,17 +61,19 @@ def test_rejected_token_is_a_config_error(isolated_cwd: Path, monkeypatch: pytes
 def test_serve_http_process_answers_a_signed_mention(index_copy: Path, stand_in: SlackStandIn, tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("SLACK_", "OPENAI_", "PAPERBOT_"))}
     env.update(PAPERBOT_DATA_DIR=str(index_copy), SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SECRET,
-               SLACK_API_URL=stand_in.api_url, HF_HUB_OFFLINE="1")
+               SLACK_API_URL=stand_in.api_url, HF_HUB_OFFLINE="1", PAPERBOT_REPLICA_ID="replica-7")
     process = subprocess.Popen(
         [sys.executable, "-m", "bot.cli", "serve", "--http", "--host", "127.0.0.1", "--port", "0"],
         cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
+    seen: list[str] = []  # every line, kept for the check of the replica's name
     assert process.stderr is not None
     stderr = process.stderr
 
     def pump() -> None:
         for line in stderr:
+            seen.append(line)
             lines.put(line)
 
     threading.Thread(target=pump, daemon=True).start()
@@ -94,6 +96,11 @@ def test_serve_http_process_answers_a_signed_mention(index_copy: Path, stand_in:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
     assert code == 0, _drain(lines)
+    # the logs name the replica: every line, log records and the command's own (a traceback's
+    # continuation lines aside, which follow a line that names it)
+    logged = [line for line in seen if line.strip() and not line.startswith((" ", "Traceback"))]
+    assert any("listening on" in line for line in logged) and any("stopping" in line for line in logged)
+    assert [line for line in logged if "[replica-7]" not in line] == []
 
 
 def _drain(lines: queue.Queue[str]) -> str:

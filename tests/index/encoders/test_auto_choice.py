@@ -436,7 +436,8 @@ def test_doctor_prints_the_choice(tmp_path):
     report = ConsistencyReport(records=2, vectors=2, indexed_encoder="x", current_encoder="x", encoder_choice=line)
     out = io.StringIO()
     database = SchemaStatus(backend="sqlite", where=str(tmp_path / "records.sqlite3"), revision=None, head=HEAD)
-    checks = SimpleNamespace(check_consistency=lambda: report, database_status=lambda: database)
+    checks = SimpleNamespace(check_consistency=lambda: report, database_status=lambda: database,
+                             cluster_status=lambda: None)  # one machine: no cluster to report
     ctx = SimpleNamespace(assistant=SimpleNamespace(upkeep=checks), stdout=out,
                           settings=settings_in(tmp_path, "auto"),
                           out=lambda text="": out.write(text + "\n"),
