@@ -51,6 +51,7 @@ from bot.slack.queue import WorkQueue
 from bot.slack.replica import ReplicaLoop
 from bot.slack.socket_door import SocketDoor
 from bot.slack.store import SlackStore
+from bot.slack.sync_jobs import resume_orphaned_syncs
 from retrieval import JobService
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
@@ -261,7 +262,8 @@ def build_slack(
         note_new=assistant.follows.note_new_papers, clock=clock,
     )
     loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=time.time()),
-                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds)
+                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds,
+                       also=lambda now: resume_orphaned_syncs(deps, client, now=now, dead_after=deliveries.dead_after))
     return SlackRuntime(app, deps, creds, scheduler, loop)
 
 
