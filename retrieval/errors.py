@@ -190,6 +190,11 @@ class BusyError(StorageError):
         self.since = since
 
 
+class StoppedFollowingError(PaperbotError):
+    """This process stopped following a queued job (it is shutting down); the job runs on in its
+    worker and leaves its report in the database for whoever follows it next."""
+
+
 class PartlySavedError(StorageError):
     """A long write (an ingest) stopped on ``cause`` after some of its committed batches: the
     message says how many of ``total`` records were saved, and that running the same command

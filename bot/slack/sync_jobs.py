@@ -33,7 +33,7 @@ from bot.slack.blocks import error_text
 from bot.slack.formatting import Block, bold, context, escape, sections
 from bot.slack.jobs import Reply, Target, notify, run_safely, submit
 from retrieval import JobService
-from retrieval.errors import InputError, PaperbotError
+from retrieval.errors import InputError, PaperbotError, StoppedFollowingError
 from retrieval.results import JobProgress, SyncReport
 from retrieval.storage.schema import cluster_members, slack_jobs
 
@@ -127,12 +127,18 @@ def _sync_work(deps: SlackDeps, target: Target) -> Callable[[Reply], None]:
         try:
             reply.begin([context(f"<@{escape(target.user)}> started a sync of the roster.")])
             deps.syncs.started(reply.message_ts)
-            report = JobService(deps.assistant).sync(progress=_shown(deps, reply, target.user), on_queued=on_queued)
-            _finish(deps, reply, report)
+            report = JobService(deps.assistant).sync(progress=_shown(deps, reply, target.user), on_queued=on_queued,
+                                                     keep_following=lambda: not deps.queue.closed)
+        except StoppedFollowingError:
+            log.info("stopping: sync job %s left to another replica", job.get("id"))
+            return  # the message keeps its last progress; a live replica finishes it (``resume_orphaned_syncs``)
+        except PaperbotError:
+            _done(messages, job.get("id"))  # the failure is shown in the message (``run_safely``)
+            raise
         finally:
             deps.syncs.release()
-            if "id" in job:
-                messages.finish(job["id"])
+        _finish(deps, reply, report)
+        _done(messages, job.get("id"))
 
     return work
 
@@ -265,12 +271,22 @@ def _resume_job(deps: SlackDeps, client: WebClient, target: Target, row: StoredS
                 messages: SyncMessages) -> Callable[[], None]:
     def work(reply: Reply) -> None:
         try:
-            report = JobService(deps.assistant).follow_sync(row.job_id, progress=_shown(deps, reply, row.user))
-            _finish(deps, reply, report)
-        finally:
+            report = JobService(deps.assistant).follow_sync(row.job_id, progress=_shown(deps, reply, row.user),
+                                                            keep_following=lambda: not deps.queue.closed)
+        except StoppedFollowingError:
+            return  # stopping too: the next live replica takes it over
+        except PaperbotError:
             messages.finish(row.job_id)
+            raise
+        _finish(deps, reply, report)
+        messages.finish(row.job_id)
 
     return lambda: run_safely(Reply(deps, client, target, message_ts=row.message_ts), work)
+
+
+def _done(messages: SyncMessages, job_id: int | None) -> None:
+    if job_id is not None:
+        messages.finish(job_id)
 
 
 def _now() -> str:

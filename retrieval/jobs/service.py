@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval.errors import BusyError, StorageError
+from retrieval.errors import BusyError, StoppedFollowingError, StorageError
 from retrieval.results import IngestReport, JobProgress, QueueStatus, SkippedItem, SyncEvent, SyncReport
 
 if TYPE_CHECKING:
@@ -83,14 +83,15 @@ class JobService:
     # --- sync and repair ------------------------------------------------------------------------
 
     def sync(self, *, progress: Callable[[JobProgress], None] | None = None,
-             on_queued: Callable[[int], None] | None = None) -> SyncReport:
+             on_queued: Callable[[int], None] | None = None,
+             keep_following: Callable[[], bool] | None = None) -> SyncReport:
         """A sync of the roster, its new papers queued for the follow alerts (``tasks.run_sync``):
         one job on the queue (one sync at a time in the deployment), else in this process.
 
         ``progress`` is told the scholars done of the roster's total as they are committed (from
         the worker's ``job_progress`` on the queue). ``on_queued`` is told the job's id once it is
         queued (never without a queue). A sync already waiting on the queue is a ``BusyError``:
-        one is enough, it will fetch everything new."""
+        one is enough, it will fetch everything new. ``keep_following`` (see ``follow_sync``)."""
         from retrieval.jobs import tasks
 
         if not self.queued:
@@ -98,18 +99,21 @@ class JobService:
         job_id = self._defer_sync()
         if on_queued is not None:
             on_queued(job_id)
-        return self.follow_sync(job_id, progress=progress)
+        return self.follow_sync(job_id, progress=progress, keep_following=keep_following)
 
-    def follow_sync(self, job_id: int, *, progress: Callable[[JobProgress], None] | None = None) -> SyncReport:
+    def follow_sync(self, job_id: int, *, progress: Callable[[JobProgress], None] | None = None,
+                    keep_following: Callable[[], bool] | None = None) -> SyncReport:
         """Follow the queued sync job ``job_id`` (queued by this process or another) to its report;
-        a job that failed after its retries is a ``StorageError`` naming it."""
+        a job that failed after its retries is a ``StorageError`` naming it. ``keep_following``
+        is asked at each poll: False (this process is stopping) raises ``StoppedFollowingError``
+        and leaves the job running."""
         from retrieval.jobs.app import build_app
         from retrieval.jobs.staging import load_progress
 
         app = build_app(self.settings)
         with app.open():
             self._follow(app, [job_id], f"sync (job {job_id})", progress,
-                         counts=lambda: load_progress(self.settings, job_id))
+                         counts=lambda: load_progress(self.settings, job_id), keep_following=keep_following)
         return SyncReport.model_validate(self._result(job_id, "sync"))
 
     def running_sync(self) -> int | None:
@@ -175,7 +179,8 @@ class JobService:
     # --- following jobs -------------------------------------------------------------------------
 
     def _follow(self, app: App, job_ids: Sequence[int], label: str, progress: Callable[[JobProgress], None] | None,
-                *, counts: Callable[[], tuple[int, int, str]] | None = None) -> None:
+                *, counts: Callable[[], tuple[int, int, str]] | None = None,
+                keep_following: Callable[[], bool] | None = None) -> None:
         """Wait until every job ended; ``progress`` is told each change of state and of ``counts()``
         (done, total, what was last done)."""
         last: JobProgress | None = None
@@ -198,6 +203,9 @@ class JobService:
             last = now
             if state == "succeeded":
                 return
+            if keep_following is not None and not keep_following():
+                raise StoppedFollowingError(f"Stopped following the {label} job(s); they run on.",
+                                            hint="Their reports stay in the database (job_results).")
             time.sleep(POLL_SECONDS * max(1.0, len(job_ids) / 8))  # other processes' progress: polled, gently
 
     # --- the queue ------------------------------------------------------------------------------
