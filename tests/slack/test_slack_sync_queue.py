@@ -40,9 +40,9 @@ def _rows(url: str, sql: str) -> list[tuple]:
         return connection.execute(sql.encode()).fetchall()  # the test's own reading of the tables
 
 
-def _replica(make_bot: BotFactory, deployment: Deployment, server: ReplayServer, data_dir: Path, name: str) -> Bot:
-    queue = {"database_url": deployment.database_url, "job_queue": True, "chroma_url": deployment.chroma_url,
-             "collection": deployment.collection}
+def _replica(make_bot: BotFactory, where: Deployment, server: ReplayServer, data_dir: Path, name: str) -> Bot:
+    queue = {"database_url": where.database_url, "job_queue": True, "chroma_url": where.chroma_url,
+             "collection": where.collection}
     core = Assistant(make_settings(link_model_cache(data_dir), **queue, **source_settings(server.url)),
                      chat_model=None)
     ticks = itertools.count(0, 100)  # every progress change is shown (no throttling waits)
@@ -59,7 +59,7 @@ def _top_level(bot: Bot) -> list[str]:
 
 
 def test_a_queued_sync_ends_with_its_outcome_even_when_its_replica_stops(
-        make_bot: BotFactory, deployment: Deployment, tmp_path: Path) -> None:  # noqa: F811
+        deployment: Deployment, make_bot: BotFactory, tmp_path: Path) -> None:  # noqa: F811  (deployment first: torn down last)
     since = (datetime.now(UTC) - OVERLAP).date()
     try:
         with ReplayServer(replay([])) as server:
