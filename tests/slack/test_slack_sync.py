@@ -83,6 +83,15 @@ def _respond_text(bot: Bot, name: str) -> str:
     return reply.text()
 
 
+def _outcomes(bot: Bot, count: int = 1) -> None:
+    """Wait until ``count`` messages ended with a sync's outcome, and the app is idle (the slash
+    command's listener runs after its ack, so the work queue alone can look idle too early)."""
+    bot.api.wait_for(lambda: sum(str(message.get("text")).startswith("Sync finished")
+                                 for message in bot.api.messages[CHANNEL].values()) >= count,
+                     timeout=180, what=f"{count} sync outcome(s)")
+    bot.idle(timeout=180)
+
+
 def _sync_message(bot: Bot) -> str:
     """The ts of the one top-level message that ended with a sync's outcome."""
     finished = [ts for ts, message in bot.api.messages[CHANNEL].items()
@@ -99,7 +108,7 @@ def test_a_sync_started_in_slack_shows_its_progress_then_its_outcome_and_feeds_t
     assert "Following scholar" in _respond_text(bot, "follow")
 
     _command(bot, "sync", SYNCER, "sync")
-    bot.idle(timeout=180)
+    _outcomes(bot)
     ts = _sync_message(bot)
     shown = [call.text() for call in bot.api.calls_to("chat.update") if call.params.get("ts") == ts]
     progress = [text for text in shown if "scholars done" in text]
@@ -126,7 +135,7 @@ def test_a_failed_source_is_named_with_what_to_do_next(make_bot: BotFactory, tmp
                                 != request_key("GET", missing, frozenset(IGNORED_PARAMS))])
         bot = _syncing_bot(make_bot, server, tmp_path / "core", slack_sync_users=["*"])
         _command(bot, "sync", "UANYONE01", "sync")
-        bot.idle(timeout=180)
+        _outcomes(bot)
     final = bot.api.channel_messages(CHANNEL)[-1]
     text = str(final["blocks"])
     assert "Sync finished" in text and ":warning:" in text
@@ -165,7 +174,7 @@ def test_a_second_sync_while_one_runs_points_at_it(make_bot: BotFactory, tmp_pat
             second = _respond_text(bot, "second")
         finally:
             holding.release.set()
-        bot.idle(timeout=180)
+        _outcomes(bot)
     ts = _sync_message(bot)  # one sync, one message
     assert "already running" in second and f"<@{SYNCER}>" in second
     assert f"https://slack.com/archives/{CHANNEL}/p{ts.replace('.', '')}" in second
@@ -173,5 +182,5 @@ def test_a_second_sync_while_one_runs_points_at_it(make_bot: BotFactory, tmp_pat
     assert len(finished) == 1
 
     _command(bot, "sync", OTHER_SYNCER, "third")  # once it finished, another may start
-    bot.idle(timeout=180)
+    _outcomes(bot, 2)
     assert len([text for text in bot.api.final_texts(CHANNEL) if "Sync finished" in text]) == 2
