@@ -27,6 +27,7 @@ class SyncRuns:
         self.user: str | None = None  # who started it; None: no sync runs
         self.channel: str | None = None
         self.message_ts: str | None = None  # its message, once posted
+        self.following: set[int] = set()  # the queued sync jobs this process shows in Slack now
 
     def claim(self, user: str, channel: str) -> bool:
         """Start one for ``user`` in ``channel``; False when one runs already."""
@@ -42,6 +43,19 @@ class SyncRuns:
     def release(self) -> None:
         with self._lock:
             self.user = self.channel = self.message_ts = None
+
+    def follow(self, job_id: int) -> None:
+        with self._lock:
+            self.following.add(job_id)
+
+    def followed(self, job_id: int) -> None:
+        """Job ``job_id``'s outcome is shown (a job let go of at shutdown stays: nobody here follows it again)."""
+        with self._lock:
+            self.following.discard(job_id)
+
+    def is_following(self, job_id: int) -> bool:
+        with self._lock:
+            return job_id in self.following
 
 
 @dataclass

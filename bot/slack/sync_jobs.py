@@ -121,6 +121,7 @@ def _sync_work(deps: SlackDeps, target: Target) -> Callable[[Reply], None]:
 
         def on_queued(job_id: int) -> None:
             job["id"] = job_id
+            deps.syncs.follow(job_id)  # before it is stored: never taken for a restarted replica's
             if reply.message_ts is not None:  # not via response_url: another replica can finish it
                 messages.save(job_id, target, reply.message_ts)
 
@@ -203,6 +204,7 @@ class SyncMessages:
     def __init__(self, deps: SlackDeps) -> None:
         self.database = deps.store.database
         self.replica = deps.deliveries.replica
+        self.syncs = deps.syncs
 
     def save(self, job_id: int, target: Target, message_ts: str) -> None:
         """Remember that this replica shows job ``job_id`` in ``message_ts``."""
@@ -220,14 +222,18 @@ class SyncMessages:
         """The outcome (or the failure) of ``job_id`` is shown: nobody needs to follow it again."""
         with self.database.writing("mark a sync's Slack message done") as db:
             db.execute(update(slack_jobs).where(slack_jobs.c.job_id == job_id).values(finished_at=_now()))
+        self.syncs.followed(job_id)
 
     def orphans(self, *, now: float, dead_after: float) -> list[StoredSync]:
-        """Unfinished messages whose follower replica is not alive (no heartbeat within ``dead_after``)."""
+        """Unfinished messages whose follower replica is not alive (no heartbeat within ``dead_after``),
+        or is this replica's name but not followed by this process (a restart under the same name)."""
         with self.database.reading("read the syncs' Slack messages") as db:
             live = set(db.execute(select(cluster_members.c.id)
                                   .where(cluster_members.c.last_seen >= now - dead_after)).scalars())
             rows = db.execute(select(slack_jobs).where(slack_jobs.c.finished_at.is_(None))).all()
-        return [StoredSync(**row._mapping) for row in rows if row.replica not in live and row.replica != self.replica]
+        mine = [row for row in rows if row.replica == self.replica and not self.syncs.is_following(row.job_id)]
+        return [StoredSync(**row._mapping) for row in rows if row.replica not in live and row.replica != self.replica] \
+            + [StoredSync(**row._mapping) for row in mine]
 
     def take(self, row: StoredSync) -> bool:
         """Move ``row`` to this replica; False when another replica took it first."""
@@ -257,6 +263,7 @@ def resume_orphaned_syncs(deps: SlackDeps, client: WebClient, *, now: float, dea
         if not messages.take(row):
             continue
         log.info("following sync job %d, left by replica %s", row.job_id, row.replica)
+        deps.syncs.follow(row.job_id)
         target = Target(channel=row.channel, user=row.user, thread_ts=row.thread_ts)
         try:
             deps.queue.submit(row.user, _resume_job(deps, client, target, row, messages))
