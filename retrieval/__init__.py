@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time ``__getattr
         PartlySavedError,
         RepairRefusedError,
         SourceError,
+        StoppedFollowingError,
         StorageError,
         UnknownScholarError,
     )
@@ -103,7 +104,7 @@ _SURFACE: dict[str, tuple[str, ...]] = {
     "retrieval.errors": (
         "BusyError", "ConfigError", "DatabaseDamagedError", "DataDirReadOnlyError", "DiskFullError", "IndexDamagedError", "IndexDiskFullError",
         "IndexUnavailableError", "InputError", "LLMUnavailableError", "NotInstalledError", "PaperbotError", "ParseError", "PartlySavedError", "RepairRefusedError",
-        "SourceError", "StorageError", "UnknownScholarError",
+        "SourceError", "StoppedFollowingError", "StorageError", "UnknownScholarError",
     ),
     "retrieval.results": (
         "AlertClaim", "AmbiguousScholarResult", "AnswerEvent", "AnswerKind", "AnswerMode", "AnswerResult", "ChromaServerStatus",
@@ -181,6 +182,7 @@ __all__ = [
     "SkippedItem",
     "SourceError",
     "SourceFailure",
+    "StoppedFollowingError",
     "StorageError",
     "SyncEvent",
     "SyncReport",

@@ -216,6 +216,11 @@ class Settings(BaseSettings):
     slack_allowed_teams: CommaList = Field(default_factory=list, validation_alias=_env("PAPERBOT_SLACK_ALLOWED_TEAMS"))
     slack_allowed_channels: CommaList = Field(default_factory=list, validation_alias=_env("PAPERBOT_SLACK_ALLOWED_CHANNELS"))
     slack_allowed_users: CommaList = Field(default_factory=list, validation_alias=_env("PAPERBOT_SLACK_ALLOWED_USERS"))
+    slack_sync_users: CommaList = Field(
+        default_factory=list, validation_alias=_env("PAPERBOT_SLACK_SYNC_USERS"),
+        description="Who may start a roster sync with `/paperbot sync`: comma-separated user ids, or `*` for "
+                    "everyone the allow-lists admit; empty (the default): nobody, syncs stay the operator's.",
+    )
     slack_workers: int = Field(default=4, ge=1, le=64, validation_alias=_env("PAPERBOT_SLACK_WORKERS"))
     slack_user_queue_limit: int = Field(default=5, ge=1, validation_alias=_env("PAPERBOT_SLACK_USER_QUEUE_LIMIT"))
     sync_interval_hours: float | None = Field(
@@ -237,7 +242,8 @@ class Settings(BaseSettings):
                     "left unanswered; a replica silent for three times this long counts as stopped.",
     )
 
-    @field_validator("slack_allowed_teams", "slack_allowed_channels", "slack_allowed_users", mode="before")
+    @field_validator("slack_allowed_teams", "slack_allowed_channels", "slack_allowed_users", "slack_sync_users",
+                     mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

@@ -17,6 +17,7 @@ logged with a reference id and shown only as a short apology.
     │   └── IndexDiskFullError     the disk under the embedded index is full (also a DiskFullError)
     ├── LLMUnavailableError    the chat model endpoint failed after retries
     ├── RepairRefusedError     `doctor --repair` would destroy what the record store cannot give back
+    ├── StoppedFollowingError  a stopping process let go of a queued job it followed (the job runs on)
     └── StorageError           the data directory cannot be written (disk full, permissions)
         ├── DiskFullError          the disk holding the data dir is full; nothing was lost
         │   └── IndexDiskFullError     (also an IndexUnavailableError, above)
@@ -188,6 +189,11 @@ class BusyError(StorageError):
         self.pid = pid
         self.activity = activity
         self.since = since
+
+
+class StoppedFollowingError(PaperbotError):
+    """This process stopped following a queued job (it is shutting down); the job runs on in its
+    worker and leaves its report in the database for whoever follows it next."""
 
 
 class PartlySavedError(StorageError):

@@ -69,6 +69,11 @@ DOOR_EXCEPTIONS = {
         "the Slack state's tables, defined with the database's others (their migrations create them), "
         "and the replicas' heartbeats, which tell whose event claims may be taken over",
     ),
+    ("bot/slack/sync_jobs.py", "retrieval.storage.schema"): (
+        {"slack_jobs", "cluster_members"},
+        "the Slack state's table of the messages following queued syncs (revision 0007), and the "
+        "replicas' heartbeats, which tell whose messages another replica may finish",
+    ),
     ("bot/slack/app.py", "retrieval.storage.members"): (
         {"ClusterMembers", "replica_id", "this_member"},
         "the replicas sharing the database: this process's name and row among them (a table of the "

@@ -51,6 +51,7 @@ from bot.slack.queue import WorkQueue
 from bot.slack.replica import ReplicaLoop, with_heartbeat
 from bot.slack.socket_door import SocketDoor
 from bot.slack.store import SlackStore
+from bot.slack.sync_jobs import resume_orphaned_syncs
 from retrieval import JobService
 from retrieval.config import Settings
 from retrieval.errors import ConfigError
@@ -267,7 +268,8 @@ def build_slack(
         claim_sync=claim_each_period(store, replica, sync_every, wall_clock=wall_clock) if sync_every else None,  # once per deployment
     )
     loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=wall_clock()),
-                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds, clock=wall_clock)
+                       deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds, clock=wall_clock,
+                       also=lambda now: resume_orphaned_syncs(deps, client, now=now, dead_after=deliveries.dead_after))
     return SlackRuntime(app, deps, creds, scheduler, loop)
 
 

@@ -50,6 +50,8 @@ HELP_TEXT = (
     "(NAME may be a `person:…` id too)\n"
     "• `/paperbot follow [scholar|topic] <name or topic>`: post new matching papers here\n"
     "• `/paperbot unfollow <number or name>` and `/paperbot follows`: manage this channel's follows\n"
+    "• `/paperbot sync`: fetch what is new for every roster scholar now, with its progress here "
+    "(for the people the operator allows)\n"
     "• `/paperbot help`: this message"
 )
 

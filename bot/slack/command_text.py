@@ -7,6 +7,7 @@
     /paperbot follow [scholar|topic] <text>      -> follow
     /paperbot unfollow <number or text>          -> unfollow
     /paperbot follows | help
+    /paperbot sync                               -> sync (the whole roster; no arguments)
 
 Options are only read by the subcommands that take them; a question keeps its text as typed
 (a question may well contain "--"). Bad options raise ``InputError`` with the usage line.
@@ -21,7 +22,7 @@ from typing import Literal
 
 from retrieval.errors import InputError
 
-Verb = Literal["ask", "summarize", "collaborators", "follow", "unfollow", "follows", "help"]
+Verb = Literal["ask", "summarize", "collaborators", "follow", "unfollow", "follows", "help", "sync"]
 
 _ALIASES: dict[str, Verb] = {
     "ask": "ask", "q": "ask",
@@ -29,6 +30,7 @@ _ALIASES: dict[str, Verb] = {
     "collaborators": "collaborators", "collaborator": "collaborators", "experts": "collaborators",
     "follow": "follow", "unfollow": "unfollow", "follows": "follows", "following": "follows",
     "help": "help", "-h": "help", "--help": "help",
+    "sync": "sync",
 }
 USAGE = {
     "summarize": "`/paperbot summarize <scholar> [--since YEAR]`",
@@ -59,6 +61,11 @@ def parse_command(raw: str) -> Command:
         return Command("ask", text=text)
     rest = rest.strip()
     if verb in ("help", "follows"):
+        return Command(verb)
+    if verb == "sync":
+        if rest:
+            raise InputError("`sync` takes no name: it syncs every scholar on the roster.",
+                             hint="Usage: `/paperbot sync`")
         return Command(verb)
     if verb == "summarize":
         words, options = _options(rest, verb, {"--since": "value"})

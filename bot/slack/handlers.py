@@ -1,7 +1,7 @@
 """One dispatcher for every surface: slash command, @-mention, direct message, thread follow-up.
 
 Listeners turn a Slack payload into a ``Command`` and a ``Target``; :func:`handle` runs it.
-Slow verbs (ask, summarize, collaborators) go through the queue; the follow verbs only touch
+Slow verbs (ask, summarize, collaborators, sync: ``sync_jobs``) go through the queue; the follow verbs only touch
 the follows store (``Assistant.follows``) and answer at once.
 """
 
@@ -17,6 +17,7 @@ from bot.slack.command_text import Command
 from bot.slack.deps import SlackDeps
 from bot.slack.formatting import bold, escape, sections
 from bot.slack.jobs import Target, new_reference, notify, submit
+from bot.slack.sync_jobs import start_sync
 from retrieval.errors import PaperbotError
 from retrieval.results import Follow
 
@@ -37,6 +38,8 @@ def handle(deps: SlackDeps, client: WebClient, command: Command, target: Target)
         ))
     elif command.verb == "help":
         notify(client, target, kit.help_blocks(), "How to use paperbot")
+    elif command.verb == "sync":
+        start_sync(deps, client, target)
     else:
         try:
             _follow_verbs(deps, client, command, target)

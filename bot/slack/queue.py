@@ -92,6 +92,11 @@ class WorkQueue:
                 return 0
             return 1 + sum(1 for item in self._waiting if item.order < entry.order)
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called (the process is stopping): long work should let go."""
+        return self._closed
+
     def waiting(self) -> int:
         """Jobs not yet started."""
         with self._lock:

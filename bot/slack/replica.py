@@ -39,12 +39,16 @@ class ReplicaLoop:
     """The heartbeat and the sweep of one replica (module docstring); ``start``/``stop``."""
 
     def __init__(self, members: ClusterMembers, member: Member, deliveries: Deliveries, redispatch: Redispatch, *,
-                 every: float, clock: Callable[[], float] = time.time, threads: int = 2) -> None:
+                 every: float, clock: Callable[[], float] = time.time, threads: int = 2,
+                 also: Callable[[float], int] | None = None) -> None:
+        """``also(now)``: more of stopped replicas' work to take over on each beat (the Slack
+        messages of queued syncs: ``sync_jobs.resume_orphaned_syncs``); returns how many."""
         self.members = members
         self.member = member
         self.deliveries = deliveries
         self.every = every
         self._redispatch = redispatch
+        self._also = also
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -115,7 +119,7 @@ class ReplicaLoop:
         except StorageError as exc:
             log.warning("cannot look for unanswered events: %s", exc.user_message)
             return 0
-        taken = 0
+        taken = self._take_others(now)
         for claim in stale:
             resumed = self.deliveries.resume(claim.key, from_replica=claim.replica)
             if resumed is None:
@@ -124,6 +128,17 @@ class ReplicaLoop:
             self._pool.submit(self._redispatch, payload, delivery)
             taken += 1
         return taken
+
+    def _take_others(self, now: float) -> int:
+        if self._also is None:
+            return 0
+        try:
+            return self._also(now)
+        except StorageError as exc:
+            log.warning("cannot look for stopped replicas' syncs: %s", exc.user_message)
+        except Exception:  # a bug there must not keep the events from being taken over
+            log.exception("taking over stopped replicas' syncs failed")
+        return 0
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):

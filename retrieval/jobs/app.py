@@ -12,6 +12,7 @@ the failed attempt wrote, which changes nothing); a job whose worker died mid-ru
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from retrieval.config import Settings
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from procrastinate import App, JobContext
 
     from retrieval.assistant import Assistant
+    from retrieval.results import SyncEvent
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,7 @@ def build_app(settings: Settings, *, pool_size: int = 2) -> App:
         label = _label(context)
         with running(label):
             log.info("%s: sync started%s", label, f" (scheduled for {timestamp})" if timestamp else "")
-            result = tasks.run_sync(assistant)
+            result = tasks.run_sync(assistant, progress=_sync_progress(assistant, context))
             _finish(assistant, context, result)
             log.info("%s: sync done: %d new, %d updated", label, len(result["new_paper_ids"]),
                      len(result["updated_paper_ids"]))
@@ -129,6 +131,21 @@ def _label(context: JobContext) -> str:
     job = context.job
     attempt = f", attempt {job.attempts + 1}" if job.attempts else ""
     return f"job {job.id} ({job.task_name}{attempt})"
+
+
+def _sync_progress(assistant: Assistant, context: JobContext) -> Callable[[SyncEvent], None]:
+    """Writes each scholar done (and the first start) to ``job_progress``, for whoever follows the job."""
+    from retrieval.jobs.staging import save_progress
+
+    job_id = context.job.id
+    assert job_id is not None
+
+    def on_event(event: SyncEvent) -> None:
+        if event.stage == "done" or (event.stage == "start" and event.position == 1):
+            done = event.position if event.stage == "done" else 0
+            save_progress(assistant.settings, job_id, done, event.total, event.scholar)
+
+    return on_event
 
 
 def _finish(assistant: Assistant, context: JobContext, result: dict[str, Any]) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval.errors import StorageError
-from retrieval.results import IngestReport, JobProgress, QueueStatus, SkippedItem, SyncReport
+from retrieval.errors import BusyError, StoppedFollowingError, StorageError
+from retrieval.results import IngestReport, JobProgress, QueueStatus, SkippedItem, SyncEvent, SyncReport
 
 if TYPE_CHECKING:
     from procrastinate import App
@@ -68,10 +68,10 @@ class JobService:
             jobs = [app.tasks[INGEST_PART_TASK].defer(ingest_id=ingest_id, part=number) for number in range(len(chunks))]
             label = f"ingest {ingest_id[:8]}"
 
-            def done() -> int:
-                return len(parts_done(self.settings, ingest_id))
+            def counts() -> tuple[int, int, str]:
+                return len(parts_done(self.settings, ingest_id)), len(chunks), ""
 
-            self._follow(app, jobs, label, progress, done=done, total=len(chunks))
+            self._follow(app, jobs, label, progress, counts=counts)
         for part in parts_done(self.settings, ingest_id):
             report.added.extend(part.get("added", []))
             report.updated.extend(part.get("updated", []))
@@ -82,15 +82,67 @@ class JobService:
 
     # --- sync and repair ------------------------------------------------------------------------
 
-    def sync(self, *, progress: Callable[[JobProgress], None] | None = None) -> SyncReport:
+    def sync(self, *, progress: Callable[[JobProgress], None] | None = None,
+             on_queued: Callable[[int], None] | None = None,
+             keep_following: Callable[[], bool] | None = None) -> SyncReport:
         """A sync of the roster, its new papers queued for the follow alerts (``tasks.run_sync``):
-        one job on the queue (one sync at a time in the deployment), else in this process."""
+        one job on the queue (one sync at a time in the deployment), else in this process.
+
+        ``progress`` is told the scholars done of the roster's total as they are committed (from
+        the worker's ``job_progress`` on the queue). ``on_queued`` is told the job's id once it is
+        queued (never without a queue). A sync already waiting on the queue is a ``BusyError``:
+        one is enough, it will fetch everything new. ``keep_following`` (see ``follow_sync``)."""
         from retrieval.jobs import tasks
-        from retrieval.jobs.app import SYNC_TASK
 
         if not self.queued:
-            return SyncReport.model_validate(tasks.run_sync(self.assistant))
-        return SyncReport.model_validate(self._one_job(SYNC_TASK, "sync", progress))
+            return SyncReport.model_validate(tasks.run_sync(self.assistant, progress=_scholars_done(progress)))
+        job_id = self._defer_sync()
+        if on_queued is not None:
+            on_queued(job_id)
+        return self.follow_sync(job_id, progress=progress, keep_following=keep_following)
+
+    def follow_sync(self, job_id: int, *, progress: Callable[[JobProgress], None] | None = None,
+                    keep_following: Callable[[], bool] | None = None) -> SyncReport:
+        """Follow the queued sync job ``job_id`` (queued by this process or another) to its report;
+        a job that failed after its retries is a ``StorageError`` naming it. ``keep_following``
+        is asked at each poll: False (this process is stopping) raises ``StoppedFollowingError``
+        and leaves the job running."""
+        from retrieval.jobs.app import build_app
+        from retrieval.jobs.staging import load_progress
+
+        app = build_app(self.settings)
+        with app.open():
+            self._follow(app, [job_id], f"sync (job {job_id})", progress,
+                         counts=lambda: load_progress(self.settings, job_id), keep_following=keep_following)
+        return SyncReport.model_validate(self._result(job_id, "sync"))
+
+    def running_sync(self) -> int | None:
+        """The id of the sync job running (else waiting) on the queue; None when there is none or no queue."""
+        if not self.queued:
+            return None
+        from retrieval.jobs.app import SYNC_TASK, build_app
+
+        app = build_app(self.settings)
+        with app.open():
+            for status in ("doing", "todo"):
+                ids = sorted(job.id for job in app.job_manager.list_jobs(task=SYNC_TASK, status=status) if job.id)
+                if ids:
+                    return ids[0]
+        return None
+
+    def _defer_sync(self) -> int:
+        from procrastinate.exceptions import AlreadyEnqueued
+
+        from retrieval.jobs.app import SYNC_LOCK, SYNC_TASK, build_app
+
+        app = build_app(self.settings)
+        with app.open():
+            try:
+                return app.tasks[SYNC_TASK].configure(queueing_lock=SYNC_LOCK).defer()
+            except AlreadyEnqueued:
+                raise BusyError("A sync is already waiting on the job queue; it will fetch everything new.",
+                                hint="Wait for it (`paperbot doctor` shows the queue), or check that a "
+                                     "`paperbot worker` is running.", activity="sync") from None
 
     def repair(self, *, force: bool = False, progress: Callable[[JobProgress], None] | None = None,
                ) -> ConsistencyReport:
@@ -108,12 +160,16 @@ class JobService:
     def _one_job(self, task: str, label: str, progress: Callable[[JobProgress], None] | None,
                  **kwargs: Any) -> dict[str, Any]:
         from retrieval.jobs.app import build_app
-        from retrieval.jobs.staging import load_result
 
         app = build_app(self.settings)
         with app.open():
             job_id = app.tasks[task].defer(**kwargs)
             self._follow(app, [job_id], f"{label} (job {job_id})", progress)
+        return self._result(job_id, label)
+
+    def _result(self, job_id: int, label: str) -> dict[str, Any]:
+        from retrieval.jobs.staging import load_result
+
         result = load_result(self.settings, job_id)
         if result is None:
             raise StorageError(f"The {label} job {job_id} finished without leaving its report.",
@@ -123,8 +179,10 @@ class JobService:
     # --- following jobs -------------------------------------------------------------------------
 
     def _follow(self, app: App, job_ids: Sequence[int], label: str, progress: Callable[[JobProgress], None] | None,
-                *, done: Callable[[], int] | None = None, total: int = 0) -> None:
-        """Wait until every job ended; ``progress`` is told each change of state (and of ``done()``)."""
+                *, counts: Callable[[], tuple[int, int, str]] | None = None,
+                keep_following: Callable[[], bool] | None = None) -> None:
+        """Wait until every job ended; ``progress`` is told each change of state and of ``counts()``
+        (done, total, what was last done)."""
         last: JobProgress | None = None
         while True:
             states = [app.job_manager.get_job_status(job_id).value for job_id in job_ids]
@@ -137,13 +195,17 @@ class JobService:
                                         "(nothing is duplicated).")
             state = ("succeeded" if all(s == "succeeded" for s in states)
                      else "running" if any(s in ("doing", "succeeded") for s in states) else "waiting")
-            now = JobProgress(job=label, state=state, done=done() if done else 0, total=total,
-                              message="" if state != "waiting" else "waiting for a `paperbot worker`")
+            done, total, last_done = counts() if counts else (0, 0, "")
+            now = JobProgress(job=label, state=state, done=done, total=total,
+                              message=last_done if state != "waiting" else "waiting for a `paperbot worker`")
             if progress is not None and now != last:
                 progress(now)
             last = now
             if state == "succeeded":
                 return
+            if keep_following is not None and not keep_following():
+                raise StoppedFollowingError(f"Stopped following the {label} job(s); they run on.",
+                                            hint="Their reports stay in the database (job_results).")
             time.sleep(POLL_SECONDS * max(1.0, len(job_ids) / 8))  # other processes' progress: polled, gently
 
     # --- the queue ------------------------------------------------------------------------------
@@ -166,3 +228,17 @@ class JobService:
         from retrieval.jobs.worker import run_worker
 
         run_worker(self.assistant, concurrency=concurrency, on_start=on_start)
+
+
+def _scholars_done(progress: Callable[[JobProgress], None] | None) -> Callable[[SyncEvent], None] | None:
+    """An in-process sync's events as the ``JobProgress`` a queued one reports: scholars done of total."""
+    if progress is None:
+        return None
+    report = progress
+
+    def on_event(event: SyncEvent) -> None:
+        if event.stage == "done" or (event.stage == "start" and event.position == 1):
+            done = event.position if event.stage == "done" else 0
+            report(JobProgress(job="sync", state="running", done=done, total=event.total, message=event.scholar))
+
+    return on_event

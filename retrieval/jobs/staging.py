@@ -3,7 +3,7 @@
 A scaled-out ingest stages its records in ``job_parts`` (one row per part: the records as JSON
 lines), so the workers need no shared filesystem, only the database; the job that writes a
 part marks it done with its counts. A job whose submitter waits for an outcome (a sync, a
-repair) leaves it in ``job_results``. All of it through ``storage.database`` (typed errors).
+repair) leaves it in ``job_results``, and its progress, while it runs, in ``job_progress``. All of it through ``storage.database`` (typed errors).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from retrieval.config import Settings
 from retrieval.errors import StorageError
 from retrieval.records.paper import Paper
 from retrieval.storage.database import open_database
-from retrieval.storage.schema import job_parts, job_results
+from retrieval.storage.schema import job_parts, job_progress, job_results
 
 
 def _now() -> str:
@@ -86,3 +86,19 @@ def load_result(settings: Settings, job_id: int) -> dict[str, Any] | None:
     with open_database(settings).reading("read a job's result") as connection:
         value = connection.execute(select(job_results.c.result).where(job_results.c.job_id == job_id)).scalar()
     return dict(value) if value is not None else None
+
+
+def save_progress(settings: Settings, job_id: int, done: int, total: int, message: str = "") -> None:
+    """Record that job ``job_id`` has done ``done`` of ``total`` (the latest write wins)."""
+    with open_database(settings).writing("save a job's progress") as connection:
+        connection.execute(delete(job_progress).where(job_progress.c.job_id == job_id))
+        connection.execute(insert(job_progress).values(job_id=job_id, done=done, total=total, message=message,
+                                                       updated_at=_now()))
+
+
+def load_progress(settings: Settings, job_id: int) -> tuple[int, int, str]:
+    """(done, total, message) of job ``job_id`` as it last reported; (0, 0, "") before its first report."""
+    with open_database(settings).reading("read a job's progress") as connection:
+        row = connection.execute(select(job_progress.c.done, job_progress.c.total, job_progress.c.message)
+                                 .where(job_progress.c.job_id == job_id)).first()
+    return (int(row[0]), int(row[1]), str(row[2])) if row is not None else (0, 0, "")

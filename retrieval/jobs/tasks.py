@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from retrieval.assistant import Assistant
+    from retrieval.results import SyncEvent
 
 
-def run_sync(assistant: Assistant) -> dict[str, Any]:
+def run_sync(assistant: Assistant, progress: Callable[[SyncEvent], None] | None = None) -> dict[str, Any]:
     """``Assistant.sync`` of the whole roster, then its new papers queued for the follow alerts
-    (as ``paperbot sync`` does); the ``SyncReport`` as JSON. An empty roster syncs nothing."""
-    report = assistant.fetching.sync()
+    (as ``paperbot sync`` does); the ``SyncReport`` as JSON. An empty roster syncs nothing.
+    ``progress`` is told the sync's events (``SyncEvent``: a scholar started, done...)."""
+    report = assistant.fetching.sync(progress=progress)
     if report.new_paper_ids:
         assistant.follows.note_new_papers(report.new_paper_ids)
     return report.model_dump(mode="json")

@@ -17,7 +17,9 @@ the database (``storage.legacy_records``) plus its change feed (``papers.change_
 The job tables (``job_parts``, ``job_results``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
 scaled-out ingest staged for its workers, what finished jobs report, the workers' names; on PostgreSQL revision
 0005_job_queue also creates the queue library's own tables (procrastinate's ``procrastinate_*``,
-through its public schema API), which this module does not describe.
+through its public schema API), which this module does not describe. Revision 0008_job_followers adds
+``job_progress`` (how far a running job is) and ``slack_jobs`` (the Slack message following a job
+started from Slack, so another replica can finish it).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0007_follow_claims"  # the newest revision in storage/migrations/versions
+HEAD = "0008_job_followers"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -248,6 +250,27 @@ job_results = Table(
     Column("task", Text, nullable=False),
     Column("result", JSON, nullable=False),
     Column("finished_at", Text, nullable=False),
+)
+
+job_progress = Table(
+    "job_progress", metadata,  # how far a running job is (a sync: scholars done of total), for whoever follows it
+    Column("job_id", BigInteger, primary_key=True),
+    Column("done", Integer, nullable=False),
+    Column("total", Integer, nullable=False),
+    Column("message", Text, nullable=False),  # e.g. the scholar just synced
+    Column("updated_at", Text, nullable=False),
+)
+
+slack_jobs = Table(
+    "slack_jobs", metadata,  # the Slack message that shows a queued job started from Slack (revision 0007)
+    Column("job_id", BigInteger, primary_key=True),
+    Column("channel", Text, nullable=False),
+    Column("message_ts", Text, nullable=False),  # the message updated with the job's progress, then its outcome
+    Column("thread_ts", Text),
+    Column("requested_by", Text, nullable=False),  # the Slack user who started it
+    Column("replica", Text, nullable=False),  # the replica following it (another takes over when it stops)
+    Column("created_at", Text, nullable=False),
+    Column("finished_at", Text),  # set once the outcome is shown
 )
 
 job_workers = Table(

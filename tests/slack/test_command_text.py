@@ -20,6 +20,7 @@ from retrieval.errors import InputError
     ("follow scholar Zhao Zhang", Command("follow", text="scholar Zhao Zhang")),
     ("unfollow 3", Command("unfollow", text="3")),
     ("follows", Command("follows")),
+    ("sync", Command("sync")),
     ("explain payload attacks", Command("ask", text="explain payload attacks")),
 ])
 def test_parse(text: str, expected: Command) -> None:
@@ -33,6 +34,7 @@ def test_parse(text: str, expected: Command) -> None:
     ("collaborators optics --bogus", "Unknown option --bogus"),
     ('collaborators "optics', "Unbalanced quotes"),
     ("follow", "needs something"),
+    ("sync Zhao Zhang", "syncs every scholar on the roster"),
 ])
 def test_bad_input_names_the_problem(text: str, message: str) -> None:
     with pytest.raises(InputError) as raised:
