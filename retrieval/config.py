@@ -94,6 +94,12 @@ class Settings(BaseSettings):
                     "`paperbot worker` processes, on a queue in the PostgreSQL database (retrieval.jobs, "
                     "docs/workers.md). Needs PAPERBOT_DATABASE_URL; false = in-process, as always.",
     )
+    job_retention_days: float = Field(
+        default=7.0, ge=0, validation_alias=_env("PAPERBOT_JOB_RETENTION_DAYS"),
+        description="How long the queue keeps finished jobs (succeeded, failed or cancelled), their results and "
+                    "progress, and the Slack messages that followed them; the workers delete older ones once an hour. "
+                    "0 keeps everything.",
+    )
     worker_heartbeat_seconds: float = Field(
         default=10.0, gt=0, validation_alias=_env("PAPERBOT_WORKER_HEARTBEAT_SECONDS"),
         description="How often a `paperbot worker` says it is alive; a worker silent for 3 heartbeats is "

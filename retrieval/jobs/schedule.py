@@ -14,6 +14,7 @@ The same loop puts back the jobs of workers that stopped saying they are alive (
 cut off): procrastinate's ``get_stalled_jobs`` finds the running jobs of workers whose heartbeat
 is older than ``STALLED_AFTER`` heartbeats, and ``retry_job`` makes them wait for a worker again.
 Two workers retrying the same job at once is harmless: the second finds it no longer running.
+Once an hour it also deletes the finished jobs past their retention (``retention``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.config import Settings
 from retrieval.jobs.app import SCHEDULED_SYNC, SYNC_TASK
+from retrieval.jobs.retention import PRUNE_EVERY, prune_finished, retention
 
 if TYPE_CHECKING:
     from procrastinate import App
@@ -103,10 +105,13 @@ async def retry_stalled_jobs(app: App, heartbeat: float) -> list[int]:
 
 
 async def scheduler_loop(app: App, settings: Settings) -> None:
-    """Run until cancelled: offer each period's sync, retry stalled jobs, every heartbeat."""
+    """Run until cancelled: offer each period's sync, retry stalled jobs, every heartbeat; delete
+    finished jobs past their retention once an hour (``retention``)."""
     period = sync_period(settings)
     heartbeat = settings.worker_heartbeat_seconds
+    keep = retention(settings)
     offered: int | None = None
+    pruned_at = float("-inf")
     while True:
         now = time.time()
         if period is not None:
@@ -115,6 +120,13 @@ async def scheduler_loop(app: App, settings: Settings) -> None:
                 await offer_scheduled_sync(app, settings, start)
             offered = start
         await retry_stalled_jobs(app, heartbeat)
+        if keep is not None and now - pruned_at >= PRUNE_EVERY:
+            pruned_at = now
+            try:
+                pruned = await prune_finished(app, settings, older_than=keep)
+                log.info("finished jobs older than %s deleted (%s)", keep, pruned)
+            except Exception as exc:  # noqa: BLE001 - a failed pruning is retried in an hour, jobs go on
+                log.warning("could not delete the finished jobs older than %s: %s", keep, exc)
         wait = heartbeat
         if period is not None:
             wait = min(wait, period_start(now, period) + period - time.time() + 0.05)

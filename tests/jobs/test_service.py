@@ -94,3 +94,58 @@ def test_staged_parts_round_trip_and_the_queue_reports_its_state(tmp_path: Path,
         assert "no worker is alive" in status.describe()
     finally:
         close_databases()
+
+
+@pytest.mark.postgres
+def test_finished_jobs_and_their_rows_are_deleted_after_the_retention(tmp_path: Path, postgres_databases) -> None:
+    """A real PostgreSQL queue: a finished job, its result, progress, Slack message and an abandoned
+    ingest's staged records go once older than the retention; a waiting job and newer rows stay."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from procrastinate.jobs import Status
+    from sqlalchemy import func, insert, select
+
+    from retrieval.jobs.retention import PrunedRows, prune_finished, retention
+    from retrieval.jobs.staging import save_progress, save_result
+    from retrieval.storage.database import open_database
+    from retrieval.storage.schema import job_parts, job_progress, job_results, slack_jobs
+
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", database_url=postgres_databases(),
+                        job_queue=True, chroma_url=None)
+    assert retention(settings) == timedelta(days=7)
+    assert retention(Settings(_env_file=None, job_retention_days=0)) is None
+    try:
+        open_database(settings)  # upgrades the new database: the schema, the queue's included
+        app = build_app(settings)
+
+        async def scenario() -> tuple[list[str], list[str], PrunedRows, PrunedRows]:
+            async with app.open_async():
+                done_id = await app.tasks["paperbot.sync"].defer_async()
+                waiting_id = await app.tasks["paperbot.repair"].defer_async()
+                [job] = [j for j in await app.job_manager.list_jobs_async() if j.id == done_id]
+                await app.job_manager.finish_job(job, status=Status.SUCCEEDED, delete_job=False)
+                save_result(settings, done_id, "paperbot.sync", {"new": 0})
+                save_progress(settings, done_id, 2, 2)
+                stage_parts(settings, [_papers(2)])
+                with open_database(settings).writing("a finished Slack-started job") as connection:
+                    connection.execute(insert(slack_jobs).values(
+                        job_id=done_id, channel="C1", message_ts="1.0", requested_by="U1", replica="r",
+                        created_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:01+00:00"))
+                kept = await prune_finished(app, settings, older_than=timedelta(days=7))  # all of it is new
+                before = sorted(str(j.status) for j in await app.job_manager.list_jobs_async())
+                later = datetime.now(UTC) + timedelta(minutes=1)  # the rows above are a minute old then
+                pruned = await prune_finished(app, settings, older_than=timedelta(0), now=later)
+                after = sorted(str(j.status) for j in await app.job_manager.list_jobs_async())
+                assert waiting_id is not None
+                return before, after, kept, pruned
+
+        before, after, kept, pruned = asyncio.run(scenario())
+        assert kept.slack_messages == 1 and kept.results == 0  # the Slack row was dated in January
+        assert before == ["succeeded", "todo"] and after == ["todo"]  # the waiting job stays
+        assert (pruned.results, pruned.progress, pruned.staged_parts) == (1, 1, 1)
+        with open_database(settings).reading("count") as connection:
+            for table in (job_results, job_progress, job_parts, slack_jobs):
+                assert connection.execute(select(func.count()).select_from(table)).scalar() == 0
+    finally:
+        close_databases()
