@@ -120,7 +120,9 @@ def _from_sqlite(code: int, error: BaseException, *, doing: str, where: str, pat
 
 
 def _from_postgres(state: str | None, error: BaseException, *, doing: str, where: str) -> PaperbotError:
-    if state == "53100":
+    if state == "53100" or (state in (None, "XX000") and _SERVER_OUT_OF_SPACE in str(error)):
+        # the second: a server whose disk is full may refuse a new connection ("could not write init
+        # file: No space left on device"), which libpq reports without a code or as an internal error
         return DiskFullError(_at(doing, where), disk="the database server's disk")
     if state == "25006":
         failure = DataDirReadOnlyError(doing, data_dir=where, reason="the server accepts no writes")
@@ -142,6 +144,9 @@ def _from_postgres(state: str | None, error: BaseException, *, doing: str, where
                             hint="Check that the server is running and that PAPERBOT_DATABASE_URL names an "
                                  "existing database and a user it accepts.")
     return _generic(doing, where, error)
+
+
+_SERVER_OUT_OF_SPACE = "No space left on device"  # the server's strerror(ENOSPC)
 
 
 def _read_only(doing: str, path: Path, data_dir: Path | None) -> DataDirReadOnlyError:

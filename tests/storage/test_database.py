@@ -295,3 +295,16 @@ def test_opening_a_current_database_imports_no_alembic(settings: Settings) -> No
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == [HEAD, []]
+
+
+def test_a_server_refusing_a_connection_for_want_of_disk_space_is_a_full_disk_not_an_outage() -> None:
+    import psycopg
+
+    refused_for_space = psycopg.OperationalError(
+        'connection failed: connection to server at "127.0.0.1", port 5432 failed: FATAL:  could not write init '
+        "file: No space left on device")
+    full = storage_error(refused_for_space, doing="count", where="postgresql://db/paperbot")
+    assert isinstance(full, DiskFullError) and "the database server's disk" in full.user_message
+    down = storage_error(psycopg.OperationalError('connection to server at "127.0.0.1", port 5432 failed: '
+                                                  "Connection refused"), doing="count", where="postgresql://db/p")
+    assert not isinstance(down, DiskFullError) and "no connection to the database" in down.user_message
