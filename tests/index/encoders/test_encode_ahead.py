@@ -177,10 +177,12 @@ def test_a_stalled_child_is_given_up_and_killed(int8, process, texts, expected):
     assert np.array_equal(ahead.encode(texts[:2]), expected[:2])
     os.kill(process.pid, signal.SIGSTOP)
     started = time.monotonic()
-    assert np.array_equal(ahead.encode(texts[2:10]), expected[2:10])
+    # beyond the window (4 requests of 2): texts the child could not have encoded before it stopped,
+    # however quickly it ran between the first answer and the signal
+    assert np.array_equal(ahead.encode(texts[2:20]), expected[2:20])
     assert time.monotonic() - started < 30
     assert process.failure is not None and "did not answer" in process.failure
-    assert np.array_equal(ahead.encode(texts[10:12]), expected[10:12])  # no more waiting
+    assert np.array_equal(ahead.encode(texts[20:22]), expected[20:22])  # no more waiting
 
 
 @pytest.mark.slow
