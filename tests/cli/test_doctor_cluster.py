@@ -22,12 +22,8 @@ HEARTBEAT = 5.0  # PAPERBOT_CLUSTER_HEARTBEAT_SECONDS: a replica silent for 15 s
 
 @pytest.fixture(scope="module")
 def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path_factory.mktemp("doctor-chroma"))
-    server.start()
-    try:
+    with ChromaServer(tmp_path_factory.mktemp("doctor-chroma")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _record_heartbeats(data_dir: Path, database_url: str | None, now: float) -> None:

@@ -158,12 +158,8 @@ def counting_encoder(shared_encoder: MemoEncoder) -> CountingEncoder:
 
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path_factory.mktemp("chroma-server"))
-    server.start()
-    try:
+    with ChromaServer(tmp_path_factory.mktemp("chroma-server")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 # --- settings and indexes --------------------------------------------------------------------

@@ -32,12 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path_factory.mktemp("jobs-chroma"))
-    server.start()
-    try:
+    with ChromaServer(tmp_path_factory.mktemp("jobs-chroma")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @dataclass

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -54,6 +55,14 @@ class ChromaServer:
             time.sleep(0.1)  # readiness poll of a subprocess, not a test delay
         self.stop()
         raise RuntimeError(f"chroma run did not answer on {self.url} within {timeout:.0f} s")
+
+    def __enter__(self) -> Self:
+        """Started; stopped when the ``with`` block ends (a fixture's ``yield`` inside it)."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         if self.process is None:
