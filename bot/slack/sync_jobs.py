@@ -215,8 +215,8 @@ class SyncMessages:
 
     def find(self, job_id: int) -> StoredSync | None:
         with self.database.reading("read a sync's Slack message") as db:
-            row = db.execute(select(slack_jobs).where(slack_jobs.c.job_id == job_id)).first()
-        return StoredSync(**row._mapping) if row is not None else None
+            row = db.execute(select(slack_jobs).where(slack_jobs.c.job_id == job_id)).mappings().first()
+        return StoredSync(**row) if row is not None else None
 
     def finish(self, job_id: int) -> None:
         """The outcome (or the failure) of ``job_id`` is shown: nobody needs to follow it again."""
@@ -230,10 +230,10 @@ class SyncMessages:
         with self.database.reading("read the syncs' Slack messages") as db:
             live = set(db.execute(select(cluster_members.c.id)
                                   .where(cluster_members.c.last_seen >= now - dead_after)).scalars())
-            rows = db.execute(select(slack_jobs).where(slack_jobs.c.finished_at.is_(None))).all()
+            rows = [StoredSync(**row) for row in
+                    db.execute(select(slack_jobs).where(slack_jobs.c.finished_at.is_(None))).mappings()]
         mine = [row for row in rows if row.replica == self.replica and not self.syncs.is_following(row.job_id)]
-        return [StoredSync(**row._mapping) for row in rows if row.replica not in live and row.replica != self.replica] \
-            + [StoredSync(**row._mapping) for row in mine]
+        return [row for row in rows if row.replica not in live and row.replica != self.replica] + mine
 
     def take(self, row: StoredSync) -> bool:
         """Move ``row`` to this replica; False when another replica took it first."""
