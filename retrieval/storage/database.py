@@ -201,7 +201,7 @@ class Database:
                     yield connection
         except DBAPIError as exc:
             raise self.error(exc, doing) from exc
-        except OSError as exc:
+        except (OSError, self.engine.dialect.loaded_dbapi.Error) as exc:  # the driver used directly (bulk.py)
             raise self.error(exc, doing) from exc
 
     def error(self, exc: BaseException, doing: str) -> PaperbotError:

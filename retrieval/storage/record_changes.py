@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, delete, func, insert, select
 
+from retrieval.storage.bulk import one_of
 from retrieval.storage.record_rows import RecordText, record_text
 from retrieval.storage.schema import meta, papers, record_removals
 
@@ -75,7 +76,7 @@ def stamp_removals(connection: Connection, ids: Iterable[str], generation: int) 
 def clear_removals(connection: Connection, ids: Sequence[str]) -> None:
     """Forget the removal of ``ids``, stored again in this transaction (their rows say so now)."""
     for chunk in _chunks(ids):
-        connection.execute(delete(record_removals).where(record_removals.c.paper_id.in_(chunk)))
+        connection.execute(delete(record_removals).where(one_of(record_removals.c.paper_id, chunk, connection.dialect.name)))
 
 
 def read_changes(connection: Connection, since: int, *, limit: int | None = None) -> RecordChanges | None:

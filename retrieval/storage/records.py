@@ -62,10 +62,8 @@ from sqlalchemy import (
     Connection,
     Executable,
     Integer,
-    Table,
     Text,
     and_,
-    bindparam,
     cast,
     delete,
     func,
@@ -80,6 +78,7 @@ from sqlalchemy.engine import URL
 from retrieval.config import Settings
 from retrieval.errors import DataDirReadOnlyError, DiskFullError, PaperbotError
 from retrieval.records.paper import Paper
+from retrieval.storage.bulk import insert_rows, one_of
 from retrieval.storage.database import RECORDS, Database, database_url, ensure_current
 from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.legacy_records import DERIVED_REFRESH_KEY, LEGACY_VERSION
@@ -113,7 +112,7 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, genera
 
     A record listed twice is stored once, as its last version. The rows of the ids already
     stored are deleted first (their side rows with them: ``ON DELETE CASCADE``), then each table
-    gets one executemany for the whole call.
+    gets its rows in one go (``bulk.insert_rows``).
     """
     latest: dict[str, Paper] = {}
     for paper in batch:
@@ -121,63 +120,17 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, genera
     if not latest:
         return
     for chunk in _chunks(list(latest)):
-        connection.execute(delete(papers).where(papers.c.id.in_(chunk)))
+        connection.execute(delete(papers).where(one_of(papers.c.id, chunk, connection.dialect.name)))
     clear_removals(connection, list(latest))
     rows = [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()]
     for row in rows:
         row["change_seq"] = generation
-    _insert_many(connection, papers, rows)
-    variants = [{"paper_id": paper_id, "key": key}
-                for paper_id, paper in latest.items() for key in variant_keys(paper.title)]
-    if variants:
-        _insert_keys(connection, title_variants, variants)
-    names = [{"paper_id": paper_id, "family": family, "name": name, "author_key": key}
-             for paper_id, paper in latest.items() for _, family, name, key in author_name_rows(paper, paper_id)]
-    if names:
-        _insert_keys(connection, author_names, names)
-
-
-def _insert_many(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
-    """``connection.execute(insert(table), rows)``, without SQLAlchemy's work per row.
-
-    The INSERT is compiled by SQLAlchemy for the connection's dialect, once per call, and its rows
-    go to the driver's executemany as they are (``exec_driver_sql``): SQLAlchemy would otherwise
-    build each row's parameters anew (about a fifth of an ingest batch's time on SQLite, for the
-    twenty or so rows a record has in the three tables). Only for columns whose type has no bind
-    processor on this dialect (text and integers: every column of the record tables), so that the
-    values the driver gets are the ones SQLAlchemy would have passed; otherwise, or when the
-    dialect's parameters are neither positional nor named, the plain executemany.
-    """
-    names = list(rows[0])
-    compiled = insert(table).compile(dialect=connection.dialect, column_keys=names)
-    processed = any(table.c[name].type.bind_processor(connection.dialect) is not None for name in names)
-    if processed or set(compiled.params) != set(names):
-        connection.execute(insert(table), rows)
-        return
-    if compiled.positional:
-        order = compiled.positiontup or []
-        connection.exec_driver_sql(compiled.string, [tuple(row[name] for name in order) for row in rows])
-    else:
-        connection.exec_driver_sql(compiled.string, rows)
-
-
-def _insert_keys(connection: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
-    """Insert side-table rows (short texts, the same keys in each) into ``table``.
-
-    SQLite (in-process): one executemany. PostgreSQL: one ``INSERT ... SELECT unnest(...), ...``
-    with a text array per column, which the server runs as one statement, where psycopg's
-    executemany has it run one per row (ten or so rows per record: a record's written author
-    names under each family name). The ``papers`` rows stay an executemany on both: their JSON
-    texts cost more to encode and parse as array elements than the statement saves.
-    """
-    if connection.dialect.name != "postgresql":
-        _insert_many(connection, table, rows)
-        return
-    from sqlalchemy.dialects.postgresql import ARRAY  # already imported with the dialect itself
-
-    names = list(rows[0])
-    arrays = select(*(func.unnest(bindparam(name, type_=ARRAY(table.c[name].type))) for name in names))
-    connection.execute(insert(table).from_select(names, arrays), {name: [row[name] for row in rows] for name in names})
+    insert_rows(connection, papers, rows)
+    insert_rows(connection, title_variants, [{"paper_id": paper_id, "key": key}
+                                             for paper_id, paper in latest.items() for key in variant_keys(paper.title)])
+    insert_rows(connection, author_names, [
+        {"paper_id": paper_id, "family": family, "name": name, "author_key": key}
+        for paper_id, paper in latest.items() for _, family, name, key in author_name_rows(paper, paper_id)])
 
 
 def _set_meta(connection: Connection, key: str, value: str) -> None:
@@ -209,25 +162,25 @@ def _strong_value(paper: Paper, name: str) -> str | None:
     return value if value is not None and (value or name in ("id", "fingerprint")) else None
 
 
-def _strong_keys(batch: Sequence[Paper], name: str) -> list[str]:
-    """The distinct values of the strong-match column ``name`` in ``batch``, sorted."""
-    return sorted({value for paper in batch if (value := _strong_value(paper, name)) is not None})
+def _strong_values(paper: Paper) -> dict[str, str]:
+    """``paper``'s values of the strong-match columns that match something (``_strong_value``)."""
+    return {name: value for name in _STRONG if (value := _strong_value(paper, name)) is not None}
 
 
-def _strong_ids(rows: dict[str, Any], batch: Sequence[Paper]) -> list[set[str]]:
-    """For each paper of ``batch``, the ids of the ``papers`` ``rows`` (by id) sharing its id,
-    fingerprint, DOI, arXiv id or OpenAlex id: one dict lookup per key, not a scan per paper."""
+def _strong_ids(rows: dict[str, Any], batch: Sequence[dict[str, str]]) -> list[set[str]]:
+    """For each paper's ``_strong_values`` in ``batch``, the ids of the ``papers`` ``rows`` (by id)
+    sharing its id, fingerprint, DOI, arXiv id or OpenAlex id: one dict lookup per key, not a
+    scan per paper."""
     holding: dict[tuple[str, str], set[str]] = {}
     for paper_id, row in rows.items():
         for name in _STRONG:
             if (value := getattr(row, name)) is not None:
                 holding.setdefault((name, value), set()).add(paper_id)
     found = []
-    for paper in batch:
+    for values in batch:
         ids: set[str] = set()
-        for name in _STRONG:
-            if (value := _strong_value(paper, name)) is not None:
-                ids |= holding.get((name, value), set())
+        for name, value in values.items():
+            ids |= holding.get((name, value), set())
         found.append(ids)
     return found
 
@@ -417,7 +370,8 @@ class RecordStore:
         wanted = list(dict.fromkeys(ids))
         found: dict[str, Paper] = {}
         for chunk in _chunks(wanted):
-            for paper_id, record in self._rows(select(papers.c.id, papers.c.record).where(papers.c.id.in_(chunk))):
+            for paper_id, record in self._rows(select(papers.c.id, papers.c.record)
+                                               .where(one_of(papers.c.id, chunk, self._db.backend))):
                 found[paper_id] = decode(record)
         return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
 
@@ -454,11 +408,14 @@ class RecordStore:
             return []
         columns = {"id": papers.c.id, "fingerprint": papers.c.fingerprint, "doi": papers.c.doi,
                    "arxiv_id": papers.c.arxiv_id, "openalex_id": papers.c.openalex_id}
-        wanted = [(name, value) for name in _STRONG for value in _strong_keys(batch, name)]
+        strong_values = [_strong_values(paper) for paper in batch]
+        wanted = sorted({(name, value) for values in strong_values for name, value in values.items()},
+                        key=lambda pair: (_STRONG.index(pair[0]), pair[1]))
         keys_of = [variant_keys(paper.title) for paper in batch]
         strong_rows: dict[str, Any] = {}
         holders: dict[str, set[str]] = {}
         database = self._current(now=False)
+        backend = database.backend
         with database.reading(f"read the record store {self.where}") as connection:
             for chunk in _chunks(wanted):  # one query per chunk: every strong key of the chunk at once
                 by_column: dict[str, list[str]] = {}
@@ -466,21 +423,22 @@ class RecordStore:
                     by_column.setdefault(name, []).append(value)
                 strong_keys = select(papers.c.id, papers.c.fingerprint, papers.c.doi, papers.c.arxiv_id,
                                      papers.c.openalex_id, papers.c.record).where(
-                    or_(*(columns[name].in_(values) for name, values in by_column.items())))
+                    or_(*(one_of(columns[name], values, backend) for name, values in by_column.items())))
                 strong_rows.update((row.id, row) for row in connection.execute(strong_keys))
             for variants in _chunks(sorted({key for keys in keys_of for key in keys})):
-                holding = select(title_variants.c.key, title_variants.c.paper_id).where(title_variants.c.key.in_(variants))
+                holding = select(title_variants.c.key, title_variants.c.paper_id).where(one_of(title_variants.c.key, variants, backend))
                 for key, paper_id in connection.execute(holding):
                     holders.setdefault(key, set()).add(paper_id)
             chosen: list[tuple[list[str], list[str]]] = []
-            for matched, keys in zip(_strong_ids(strong_rows, batch), keys_of, strict=True):
+            for matched, keys in zip(_strong_ids(strong_rows, strong_values), keys_of, strict=True):
                 strong = sorted(matched)
                 similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
                 chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
             records = {paper_id: row.record for paper_id, row in strong_rows.items()}
             missing = sorted({paper_id for _, similar in chosen for paper_id in similar} - records.keys())
             for ids in _chunks(missing):
-                records.update((row.id, row.record) for row in connection.execute(select(papers.c.id, papers.c.record).where(papers.c.id.in_(ids))))
+                records.update((row.id, row.record) for row in connection.execute(
+                    select(papers.c.id, papers.c.record).where(one_of(papers.c.id, ids, backend))))
         return [[decode(records[paper_id]) for paper_id in [*strong, *similar] if paper_id in records]
                 for strong, similar in chosen]
 
@@ -489,7 +447,8 @@ class RecordStore:
         wanted = list(dict.fromkeys(ids))
         result: dict[str, tuple[str, str]] = {}
         for chunk in _chunks(wanted):
-            statement = select(papers.c.id, papers.c.content_hash, papers.c.embedding_hash).where(papers.c.id.in_(chunk))
+            statement = (select(papers.c.id, papers.c.content_hash, papers.c.embedding_hash)
+                         .where(one_of(papers.c.id, chunk, self._db.backend)))
             for paper_id, content, embedding in self._rows(statement):
                 result[paper_id] = (content, embedding)
         return result
