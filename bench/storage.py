@@ -1,6 +1,7 @@
 """The record store under an ingest and under reads: SQLite vs PostgreSQL vs the code before the database.
 
     python bench/storage.py [--synthetic N] [--baseline CHECKOUT] [--postgres URL] [--datasets DIR] [--out DIR]
+                            [--rounds N] [--instructions]
 
 * **Records**: the 40 real publication lists of `scholars-real/bib/`, read by the ingest's own
   parser (``ingest.pipeline.read_files``) and deduplicated as an ingest does, then ``--synthetic``
@@ -25,6 +26,11 @@
     alternating order; their median rate, and the median of each round's ratio to SQLite. One
     such ingest is too short to compare backends on a shared machine (single runs ranged 1.05x
     to 2.0x of each other).
+  - *40 lists, instructions* (``--instructions``): the same ingest of the 40 lists, counted in
+    CPU instructions by ``valgrind --tool=cachegrind --cache-sim=no`` (a worker with the ingest
+    minus one that only opens the store and reads the records; ``PYTHONHASHSEED=0``), for SQLite
+    and the baseline: what a shared machine's load does not change (two counts of one worker
+    differ by under 0.5 %). The server's work is not in a count, so PostgreSQL is not counted.
   p50 / p95 in ms. The encoder is not measured.
 * **Backends**: ``sqlite`` (this checkout, ``records.sqlite3`` in a scratch data dir),
   ``postgresql`` (this checkout; ``--postgres URL``, else a server started here from the test
@@ -39,6 +45,8 @@ import argparse
 import json
 import os
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -149,12 +157,12 @@ def worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: 
     "open": the first answer of a filled one."""
     started = time.perf_counter()
     store = _open_store(backend, data_dir, url)
-    if phase == "lists":
+    if phase in ("lists", "lists-unwritten"):  # the 40 lists' ingest; or all but the ingest itself
         from retrieval.records.paper import Paper
 
         lines = records.read_text(encoding="utf-8").splitlines()
         real = [Paper.model_validate_json(line) for line in lines[1 : 1 + int(lines[0])]]
-        rate = len(real) / _ingest(store, real)
+        rate = len(real) / _ingest(store, real) if phase == "lists" else 0.0
         store.close()
         return {"real_per_s": rate}
     if phase == "open":
@@ -199,16 +207,36 @@ def worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: 
 
 
 def _run_worker(backend: str, data_dir: Path, url: str | None, records: Path, phase: str,
-                baseline: Path | None) -> dict[str, Any]:
+                baseline: Path | None, *, under: Sequence[str] = ()) -> dict[str, Any]:
+    """The worker's result; ``under``: a command it runs under (valgrind), whose stderr is
+    returned as ``"stderr"``."""
     env = dict(os.environ)
     code = baseline if backend == "baseline" and baseline is not None else REPO
     env["PYTHONPATH"] = env[_CODE] = str(code.resolve())  # before this script's own folder on sys.path
-    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--data-dir", str(data_dir),
+    if under:
+        env["PYTHONHASHSEED"] = "0"
+    argv = [*under, sys.executable, str(Path(__file__).resolve()), "--worker", backend, "--data-dir", str(data_dir),
             "--records", str(records), "--phase", phase, *(["--postgres", url] if url else [])]
     run = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=code)
     if run.returncode != 0:
         raise SystemExit(f"{backend} {phase} failed ({run.returncode}):\n{run.stderr}")
-    return json.loads(run.stdout.splitlines()[-1])
+    return {**json.loads(run.stdout.splitlines()[-1]), **({"stderr": run.stderr} if under else {})}
+
+
+def _instructions(backend: str, scratch: Path, records: Path, baseline: Path | None) -> int:
+    """CPU instructions of the 40 lists' ingest on ``backend`` (module docstring)."""
+    counts = []
+    for phase in ("lists", "lists-unwritten"):
+        out = scratch / f"cachegrind-{backend}-{phase}-{os.getpid()}.out"
+        under = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
+        found = _run_worker(backend, scratch / f"counted-{backend}-{phase}-{os.getpid()}", None, records, phase,
+                            baseline, under=under)
+        out.unlink(missing_ok=True)
+        refs = re.search(r"I\s+refs:\s+([\d,]+)", found["stderr"])
+        if refs is None:
+            raise SystemExit(f"no instruction count in valgrind's output:\n{found['stderr'][-2000:]}")
+        counts.append(int(refs.group(1).replace(",", "")))
+    return counts[0] - counts[1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -219,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder holding scholars-real/")
     parser.add_argument("--out", type=Path, help="scratch folder (default bench/out)")
     parser.add_argument("--rounds", type=int, default=5, help="more ingests of the 40 lists alone per backend (default 5)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the 40 lists' ingest in CPU instructions (valgrind; SQLite and the baseline)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--records", type=Path, help=argparse.SUPPRESS)
@@ -264,6 +294,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind (Debian's package valgrind)")
+        counted = {}
+        for backend in ["sqlite", *(["baseline"] if args.baseline else [])]:
+            print(f"{backend}: counting instructions (valgrind, about a minute) ...", file=sys.stderr, flush=True)
+            counted[backend] = _instructions(backend, scratch, records, args.baseline)
+        print("The 40 lists' ingest in CPU instructions (cachegrind):")
+        print(markdown_table(["backend", "instructions", "/ SQLite's"],
+                             [[backend, f"{count:,}", f"{count / counted['sqlite']:.3f}"] for backend, count in counted.items()]))
     rows = []
     for backend, found in results.items():
         synthetic = found["synthetic_per_s"]
