@@ -27,10 +27,11 @@
     such ingest is too short to compare backends on a shared machine (single runs ranged 1.05x
     to 2.0x of each other).
   - *40 lists, instructions* (``--instructions``): the same ingest of the 40 lists, counted in
-    CPU instructions by ``valgrind --tool=cachegrind --cache-sim=no`` (a worker with the ingest
-    minus one that only opens the store and reads the records; ``PYTHONHASHSEED=0``), for SQLite
-    and the baseline: what a shared machine's load does not change (two counts of one worker
-    differ by under 0.5 %). The server's work is not in a count, so PostgreSQL is not counted.
+    CPU instructions by ``valgrind --tool=cachegrind --cache-sim=no``: a worker with the ingest
+    minus one that only opens the store and reads the records, each the median of three runs
+    (``PYTHONHASHSEED=0``, address randomisation off by ``setarch -R``), for SQLite and the
+    baseline. A shared machine's load does not change it (counts of one worker differ by about
+    0.5 %). The server's work is not in a count, so PostgreSQL is not counted.
   p50 / p95 in ms. The encoder is not measured.
 * **Backends**: ``sqlite`` (this checkout, ``records.sqlite3`` in a scratch data dir),
   ``postgresql`` (this checkout; ``--postgres URL``, else a server started here from the test
@@ -65,6 +66,7 @@ from bench.common import DEFAULT_DATASETS, REPO, markdown_table, out_dir, set_ou
 
 BATCH = 256
 SEARCHES, SUMMARIES = 300, 100
+COUNTED_RUNS = 3  # runs under valgrind per worker and phase (--instructions); their median counts
 
 
 def _percentiles(seconds: Sequence[float]) -> tuple[float, float]:
@@ -225,18 +227,21 @@ def _run_worker(backend: str, data_dir: Path, url: str | None, records: Path, ph
 
 def _instructions(backend: str, scratch: Path, records: Path, baseline: Path | None) -> int:
     """CPU instructions of the 40 lists' ingest on ``backend`` (module docstring)."""
-    counts = []
+    medians = []
     for phase in ("lists", "lists-unwritten"):
-        out = scratch / f"cachegrind-{backend}-{phase}-{os.getpid()}.out"
-        under = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
-        found = _run_worker(backend, scratch / f"counted-{backend}-{phase}-{os.getpid()}", None, records, phase,
-                            baseline, under=under)
-        out.unlink(missing_ok=True)
-        refs = re.search(r"I\s+refs:\s+([\d,]+)", found["stderr"])
-        if refs is None:
-            raise SystemExit(f"no instruction count in valgrind's output:\n{found['stderr'][-2000:]}")
-        counts.append(int(refs.group(1).replace(",", "")))
-    return counts[0] - counts[1]
+        counts = []
+        for run in range(COUNTED_RUNS):
+            out = scratch / f"cachegrind-{backend}-{phase}-{os.getpid()}.out"
+            under = ["setarch", "-R", "valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
+            found = _run_worker(backend, scratch / f"counted-{backend}-{phase}-{os.getpid()}-{run}", None, records,
+                                phase, baseline, under=under)
+            out.unlink(missing_ok=True)
+            refs = re.search(r"I\s+refs:\s+([\d,]+)", found["stderr"])
+            if refs is None:
+                raise SystemExit(f"no instruction count in valgrind's output:\n{found['stderr'][-2000:]}")
+            counts.append(int(refs.group(1).replace(",", "")))
+        medians.append(int(statistics.median(counts)))
+    return medians[0] - medians[1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -295,11 +300,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if server is not None:
             server.stop()
     if args.instructions:
-        if shutil.which("valgrind") is None:
-            raise SystemExit("--instructions needs valgrind (Debian's package valgrind)")
+        if shutil.which("valgrind") is None or shutil.which("setarch") is None:
+            raise SystemExit("--instructions needs valgrind and setarch (Debian's packages valgrind and util-linux)")
         counted = {}
         for backend in ["sqlite", *(["baseline"] if args.baseline else [])]:
-            print(f"{backend}: counting instructions (valgrind, about a minute) ...", file=sys.stderr, flush=True)
+            print(f"{backend}: counting instructions (valgrind, a few minutes) ...", file=sys.stderr, flush=True)
             counted[backend] = _instructions(backend, scratch, records, args.baseline)
         print("The 40 lists' ingest in CPU instructions (cachegrind):")
         print(markdown_table(["backend", "instructions", "/ SQLite's"],

@@ -1,10 +1,10 @@
 """Many rows, and many values, at once: how the record store writes and looks up an ingest batch.
 
-``insert_rows(connection, table, rows)`` inserts ``rows`` (dicts with the same keys, naming
-columns of ``table``) in the connection's open transaction, with the fastest path its dialect has:
+``insert_rows(connection, table, columns, rows)`` inserts ``rows`` (tuples of the values of
+``columns`` of ``table``, in that order) in the connection's open transaction, with the fastest path its dialect has:
 
 * **SQLite** (in-process): the INSERT is compiled by SQLAlchemy for the dialect, once per call,
-  and the rows go to the driver's executemany as tuples (``exec_driver_sql``). SQLAlchemy's own
+  and the rows go to the driver's executemany as they are (``exec_driver_sql``). SQLAlchemy's own
   executemany would build each row's parameters anew, about a fifth of an ingest batch's time for
   the twenty or so rows a record has in the three record tables. Only for columns whose type has
   no bind processor on the dialect (text and integers: every column of the record tables), so
@@ -18,38 +18,43 @@ columns of ``table``) in the connection's open transaction, with the fastest pat
 Either way the rows are in the table when it returns, or the driver's error propagates (the
 caller's ``Database.writing`` translates it and rolls the transaction back).
 
-``one_of(column, values, backend)`` is ``column IN values`` with the values bound as one parameter
-where the backend allows it: on SQLite ``IN (SELECT value FROM json_each(:json))`` (SQLite looks
-each value up in ``column``'s index, as for a written list), on PostgreSQL ``column = ANY(:array)``
-(the same for its planner), on any other an expanding parameter. ``column.in_(values)`` would have SQLAlchemy test every value when the statement is
-built and render a placeholder for each when it runs: for an ingest batch's 1,500 or so lookup
-keys, a few percent of its time on SQLite.
+``one_of(column, values, backend)`` is ``column IN values`` with the values bound as one
+parameter where the backend allows it: on SQLite, for more than ``ONE_PARAMETER_FROM`` values,
+``IN (SELECT value FROM json_each(:json))`` (SQLite looks each value up in ``column``'s index, as
+for a written list; for a few values a placeholder each is a little faster); on PostgreSQL
+``column = ANY(:array)`` (the same for its planner); elsewhere an expanding parameter.
+``column.in_(values)`` would have SQLAlchemy test every value when the statement is built and
+render a placeholder for each when it runs: for an ingest batch's 1,500 or so lookup keys, a few
+percent of its time on SQLite.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from operator import itemgetter
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table, Text, any_, bindparam, func, insert, select
 
 
-def insert_rows(connection: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert ``rows`` into ``table`` (module docstring); nothing for no rows."""
+def insert_rows(connection: Connection, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Insert ``rows`` (each its values of ``columns``, in that order) into ``table`` (module
+    docstring); nothing for no rows."""
     if not rows:
         return
     driver = connection.connection.driver_connection  # psycopg's, on PostgreSQL
     if connection.dialect.name == "postgresql" and driver is not None:
-        _copy_rows(driver, table, rows)
+        _copy_rows(driver, table, columns, rows)
     else:
-        _executemany(connection, table, rows)
+        _executemany(connection, table, columns, rows)
+
+
+ONE_PARAMETER_FROM = 100  # values; fewer go one placeholder each on SQLite (no JSON to encode and walk)
 
 
 def one_of(column: ColumnElement[Any], values: Sequence[str], backend: str) -> ColumnElement[bool]:
     """``column IN values`` on ``backend`` ("sqlite" or "postgresql"; module docstring)."""
-    if backend == "sqlite":
+    if backend == "sqlite" and len(values) > ONE_PARAMETER_FROM:
         listed = func.json_each(bindparam(None, json.dumps(list(values)), type_=Text, unique=True)).table_valued("value")
         return column.in_(select(listed.c.value))
     if backend == "postgresql":
@@ -59,33 +64,25 @@ def one_of(column: ColumnElement[Any], values: Sequence[str], backend: str) -> C
     return column.in_(bindparam(None, list(values), expanding=True, unique=True))
 
 
-def _executemany(connection: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    names = list(rows[0])
+def _executemany(connection: Connection, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    names = list(columns)
     compiled = insert(table).compile(dialect=connection.dialect, column_keys=names)
     processed = any(table.c[name].type.bind_processor(connection.dialect) is not None for name in names)
-    if processed or set(compiled.params) != set(names):
-        connection.execute(insert(table), list(rows))
-    elif compiled.positional:
-        connection.exec_driver_sql(compiled.string, list(map(_values_in(compiled.positiontup or []), rows)))
-    else:
-        connection.exec_driver_sql(compiled.string, list(rows))
+    if processed or set(compiled.params) != set(names) or not compiled.positional:
+        connection.execute(insert(table), [dict(zip(names, row, strict=True)) for row in rows])
+        return
+    order = list(compiled.positiontup or [])
+    if order != names:  # the INSERT lists the table's columns in the table's order
+        positions = [names.index(name) for name in order]
+        rows = [tuple(row[position] for position in positions) for row in rows]
+    connection.exec_driver_sql(compiled.string, rows if isinstance(rows, list) else list(rows))
 
 
-def _values_in(order: Sequence[str]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """A row's values as a tuple, in ``order`` (``itemgetter`` of one key gives no tuple)."""
-    if len(order) == 1:
-        only = order[0]
-        return lambda row: (row[only],)
-    return itemgetter(*order)
-
-
-def _copy_rows(driver: Any, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+def _copy_rows(driver: Any, table: Table, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from psycopg import sql  # the dialect's driver, imported with it
 
-    names = list(rows[0])
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, names)))
-    values = _values_in(names)
+        sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, columns)))
     with driver.cursor() as cursor, cursor.copy(statement) as copy:
         for row in rows:
-            copy.write_row(values(row))
+            copy.write_row(row)

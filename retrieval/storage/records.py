@@ -123,14 +123,12 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, genera
         connection.execute(delete(papers).where(one_of(papers.c.id, chunk, connection.dialect.name)))
     clear_removals(connection, list(latest))
     rows = [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()]
-    for row in rows:
-        row["change_seq"] = generation
-    insert_rows(connection, papers, rows)
-    insert_rows(connection, title_variants, [{"paper_id": paper_id, "key": key}
-                                             for paper_id, paper in latest.items() for key in variant_keys(paper.title)])
-    insert_rows(connection, author_names, [
-        {"paper_id": paper_id, "family": family, "name": name, "author_key": key}
-        for paper_id, paper in latest.items() for _, family, name, key in author_name_rows(paper, paper_id)])
+    columns = list(rows[0])
+    insert_rows(connection, papers, [*columns, "change_seq"], [(*row.values(), generation) for row in rows])
+    insert_rows(connection, title_variants, ["paper_id", "key"],
+                [(paper_id, key) for paper_id, paper in latest.items() for key in variant_keys(paper.title)])
+    insert_rows(connection, author_names, ["paper_id", "family", "name", "author_key"],
+                [row for paper_id, paper in latest.items() for row in author_name_rows(paper, paper_id)])
 
 
 def _set_meta(connection: Connection, key: str, value: str) -> None:
@@ -155,16 +153,14 @@ def _bump_generation(connection: Connection) -> int:
 _STRONG = ("id", "fingerprint", "doi", "arxiv_id", "openalex_id")  # the strong matches of ``find_matches``
 
 
-def _strong_value(paper: Paper, name: str) -> str | None:
-    """``paper``'s value of the strong-match column ``name``; None when it matches nothing (no
-    value, or an empty DOI, arXiv or OpenAlex id)."""
-    value: str | None = getattr(paper, name)
-    return value if value is not None and (value or name in ("id", "fingerprint")) else None
-
-
 def _strong_values(paper: Paper) -> dict[str, str]:
-    """``paper``'s values of the strong-match columns that match something (``_strong_value``)."""
-    return {name: value for name in _STRONG if (value := _strong_value(paper, name)) is not None}
+    """``paper``'s values of the strong-match columns that can match: its id and fingerprint, and
+    its DOI, arXiv and OpenAlex ids unless missing or empty."""
+    values = {"id": paper.id, "fingerprint": paper.fingerprint}
+    for name in _STRONG[2:]:  # the ids a record may lack (none, or empty, matches nothing)
+        if value := getattr(paper, name):
+            values[name] = value
+    return values
 
 
 def _strong_ids(rows: dict[str, Any], batch: Sequence[dict[str, str]]) -> list[set[str]]:
@@ -409,8 +405,11 @@ class RecordStore:
         columns = {"id": papers.c.id, "fingerprint": papers.c.fingerprint, "doi": papers.c.doi,
                    "arxiv_id": papers.c.arxiv_id, "openalex_id": papers.c.openalex_id}
         strong_values = [_strong_values(paper) for paper in batch]
-        wanted = sorted({(name, value) for values in strong_values for name, value in values.items()},
-                        key=lambda pair: (_STRONG.index(pair[0]), pair[1]))
+        by_name: dict[str, set[str]] = {name: set() for name in _STRONG}
+        for values in strong_values:
+            for name, value in values.items():
+                by_name[name].add(value)
+        wanted = [(name, value) for name in _STRONG for value in sorted(by_name[name])]
         keys_of = [variant_keys(paper.title) for paper in batch]
         strong_rows: dict[str, Any] = {}
         holders: dict[str, set[str]] = {}

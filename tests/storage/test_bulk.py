@@ -33,28 +33,28 @@ def database(tmp_path: Path, database_url: str | None) -> Iterator[Database]:
 
 
 def test_every_value_comes_back_as_it_was_given(database: Database) -> None:
-    given: list[dict[str, object]] = [{"id": f"r{i:02d}", "body": body, "count": 2**40 + i}
-                                      for i, body in enumerate(AWKWARD)]
+    given = [(2**40 + i, body, f"r{i:02d}") for i, body in enumerate(AWKWARD)]  # not the table's column order
     with database.writing("insert the rows") as connection:
-        insert_rows(connection, rows_table, given)
+        insert_rows(connection, rows_table, ["count", "body", "id"], given)
     with database.reading() as connection:
-        stored = [dict(row._mapping) for row in connection.execute(select(rows_table).order_by(rows_table.c.id))]
-    assert stored == given  # ids in order: r00, r01, ...
+        stored = connection.execute(select(rows_table.c.count, rows_table.c.body, rows_table.c.id)
+                                    .order_by(rows_table.c.id)).all()
+    assert [tuple(row) for row in stored] == given  # ids in order: r00, r01, ...
 
 
 def test_a_single_column_and_no_rows_work(database: Database) -> None:
     with database.writing("insert the rows") as connection:
-        insert_rows(connection, rows_table, [])
-        insert_rows(connection, rows_table, [{"id": "only"}])
+        insert_rows(connection, rows_table, ["id"], [])
+        insert_rows(connection, rows_table, ["id"], [("only",)])
     with database.reading() as connection:
         assert connection.execute(select(rows_table.c.id, rows_table.c.body)).all() == [("only", None)]
 
 
 def test_a_failing_bulk_insert_is_a_typed_error_and_rolls_the_whole_write_back(database: Database) -> None:
     with database.writing("insert the first rows") as connection:
-        insert_rows(connection, rows_table, [{"id": "kept", "body": "before"}])
+        insert_rows(connection, rows_table, ["id", "body"], [("kept", "before")])
     with pytest.raises(StorageError) as raised, database.writing("insert a duplicate") as connection:
-        insert_rows(connection, rows_table, [{"id": "new", "body": "x"}, {"id": "kept", "body": "again"}])
+        insert_rows(connection, rows_table, ["id", "body"], [("new", "x"), ("kept", "again")])
     assert "insert a duplicate" in str(raised.value)
     with database.reading() as connection:
         assert connection.execute(select(rows_table.c.id, rows_table.c.body)).all() == [("kept", "before")]
