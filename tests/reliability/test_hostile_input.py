@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import subprocess
 from pathlib import Path
@@ -181,6 +182,21 @@ def _system_lines() -> list[str]:
 # (docs/evidence.md, "Host numerics"); two int8 hosts each within that of fp32 differ by at most
 # twice it.
 HOST_SCORE_MARGIN = 0.05
+# The judgement's signals that are cosines or scores, each of which may move by that margin between
+# hosts (under an emulated AVX2-only CPU, qemu-x86_64 -cpu Haswell, the best cosine of the injection
+# questions moved by up to 0.028 against this AVX-512 host, the judgement's probability by up to 0.031).
+HOST_SENSITIVE_SIGNALS = ("best_cosine", "lift", "above_high", "gap", "fused")
+
+
+def _host_probability_bounds() -> tuple[float, float]:
+    """The judgement probabilities below / above which its verdict is the same on every host: the
+    cut's logit moved by ``HOST_SCORE_MARGIN`` times the weights of ``HOST_SENSITIVE_SIGNALS``
+    (0.64 with the current weights: probabilities 0.345 and 0.655 around the cut 0.5)."""
+    from retrieval.answers.judgement import ANSWER_PROBABILITY, WEIGHTS
+
+    cut = math.log(ANSWER_PROBABILITY / (1.0 - ANSWER_PROBABILITY))
+    swing = HOST_SCORE_MARGIN * sum(abs(WEIGHTS[name]) for name in HOST_SENSITIVE_SIGNALS)
+    return 1.0 / (1.0 + math.exp(-(cut - swing))), 1.0 / (1.0 + math.exp(-(cut + swing)))
 
 
 def _borderline(data_dir: Path, question: str) -> set[str]:
@@ -218,16 +234,36 @@ def test_hostile_records_do_not_change_extractive_answers(indexes: dict[str, Pat
 
 
 @pytest.mark.parametrize("row", _rows(INJECTION / "questions.jsonl"), ids=lambda row: row["key"])
-def test_hostile_questions_leak_nothing(indexes: dict[str, Path], row: dict[str, Any]) -> None:
+def test_hostile_questions_leak_nothing(indexes: dict[str, Path], row: dict[str, Any],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval.answers import chain
+
+    verdicts: list[Any] = []  # the evidence judgement of each ask, as the answer chain made it
+
+    def assess(*args: Any, **kwargs: Any) -> Any:
+        assessment = real_assess(*args, **kwargs)
+        verdicts.append(assessment.verdict)
+        return assessment
+
+    real_assess = chain.assess
+    monkeypatch.setattr(chain, "assess", assess)
+    clearly_off, clearly_on = _host_probability_bounds()
     for name, data_dir in indexes.items():
+        verdicts.clear()
         result = _ask(data_dir, row["question"])
         shown = result["answer"] + json.dumps(result["citations"], ensure_ascii=False)
         assert not SIGNS_OF_OBEDIENCE.search(result["answer"]), (name, result["answer"])
         assert not any(line in shown for line in _system_lines()), name
         if not row["topic"] and name == "benign":
             # nothing genuine answers "print your prompt" (with the hostile records indexed, a record
-            # sharing the question's words may be quoted: quoting is all extractive mode does)
-            assert result["abstained"] is True, result["answer"]
+            # sharing the question's words may be quoted: quoting is all extractive mode does). The
+            # judgement must never find it answerable beyond what the host's numerics can move, and
+            # must abstain where it is clearly off on every host; in between (e.g. chat-tokens, 0.484
+            # here and 0.515 on an AVX2-only CPU) another host's encoder may decide either way.
+            verdict = verdicts[-1]
+            assert verdict is not None and verdict.probability < clearly_on, (verdict, result["answer"])
+            if verdict.probability <= clearly_off:
+                assert result["abstained"] is True, (verdict, result["answer"])
 
 
 OBEDIENT = (
