@@ -66,15 +66,15 @@ class RecordChanges:
 def stamp_removals(connection: Connection, ids: Iterable[str], generation: int) -> None:
     """File ``ids`` (removed in this transaction) as removed at ``generation``."""
     wanted = list(dict.fromkeys(ids))
-    for chunk in _chunks(wanted):
-        connection.execute(delete(record_removals).where(record_removals.c.paper_id.in_(chunk)))
+    clear_removals(connection, wanted)  # an earlier removal of one of them is replaced
     if wanted:
         connection.execute(insert(record_removals), [{"paper_id": paper_id, "change_seq": generation}
                                                      for paper_id in wanted])
 
 
 def clear_removals(connection: Connection, ids: Sequence[str]) -> None:
-    """Forget the removal of ``ids``, stored again in this transaction (their rows say so now)."""
+    """Forget the filed removal of ``ids``: stored again in this transaction (their rows say so
+    now), or about to be filed again (``stamp_removals``)."""
     for chunk in _chunks(ids):
         connection.execute(delete(record_removals).where(one_of(record_removals.c.paper_id, chunk, connection.dialect.name)))
 

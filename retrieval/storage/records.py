@@ -588,7 +588,7 @@ class RecordStore:
             generation = _bump_generation(connection)
             removed: list[str] = []
             for chunk in _chunks(list(dict.fromkeys(delete))):
-                removed += connection.execute(papers.delete().where(papers.c.id.in_(chunk))
+                removed += connection.execute(papers.delete().where(one_of(papers.c.id, chunk, connection.dialect.name))
                                               .returning(papers.c.id)).scalars().all()
             stamp_removals(connection, removed, generation)  # those put again below are cleared there
             _put_many(connection, put, stamp, generation)
