@@ -111,16 +111,15 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, genera
     write's ``generation`` (``record_changes``).
 
     A record listed twice is stored once, as its last version. The rows of the ids already
-    stored are deleted first (their side rows with them: ``ON DELETE CASCADE``), then each table
-    gets its rows in one go (``bulk.insert_rows``).
+    stored are deleted first (``delete_records``), then each table gets its rows in one go
+    (``bulk.insert_rows``).
     """
     latest: dict[str, Paper] = {}
     for paper in batch:
         latest[paper.id] = paper
     if not latest:
         return
-    for chunk in _chunks(list(latest)):
-        connection.execute(delete(papers).where(one_of(papers.c.id, chunk, connection.dialect.name)))
+    delete_records(connection, list(latest))
     clear_removals(connection, list(latest))
     rows = [paper_row(paper_id, paper, stamp) for paper_id, paper in latest.items()]
     columns = list(rows[0])
@@ -129,6 +128,23 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, genera
                 [(paper_id, key) for paper_id, paper in latest.items() for key in variant_keys(paper.title)])
     insert_rows(connection, author_names, ["paper_id", "family", "name", "author_key"],
                 [row for paper_id, paper in latest.items() for row in author_name_rows(paper, paper_id)])
+
+
+def delete_records(connection: Connection, ids: Sequence[str]) -> list[str]:
+    """Delete the records ``ids`` with their side rows (``title_variants``, ``author_names``:
+    no foreign key deletes them, revision 0009_side_rows_unchecked), on ``connection``'s
+    transaction; returns the ids that were stored.
+
+    Every deletion of records goes through here, so that no side row outlives its record.
+    """
+    backend = connection.dialect.name
+    removed: list[str] = []
+    for chunk in _chunks(ids):
+        for side in (title_variants, author_names):
+            connection.execute(delete(side).where(one_of(side.c.paper_id, chunk, backend)))
+        removed += connection.execute(delete(papers).where(one_of(papers.c.id, chunk, backend))
+                                      .returning(papers.c.id)).scalars().all()
+    return removed
 
 
 def _set_meta(connection: Connection, key: str, value: str) -> None:
@@ -586,10 +602,7 @@ class RecordStore:
         stamp = self._clock().isoformat(timespec="seconds")
         with self._writing() as connection:
             generation = _bump_generation(connection)
-            removed: list[str] = []
-            for chunk in _chunks(list(dict.fromkeys(delete))):
-                removed += connection.execute(papers.delete().where(one_of(papers.c.id, chunk, connection.dialect.name))
-                                              .returning(papers.c.id)).scalars().all()
+            removed = delete_records(connection, list(dict.fromkeys(delete)))
             stamp_removals(connection, removed, generation)  # those put again below are cleared there
             _put_many(connection, put, stamp, generation)
         return len(removed)

@@ -13,7 +13,9 @@ tables hold what the Slack door remembers (``bot/slack/store.py`` queries them; 
 core reads them). The record tables (``papers`` and its side tables, ``meta``, ``vector_moves``)
 are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
 the database (``storage.legacy_records``) plus its change feed (``papers.change_seq``,
-``record_removals``: revision ``0006_record_changes``); record ids sort bytewise on both backends (``ID``).
+``record_removals``: revision ``0006_record_changes``), without the side tables' foreign key
+(revision ``0009_side_rows_unchecked``: the record store deletes side rows with their record);
+record ids sort bytewise on both backends (``ID``).
 The job tables (``job_parts``, ``job_results``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
 scaled-out ingest staged for its workers, what finished jobs report, the workers' names; on PostgreSQL revision
 0005_job_queue also creates the queue library's own tables (procrastinate's ``procrastinate_*``,
@@ -39,7 +41,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0008_job_followers"  # the newest revision in storage/migrations/versions
+HEAD = "0009_side_rows_unchecked"  # the newest revision in storage/migrations/versions
 
 metadata = MetaData()
 
@@ -200,16 +202,19 @@ record_removals = Table(
     Index("record_removals_change_seq", "change_seq"),
 )
 
+# The side rows of a record (title_variants, author_names) carry no foreign key (revision
+# 0009_side_rows_unchecked): the record store writes and deletes them with their record, in one
+# transaction (records.delete_records).
 title_variants = Table(
     "title_variants", metadata,  # record_rows.variant_keys of each record's title
-    Column("paper_id", ID, ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("paper_id", ID, primary_key=True),
     Column("key", Text, primary_key=True),
     Index("title_variants_key", "key"),
 )
 
 author_names = Table(
     "author_names", metadata,  # each written author name under every family name it may carry
-    Column("paper_id", ID, ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("paper_id", ID, primary_key=True),
     Column("family", Text, primary_key=True),
     Column("name", Text, primary_key=True),
     Column("author_key", Text, nullable=False),

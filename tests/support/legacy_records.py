@@ -14,6 +14,7 @@ from pathlib import Path
 from retrieval.records.paper import Paper
 from retrieval.storage.legacy_records import (
     LEGACY_VERSION,
+    MIGRATIONS,
     RECORD_TABLES,
     bring_up_to_date,
     bump_generation,
@@ -57,6 +58,30 @@ def as_legacy_store(path: Path, version: int = LEGACY_VERSION) -> None:
             conn.execute("DROP INDEX IF EXISTS papers_change_seq")
             conn.execute("ALTER TABLE papers DROP COLUMN change_seq")
         conn.execute("DELETE FROM meta WHERE key = 'change_feed'")
+        _give_side_tables_their_key(conn)
         conn.execute(f"PRAGMA user_version = {int(version)}")
     finally:
         conn.close()
+
+
+# The side tables as the store before the database made them (with their foreign key and its
+# ON DELETE CASCADE, on which its migrations rely), and their indexes: legacy MIGRATIONS 2 to 4.
+_LEGACY_SIDE_TABLES = {
+    "title_variants": [MIGRATIONS[1][0], MIGRATIONS[1][1]],
+    "author_names": [MIGRATIONS[2][0], MIGRATIONS[2][1], MIGRATIONS[3][0]],
+}
+
+
+def _give_side_tables_their_key(conn: sqlite3.Connection) -> None:
+    """Make the side tables anew with their legacy foreign key where the file has none (made by
+    revision 0009_side_rows_unchecked or later), keeping their rows."""
+    for table, statements in _LEGACY_SIDE_TABLES.items():
+        if conn.execute(f'PRAGMA foreign_key_list("{table}")').fetchall():
+            continue
+        rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+        columns = [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+        conn.execute(f'DROP TABLE "{table}"')
+        for statement in statements:
+            assert isinstance(statement, str) and table in statement
+            conn.execute(statement)
+        conn.executemany(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})', rows)
