@@ -1,7 +1,8 @@
 """Fit the evidence judgement's weights on the tuning halves; measure them on the held-out halves.
 
     python bench/fit_judgement.py [--data DIR] [--datasets DIR] [--out DIR] [--reuse-index]
-                                  [--k 8] [--json OUT]
+                                  [--k 8] [--json OUT] [--trust-power P] [--drop SIGNAL ...]
+                                  [--rows FILE] [--balance-groups] [--tune-only]
 
 What it fits: the logistic model of ``retrieval.answers.judgement`` (weights per signal, a bias),
 from the signals of the records the product retrieves for each question (``PaperIndex.search``
@@ -22,6 +23,14 @@ printed for both halves. The weights are printed as the Python to paste into
 ``retrieval/answers/judgement.py``; the cut ``ANSWER_PROBABILITY`` is 0.5, the bias lowered
 by the amount that balances answered and abstained shares on the tuning rows
 (``balanced_shift``).
+
+``--balance-groups`` weighs each (set, label) group of tuning rows the same in the fit, so the
+200 SciFact claims do not outweigh the development sets' 14-40 rows each;
+``--trust-power P`` ranks with ``FusionConfig(lexical_trust_power=P)`` (the default: the live
+fusion); ``--drop`` leaves a signal out of the fit (its weight 0), so feature sets can be compared;
+``--rows FILE`` keeps the measured rows (read back when the file exists: no retrieval); and
+``--tune-only`` prints the tuning halves' figures only, for choosing among fits without reading
+the held-out rows.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import json
 import random
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +65,7 @@ from bench.people import DEFAULT_DATA, load_owners, open_index
 from retrieval.answers.judgement import SIGNAL_NAMES, measure_signals
 from retrieval.index.background import BackgroundCache
 from retrieval.index.filters import merge_filters
+from retrieval.index.fusion import FusionConfig
 from retrieval.index.paper_index import PaperIndex
 from retrieval.results import SearchFilters
 
@@ -99,11 +109,27 @@ def rows_of(index: PaperIndex, questions: Sequence[Question], resolve: Any, k: i
     return out
 
 
-def fit(rows: Sequence[Row]) -> tuple[dict[str, float], float]:
+def group_weights(rows: Sequence[Row]) -> np.ndarray:
+    """Per-row weights under which every (set, label) group weighs the same in total (and all
+    rows together as many as there are rows): 199 SciFact claims count as much as 14 of the
+    scholars' questions."""
+    sizes: dict[tuple[str, int], int] = {}
+    for row in rows:
+        sizes[(row.set, row.label)] = sizes.get((row.set, row.label), 0) + 1
+    return np.asarray([len(rows) / len(sizes) / sizes[(row.set, row.label)] for row in rows], dtype=np.float64)
+
+
+def fit(rows: Sequence[Row], drop: Sequence[str] = (), balance_groups: bool = False) -> tuple[dict[str, float], float]:
     """L2-regularised logistic regression by Newton's method on standardised signals; the
-    weights returned apply to the raw signals."""
-    x = np.asarray([r.values for r in rows], dtype=np.float64)
+    weights returned apply to the raw signals. Signals named in ``drop`` get weight 0; with
+    ``balance_groups`` each (set, label) group weighs the same (``group_weights``), else each row."""
+    unknown = set(drop) - set(SIGNAL_NAMES)
+    if unknown:
+        raise ValueError(f"unknown signals: {sorted(unknown)}")
+    kept = [n for n, name in enumerate(SIGNAL_NAMES) if name not in drop]
+    x = np.asarray([[r.values[n] for n in kept] for r in rows], dtype=np.float64)
     y = np.asarray([r.label for r in rows], dtype=np.float64)
+    row_weight = group_weights(rows) if balance_groups else np.ones(len(rows))
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
@@ -111,15 +137,16 @@ def fit(rows: Sequence[Row]) -> tuple[dict[str, float], float]:
     penalty = np.diag([0.0] + [L2 * len(x)] * x.shape[1])
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-z @ w))
-        gradient = z.T @ (p - y) + penalty @ w
-        hessian = (z * (p * (1 - p))[:, None]).T @ z + penalty
+        gradient = z.T @ (row_weight * (p - y)) + penalty @ w
+        hessian = (z * (row_weight * p * (1 - p))[:, None]).T @ z + penalty
         step = np.linalg.solve(hessian, gradient)
         w -= step
         if np.abs(step).max() < 1e-9:
             break
     weights = w[1:] / scale
     bias = float(w[0] - (weights * mean).sum())
-    return {name: round(float(value), 4) for name, value in zip(SIGNAL_NAMES, weights, strict=True)}, round(bias, 4)
+    fitted = {SIGNAL_NAMES[n]: round(float(value), 4) for n, value in zip(kept, weights, strict=True)}
+    return {name: fitted.get(name, 0.0) for name in SIGNAL_NAMES}, round(bias, 4)
 
 
 def balanced_shift(rows: Sequence[Row], weights: dict[str, float], bias: float) -> float:
@@ -160,6 +187,45 @@ def figures(rows: Sequence[Row], weights: dict[str, float], bias: float) -> list
     return table
 
 
+def with_fusion(index: PaperIndex, fusion: FusionConfig | None) -> PaperIndex:
+    """``index`` itself, or a view of its stores that ranks with ``fusion``."""
+    if fusion is None:
+        return index
+    return PaperIndex(index.settings, index.store, index.dense, index.lexical, index.encoder, fusion=fusion)
+
+
+def measure_rows(args: argparse.Namespace, progress: Any) -> list[Row]:
+    """The rows of every set (module docstring), retrieved under ``args.trust_power``'s fusion."""
+    owners = load_owners(args.data)
+    scifact = load_scifact(args.datasets)
+    extra, back = scifact_papers(scifact)
+    record_of_doc = {doc: record for record, doc in back.items()}
+    fusion = None if args.trust_power is None else FusionConfig(lexical_trust_power=args.trust_power)
+
+    rows: list[Row] = []
+    lists, _, _ = open_index(owners, args.reuse_index, progress)
+    corpus, _ = load_corpus(lists, list(lists.iter_papers()), owners)
+    rows += rows_of(with_fusion(lists, fusion), load_set(SETS / "scholars_questions.jsonl"), corpus.resolve, args.k)
+    lists.close()
+
+    mixed, _, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    corpus, _ = load_corpus(mixed, list(mixed.iter_papers()), owners)
+    corpus.scifact = record_of_doc
+    searched = with_fusion(mixed, fusion)
+    for name in ("paraphrase_questions", "near_miss_questions"):
+        if not (SETS / f"{name}.jsonl").exists():
+            raise SystemExit(f"{SETS / name}.jsonl is missing")
+        rows += rows_of(searched, load_set(SETS / f"{name}.jsonl"), corpus.resolve, args.k)
+    train = scifact.split("train")
+    claims = random.Random(5).sample(sorted(train), min(SCIFACT_CLAIMS, len(train)))
+    questions = [Question(qid, "topic", scifact.queries[qid], {}, [{"scifact": doc} for doc in train[qid]],
+                          "scifact_train") for qid in claims]
+    rows += [Row(r.set, r.id, TUNE, r.label, r.gold_retrieved, r.values)
+             for r in rows_of(searched, questions, corpus.resolve, args.k)]
+    mixed.close()
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
@@ -168,39 +234,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reuse-index", action="store_true", help="keep the indexes of identical files and encoder")
     parser.add_argument("--k", type=int, default=8, help="records retrieved per question (Assistant.ask's default)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write weights and figures as JSON")
+    parser.add_argument("--trust-power", type=float, default=None,
+                        help="rank with this lexical_trust_power (default: the live fusion)")
+    parser.add_argument("--drop", action="append", default=[], choices=SIGNAL_NAMES,
+                        help="leave this signal out of the fit; repeatable")
+    parser.add_argument("--rows", type=Path, default=None, metavar="FILE",
+                        help="keep the measured rows here; read them back when the file exists")
+    parser.add_argument("--balance-groups", action="store_true",
+                        help="weigh each (set, label) group of tuning rows the same, not each row")
+    parser.add_argument("--tune-only", action="store_true", help="print the tuning halves' figures only")
     args = parser.parse_args(argv)
     progress = start_scratch_run(args.out)
 
-    owners = load_owners(args.data)
-    scifact = load_scifact(args.datasets)
-    extra, back = scifact_papers(scifact)
-    record_of_doc = {doc: record for record, doc in back.items()}
-
-    rows: list[Row] = []
-    lists, _, _ = open_index(owners, args.reuse_index, progress)
-    corpus, _ = load_corpus(lists, list(lists.iter_papers()), owners)
-    rows += rows_of(lists, load_set(SETS / "scholars_questions.jsonl"), corpus.resolve, args.k)
-    lists.close()
-
-    mixed, _, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
-    corpus, _ = load_corpus(mixed, list(mixed.iter_papers()), owners)
-    corpus.scifact = record_of_doc
-    for name in ("paraphrase_questions", "near_miss_questions"):
-        if not (SETS / f"{name}.jsonl").exists():
-            raise SystemExit(f"{SETS / name}.jsonl is missing")
-        rows += rows_of(mixed, load_set(SETS / f"{name}.jsonl"), corpus.resolve, args.k)
-    train = scifact.split("train")
-    claims = random.Random(5).sample(sorted(train), min(SCIFACT_CLAIMS, len(train)))
-    questions = [Question(qid, "topic", scifact.queries[qid], {}, [{"scifact": doc} for doc in train[qid]],
-                          "scifact_train") for qid in claims]
-    rows += [Row(r.set, r.id, TUNE, r.label, r.gold_retrieved, r.values)
-             for r in rows_of(mixed, questions, corpus.resolve, args.k)]
-    mixed.close()
+    if args.rows is not None and args.rows.exists():
+        rows = [Row(**{**row, "values": tuple(row["values"])})
+                for row in json.loads(args.rows.read_text(encoding="utf-8"))]
+    else:
+        rows = measure_rows(args, progress)
+        if args.rows is not None:
+            args.rows.parent.mkdir(parents=True, exist_ok=True)
+            args.rows.write_text(json.dumps([asdict(row) for row in rows]), encoding="utf-8")
 
     tuning = [r for r in rows if r.half == TUNE and (r.gold_retrieved or not r.label)]
-    weights, bias = fit(tuning)
+    weights, bias = fit(tuning, args.drop, args.balance_groups)
     bias = round(bias - balanced_shift(tuning, weights, bias), 4)
-    table = figures(rows, weights, bias)
+    table = [t for t in figures(rows, weights, bias) if not args.tune_only or t["half"] == TUNE]
     print(markdown_table(["set", "half", "answerable", "answered (gold retrieved)", "unanswerable", "abstained"],
                          [(t["set"], t["half"], t["answerable"], "-" if t["answered_gold_retrieved"] is None
                            else f"{t['answered_gold_retrieved']:.2f}", t["unanswerable"],
