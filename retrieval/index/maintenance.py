@@ -193,6 +193,7 @@ class ConsistencyReport:
     missing_vectors: list[str] = field(default_factory=list)  # stored records without a vector
     stale_vectors: list[str] = field(default_factory=list)  # vectors of an older text
     orphan_vectors: list[str] = field(default_factory=list)  # vectors whose record is gone
+    orphan_side_rows: int = 0  # author-name and title rows of the record store whose record is gone
     lexical_current: bool = True  # False is not an error: the next search rebuilds it (repair does now)
     repaired: bool = False
     indexed_encoder: str | None = None  # the encoder that made the stored vectors (None: no vector yet)
@@ -220,8 +221,8 @@ class ConsistencyReport:
     def ok(self) -> bool:
         """True when every record has its current vector, made by the current encoder, and no
         vector lacks a record (and the vector index can be read at all)."""
-        return not (self.missing_vectors or self.stale_vectors or self.orphan_vectors or self.encoder_changed
-                    or self.damaged)
+        return not (self.missing_vectors or self.stale_vectors or self.orphan_vectors or self.orphan_side_rows
+                    or self.encoder_changed or self.damaged)
 
     def __str__(self) -> str:
         return self.describe()
@@ -257,6 +258,8 @@ class ConsistencyReport:
             lines.append(f"{len(self.stale_vectors)} vectors of an outdated text ({verb})")
         if self.orphan_vectors:
             lines.append(f"{len(self.orphan_vectors)} vectors without a record ({verb})")
+        if self.orphan_side_rows:
+            lines.append(f"{self.orphan_side_rows} author-name or title rows without a record ({verb})")
         if not self.lexical_current:
             lines.append("BM25 index rebuilt" if self.repaired else
                          "BM25 index built in memory by each search (it cannot be saved)" if self.read_only else
@@ -312,6 +315,7 @@ class Maintenance:
             missing_vectors=sorted(set(expected) - set(present)),
             stale_vectors=sorted(i for i in set(expected) & set(present) if present[i] != expected[i]),
             orphan_vectors=sorted(set(present) - set(expected)),
+            orphan_side_rows=self.store.side_rows_without_record(),
             lexical_current=self.lexical.is_current(),
             indexed_encoder=self.encoders.indexed() if expected or present else None,
             current_encoder=current,
@@ -320,7 +324,8 @@ class Maintenance:
         )
 
     def repair(self, progress: Progress | None = None, *, force: bool = False) -> ConsistencyReport:
-        """Fix what ``check_consistency`` finds: embed missing/stale records, drop orphans, rebuild BM25
+        """Fix what ``check_consistency`` finds: embed missing/stale records, drop orphans (vectors
+        and the record store's side rows without a record), rebuild BM25
         (or, when it can follow the store, save the build it followed to: ``LexicalIndex.checkpoint``).
 
         When the vectors were made by another encoder, every record is embedded again with the
@@ -355,6 +360,8 @@ class Maintenance:
                 progress(min(start + ENCODE_BATCH, total), total)
         if report.orphan_vectors:
             self.dense.delete(report.orphan_vectors)
+        if report.orphan_side_rows:
+            self.store.drop_side_rows_without_record()
         current = self.encoders.encoder.name
         if report.records and self.encoders.recorded() != current:
             self.encoders.record(current)  # every vector is now the current encoder's

@@ -62,10 +62,12 @@ from sqlalchemy import (
     Connection,
     Executable,
     Integer,
+    Table,
     Text,
     and_,
     cast,
     delete,
+    exists,
     func,
     insert,
     or_,
@@ -145,6 +147,11 @@ def delete_records(connection: Connection, ids: Sequence[str]) -> list[str]:
         removed += connection.execute(delete(papers).where(one_of(papers.c.id, chunk, backend))
                                       .returning(papers.c.id)).scalars().all()
     return removed
+
+
+def _recordless(side: Table) -> ColumnElement[bool]:
+    """``side``'s rows whose ``paper_id`` names no stored record."""
+    return ~exists().where(papers.c.id == side.c.paper_id)
 
 
 def _set_meta(connection: Connection, key: str, value: str) -> None:
@@ -471,6 +478,19 @@ class RecordStore:
     def all_embedding_hashes(self) -> dict[str, str]:
         """``id -> embedding_hash`` for every record (for consistency checks)."""
         return dict(self._rows(select(papers.c.id, papers.c.embedding_hash)))
+
+    def side_rows_without_record(self) -> int:
+        """How many ``title_variants`` and ``author_names`` rows name no stored record: none,
+        unless something other than the record store deleted records (the side tables carry no
+        foreign key: ``delete_records``). For consistency checks."""
+        return sum(int(self._rows(select(func.count()).select_from(side).where(_recordless(side)))[0][0])
+                   for side in (title_variants, author_names))
+
+    def drop_side_rows_without_record(self) -> int:
+        """Delete the rows ``side_rows_without_record`` counts, in one write; returns how many."""
+        with self._writing("drop the side rows without a record of") as connection:
+            return sum(connection.execute(delete(side).where(_recordless(side))).rowcount
+                       for side in (title_variants, author_names))
 
     def iter_papers(self, batch: int = 500) -> Iterator[Paper]:
         """Every record in id order, read in batches (keyset pagination, no long read lock)."""

@@ -271,6 +271,19 @@ def test_author_filter_follows_roster_aliases(roster_index):
     assert parsed.authors == ["Lenny Guo"]
 
 
+def test_doctor_finds_and_repair_drops_side_rows_whose_record_was_deleted_by_hand(filled, arxiv_papers):
+    gone = by_arxiv(arxiv_papers, "0704.0016")
+    with sqlite3.connect(filled.settings.database_path) as db:  # a record deleted by hand: its side rows stay
+        db.execute("DELETE FROM papers WHERE id = ?", (gone.id,))
+    report = filled.check_consistency()
+    assert not report.ok and report.orphan_side_rows > 0
+    assert f"{report.orphan_side_rows} author-name or title rows without a record (found)" in str(report)
+    repaired = filled.repair()
+    assert f"{report.orphan_side_rows} author-name or title rows without a record (fixed)" in str(repaired)
+    after = filled.check_consistency()
+    assert after.orphan_side_rows == 0 and after.missing_vectors == []
+
+
 def test_a_damaged_roster_does_not_break_author_filters(roster_index, caplog):
     index = roster_index
     paper = Paper(title="Studies of sparse solvers", abstract="Sparse solvers.", authors=[Author(name="Lenny Guo")])

@@ -113,3 +113,20 @@ def test_the_revision_keeps_every_side_row_and_downgrading_gives_the_key_back(
     assert database.revision() == HEAD
     assert _foreign_keys(database) == {"title_variants": [], "author_names": []}
     assert _side_rows(database) == _expected(papers[1:])
+
+
+def test_side_rows_left_by_a_deletion_by_hand_are_counted_and_dropped(
+        settings: Settings, database: Database, arxiv_papers: list[Paper]) -> None:
+    papers = arxiv_papers[:6]
+    with RecordStore.open(settings) as store:
+        store.put_many(papers)
+        assert store.side_rows_without_record() == 0
+        gone = papers[:2]
+        with database.writing("delete records behind the store's back") as connection:
+            for paper in gone:
+                connection.execute(text("DELETE FROM papers WHERE id = :id"), {"id": paper.id})
+        left = sum(len(rows) for rows in _expected(gone).values())
+        assert left > 0 and store.side_rows_without_record() == left
+        assert store.drop_side_rows_without_record() == left
+        assert store.side_rows_without_record() == 0
+    assert _side_rows(database) == _expected(papers[2:])
