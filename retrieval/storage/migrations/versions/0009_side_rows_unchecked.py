@@ -10,7 +10,8 @@ server check every side row as it was written: about ten author-name rows per re
 single cost of an ingest on PostgreSQL (docs/performance.md, "The record store"). Nothing else
 changes; no row is copied or rewritten on PostgreSQL (the constraint is dropped in place). SQLite
 cannot drop a constraint, so there both tables are rebuilt without it (alembic's batch mode: a
-copy of the table, its indexes made again), which takes seconds per million side rows.
+copy of the table, its indexes made again; how long that takes is in docs/performance.md, "The
+record store").
 
 Downgrading deletes side rows whose record is gone (none, unless something other than the record
 store deleted records), then gives the key back.
