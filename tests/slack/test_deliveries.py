@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,18 +117,27 @@ def test_the_sweep_answers_a_stopped_replicas_open_events_exactly_once(databases
 
     loops = [sweeper(1), sweeper(2)]
     barrier = threading.Barrier(2)
+    taken: list[int] = []
 
     def tick(loop: ReplicaLoop) -> None:
         barrier.wait(10)
-        loop.tick()
+        count = loop.tick()
+        with lock:
+            taken.append(count)
 
     threads = [threading.Thread(target=tick, args=(loop,)) for loop in loops]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
+    assert sorted(taken) in ([0, 3], [1, 2])  # between them, each event taken over once
+    # the dispatches run on each loop's pool; ``stop`` drops those not started yet (a replica
+    # stopping leaves them to the next one), so wait for them before stopping
+    deadline = time.monotonic() + 30
+    while len(dispatched) < sum(taken) and time.monotonic() < deadline:
+        time.sleep(0.01)
     for loop in loops:
-        loop.stop()  # waits for the dispatches it started
+        loop.stop()
     assert sorted(body["event_id"] for _, body in dispatched) == ["Ev0", "Ev1", "Ev2"]
     assert dispatched[0][1]["event"]["text"].startswith("question")
     assert all(loop.tick() == 0 for loop in loops)  # settled: nothing left to sweep
