@@ -68,7 +68,6 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (
-    DEFAULT_DATASETS,
     HELD_OUT,
     REPO,
     TUNE,
@@ -80,7 +79,7 @@ from bench.common import (
     start_scratch_run,
     write_json,
 )
-from bench.people import DEFAULT_DATA, Owner, RecordFinder, judge_key, load_owners, open_index
+from bench.people import Owner, RecordFinder, add_index_arguments, judge_key, load_owners, open_index
 from retrieval.answers.question_shape import applied_filters
 from retrieval.config import Settings, load_settings
 from retrieval.index.paper_index import PaperIndex
@@ -468,13 +467,12 @@ def report(figures: dict[str, Any], verbose: bool) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
+    add_index_arguments(parser, scifact=True)
     parser.add_argument("--set", type=Path, action="append", default=None,
                         help="labelled questions (JSON lines); repeatable (default: the 78 scholars questions)")
     parser.add_argument("--with-scifact", action="store_true",
                         help="index the SciFact corpus too (5,183 biomedical abstracts as distractors; needed by "
                              "sets whose gold papers are SciFact documents)")
-    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
     parser.add_argument("--half", choices=(TUNE, HELD_OUT), default=None, help="only the questions of this half")
     parser.add_argument("--scripted", action="store_true",
                         help="answer with the scripted model of bench/answers.py instead of extractively")
@@ -484,8 +482,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with the endpoint of OPENAI_BASE_URL/OPENAI_API_KEY: the evidence after the model's "
                              "field-terms and relevance checks (retrieval.answers.chain.choose_evidence), no answer "
                              "written; also the share of gold records retrieved with and without the field terms")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
     parser.add_argument("--k", type=int, default=8, help="evidence records per answer (Assistant.ask's default)")
     parser.add_argument("--verbose", action="store_true", help="per-question table")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")

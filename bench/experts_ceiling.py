@@ -41,7 +41,7 @@ from bench.experts_scholars import (
     is_owner,
     owner_rank,
 )
-from bench.people import DEFAULT_DATA, TODAY, Owner, ground_truth, load_owners, open_index
+from bench.people import TODAY, Owner, add_index_arguments, ground_truth, load_owners, open_index
 from retrieval.results import SearchHit
 from retrieval.scholars.cache import directory_for
 from retrieval.scholars.collaborators import RETRIEVE_K
@@ -95,9 +95,7 @@ def report(rows: Sequence[dict[str, Any]], deep: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the full index of identical files and code")
+    add_index_arguments(parser)
     parser.add_argument("--deep", type=int, default=DEEP_K, help=f"hits of the deeper search (default {DEEP_K})")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write every query's ranks as JSON")
     args = parser.parse_args(argv)

@@ -70,7 +70,7 @@ from bench.common import (
     write_json,
 )
 from bench.experts import PAPERBOT, ranking_methods
-from bench.people import DEFAULT_DATA, TODAY, Owner, Truth, ground_truth, load_owners, open_index
+from bench.people import TODAY, Owner, Truth, add_index_arguments, ground_truth, load_owners, open_index
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
 from retrieval.scholars.cache import directory_for
@@ -259,9 +259,7 @@ def report(figures: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the full index of identical files and code")
+    add_index_arguments(parser)
     parser.add_argument("--folds", type=int, default=FOLDS, help=f"folds (default {FOLDS})")
     parser.add_argument("--per-fold", type=int, default=PER_FOLD, help=f"held-out records per owner and fold (default {PER_FOLD})")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")

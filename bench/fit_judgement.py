@@ -51,7 +51,6 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 
 from bench.answers_scholars import Question, load_corpus, load_set
 from bench.common import (
-    DEFAULT_DATASETS,
     HELD_OUT,
     REPO,
     TUNE,
@@ -61,7 +60,7 @@ from bench.common import (
     scifact_papers,
     start_scratch_run,
 )
-from bench.people import DEFAULT_DATA, load_owners, open_index
+from bench.people import add_index_arguments, load_owners, open_index
 from retrieval.answers.judgement import SIGNAL_NAMES, measure_signals
 from retrieval.index.background import BackgroundCache
 from retrieval.index.filters import merge_filters
@@ -228,10 +227,7 @@ def measure_rows(args: argparse.Namespace, progress: Any) -> list[Row]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the indexes of identical files and encoder")
+    add_index_arguments(parser, scifact=True)
     parser.add_argument("--k", type=int, default=8, help="records retrieved per question (Assistant.ask's default)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write weights and figures as JSON")
     parser.add_argument("--trust-power", type=float, default=None,

@@ -96,6 +96,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (
+    DEFAULT_DATASETS,
     REPO,
     bench_settings,
     load_note,
@@ -217,6 +218,17 @@ def content_key(paths: Sequence[Path], encoder: str) -> str:
     for path in [*sorted(paths), *code]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def add_index_arguments(parser: argparse.ArgumentParser, *, scifact: bool = False) -> None:
+    """The arguments of every benchmark that asks questions of ``open_index``'s index: ``--data``
+    (the scholars-real folder), ``--out`` (caches and scratch indexes), ``--reuse-index``, and with
+    ``scifact`` ``--datasets`` (the folder that holds SciFact)."""
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
+    if scifact:
+        parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
+    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
+    parser.add_argument("--reuse-index", action="store_true", help="keep the indexes of identical files and encoder")
 
 
 def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None], *,
@@ -632,9 +644,7 @@ def report(figures: dict[str, Any], verbose: bool) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="15 namesake/trap owners, 3 queries each")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
+    add_index_arguments(parser)
     parser.add_argument("--max-queries-per-owner", type=int, default=None, help="leave-one-out cap (default all)")
     parser.add_argument("--timing-rounds", type=int, default=3, help="timed directory builds per policy (median)")
     parser.add_argument("--verbose", action="store_true", help="per-owner table")

@@ -39,8 +39,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from bench.answers_scholars import DEFAULT_SET, load_set
-from bench.common import DEFAULT_DATASETS, load_scifact, scifact_papers, start_scratch_run
-from bench.people import DEFAULT_DATA, load_owners, open_index
+from bench.common import load_scifact, scifact_papers, start_scratch_run
+from bench.people import add_index_arguments, load_owners, open_index
 from retrieval.answers.prompt_tokens import WordPieceCounter
 from retrieval.config import Settings
 from retrieval.records.paper import Paper
@@ -142,12 +142,9 @@ def table(summary: dict[str, Any], budget: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
+    add_index_arguments(parser, scifact=True)
     parser.add_argument("--set", type=Path, action="append", default=None, help="question sets (JSON lines)")
     parser.add_argument("--with-scifact", action="store_true", help="index the SciFact corpus too (as answers_scholars)")
-    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
     parser.add_argument("--budget", type=int, default=None, help="PAPERBOT_LLM_PROMPT_BUDGET (default: the product's)")
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--no-summaries", action="store_true", help="questions only, no scholar summaries")

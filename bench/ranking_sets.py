@@ -26,7 +26,6 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 
 from bench.answers_scholars import Question, load_corpus, load_set, resolve_or_none
 from bench.common import (
-    DEFAULT_DATASETS,
     HELD_OUT,
     REPO,
     TUNE,
@@ -38,7 +37,7 @@ from bench.common import (
     write_json,
 )
 from bench.fit_judgement import question_filters
-from bench.people import DEFAULT_DATA, load_owners, open_index
+from bench.people import add_index_arguments, load_owners, open_index
 from retrieval.index.fusion import FusionConfig
 from retrieval.index.paper_index import PaperIndex
 from retrieval.results import SearchHit
@@ -73,10 +72,7 @@ def variants(index: PaperIndex, powers: Sequence[float]) -> dict[str, Callable[[
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
+    add_index_arguments(parser, scifact=True)
     parser.add_argument("--trust-power", type=float, action="append", default=None,
                         help="a lexical_trust_power to rank with; repeatable (default: 0 and 2)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")

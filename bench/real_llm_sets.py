@@ -53,7 +53,6 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 from bench.answers_scholars import DEFAULT_SET, Expected, expected_for, load_corpus, load_set
 from bench.answers_scholars import Question as SetQuestion
 from bench.common import (
-    DEFAULT_DATASETS,
     HELD_OUT,
     TUNE,
     load_note,
@@ -63,7 +62,7 @@ from bench.common import (
     start_scratch_run,
     write_json,
 )
-from bench.people import DEFAULT_DATA, load_owners, open_index
+from bench.people import add_index_arguments, load_owners, open_index
 from bench.real_llm import Outcome, Question, Recorder, print_report, probe, run_question, summarise
 from retrieval.answers.citations import cited_numbers
 from retrieval.records.paper import Paper
@@ -161,15 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="labelled questions (JSON lines, bench/answers_scholars.py's format); repeatable")
     parser.add_argument("--half", choices=(TUNE, HELD_OUT), default=None, help="only the questions of this half")
     parser.add_argument("--only", default=None, help="comma-separated question ids")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
+    add_index_arguments(parser, scifact=True)
     parser.add_argument("--with-scifact", action="store_true", help="index the SciFact abstracts too")
-    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
     parser.add_argument("--k", type=int, default=8, help="evidence records per question (as `paperbot ask`)")
     parser.add_argument("--timeout", type=float, default=None, help="PAPERBOT_LLM_TIMEOUT (default: the product's)")
     parser.add_argument("--deadline", type=float, default=None, help="PAPERBOT_LLM_DEADLINE (default: the product's)")
     parser.add_argument("--max-tokens", type=int, default=None, help="PAPERBOT_LLM_MAX_TOKENS (default: the product's)")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
     parser.add_argument("--verbose", action="store_true", help="per-question table and every raw reply")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")
     args = parser.parse_args(argv)

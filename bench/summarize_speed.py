@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import markdown_table, start_scratch_run
-from bench.people import DEFAULT_DATA, load_owners, open_index
+from bench.people import add_index_arguments, load_owners, open_index
 from retrieval.errors import UnknownScholarError
 from retrieval.index.encoders.choice import host_description
 from retrieval.scholars.cache import background_of, directory_for
@@ -52,9 +52,7 @@ LINKAGES: dict[str, Linkage] = {"baseline": naive_average_linkage, "new": averag
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 owners, 1 round")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
-    parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
-    parser.add_argument("--reuse-index", action="store_true", help="keep the index of identical files and encoder")
+    add_index_arguments(parser)
     parser.add_argument("--owners", type=int, default=0, help="owners with the most papers (default 4; quick 2)")
     parser.add_argument("--rounds", type=int, default=0, help="rounds per summary (default 3; quick 1)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the figures as JSON")
