@@ -225,6 +225,14 @@ def _run_worker(backend: str, data_dir: Path, url: str | None, records: Path, ph
     return {**json.loads(run.stdout.splitlines()[-1]), **({"stderr": run.stderr} if under else {})}
 
 
+def _scrap(data_dir: Path, server: Any = None, database: str | None = None) -> None:
+    """Delete a finished worker's data dir, and the database the bench's own server made for it
+    (a run's stores would otherwise pile up in the scratch folder: gigabytes a run)."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    if server is not None and database is not None:
+        server.drop_database(database)
+
+
 def _instructions(backend: str, scratch: Path, records: Path, baseline: Path | None) -> int:
     """CPU instructions of the 40 lists' ingest on ``backend`` (module docstring)."""
     medians = []
@@ -233,8 +241,9 @@ def _instructions(backend: str, scratch: Path, records: Path, baseline: Path | N
         for run in range(COUNTED_RUNS):
             out = scratch / f"cachegrind-{backend}-{phase}-{os.getpid()}.out"
             under = ["setarch", "-R", "valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
-            found = _run_worker(backend, scratch / f"counted-{backend}-{phase}-{os.getpid()}-{run}", None, records,
-                                phase, baseline, under=under)
+            data_dir = scratch / f"counted-{backend}-{phase}-{os.getpid()}-{run}"
+            found = _run_worker(backend, data_dir, None, records, phase, baseline, under=under)
+            _scrap(data_dir)
             out.unlink(missing_ok=True)
             refs = re.search(r"I\s+refs:\s+([\d,]+)", found["stderr"])
             if refs is None:
@@ -287,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{backend}: ingesting ...", file=sys.stderr, flush=True)
             results[backend] = _run_worker(backend, data_dir, target, records, "fill", args.baseline)
             results[backend].update(_run_worker(backend, data_dir, target, records, "open", args.baseline))
+            _scrap(data_dir, server, target if url is None else None)
         if args.rounds and url is not None:
             raise SystemExit("--rounds needs a new database per run: use it without --postgres, or with --rounds 0")
         lists: dict[str, list[float]] = {backend: [] for backend in backends}
@@ -296,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 data_dir = scratch / f"lists-{backend}-{os.getpid()}-{round_no}"
                 target = server.new_database() if backend == "postgresql" else None  # type: ignore[union-attr]
                 lists[backend].append(_run_worker(backend, data_dir, target, records, "lists", args.baseline)["real_per_s"])
+                _scrap(data_dir, server, target)
     finally:
         if server is not None:
             server.stop()
