@@ -86,7 +86,7 @@ from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.legacy_records import DERIVED_REFRESH_KEY, LEGACY_VERSION
 from retrieval.storage.record_changes import FEED_KEY, RecordChanges, clear_removals, read_changes, stamp_removals
 from retrieval.storage.record_rows import RecordText, author_name_rows, decode, paper_row, record_text, variant_keys
-from retrieval.storage.schema import HEAD, author_names, meta, papers, title_variants, vector_moves
+from retrieval.storage.schema import HEAD, READ_AS_HEAD, author_names, meta, papers, title_variants, vector_moves
 from retrieval.storage.sqlite import report_read_only
 
 __all__ = ["DERIVED_REFRESH_KEY", "MAX_TITLE_CANDIDATES", "REOPEN_EVERY", "RecordChanges", "RecordStore", "RecordText"]
@@ -291,7 +291,7 @@ class RecordStore:
     def _readable(self, database: Database) -> tuple[bool, str]:
         """Whether ``database`` has this code's record tables as it is, and which schema it has."""
         revision, version = self._schema(database)
-        if revision == HEAD or (revision is None and version == LEGACY_VERSION):
+        if revision == HEAD or revision in READ_AS_HEAD or (revision is None and version == LEGACY_VERSION):
             return True, revision or str(version)
         return False, revision or str(version or 0)
 

@@ -42,6 +42,10 @@ from sqlalchemy import (
 )
 
 HEAD = "0009_side_rows_unchecked"  # the newest revision in storage/migrations/versions
+# Older revisions that differ from HEAD in nothing this code reads or relies on when only reading
+# (0009 only dropped the side tables' foreign key): a read-only data dir at one of them (a backup,
+# a snapshot on a shared volume) is read as it is; a writable one is upgraded as usual.
+READ_AS_HEAD = ("0008_job_followers",)
 
 metadata = MetaData()
 

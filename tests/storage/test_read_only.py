@@ -243,3 +243,51 @@ def test_a_read_only_dir_never_upgraded_reads_its_roster_from_roster_json(tmp_pa
     with pytest.raises(DataDirReadOnlyError, match=r"^Cannot change the roster: the data dir .* is read-only"):
         roster.add("Charles Babbage")
     assert sorted(p.name for p in data_dir.iterdir()) == ["roster.json"]  # no database was made
+
+
+def _downgrade(path: Path, revision: str) -> None:
+    from alembic import command
+    from sqlalchemy.engine import make_url
+
+    from retrieval.storage import migrate
+    from retrieval.storage.database import Database
+
+    database = Database(make_url(f"sqlite:///{path}"), data_dir=path.parent)
+    try:
+        with database.writing("downgrade") as connection:
+            command.downgrade(migrate.alembic_config(connection, data_dir=str(path.parent)), revision)
+    finally:
+        database.dispose()
+
+
+def test_a_backup_at_the_previous_revision_is_read_as_it_is_and_an_older_one_is_refused(
+        tmp_path: Path, read_only: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``schema.READ_AS_HEAD``: a read-only record store at a revision whose tables this code
+    reads as they are answers reads without an upgrade; one at an earlier revision is refused."""
+    from retrieval.storage.schema import READ_AS_HEAD
+
+    path = tmp_path / "data" / "records.sqlite3"
+    paper = Paper(title="Half integral weight modular forms", published="2007", authors=[Author(name="Dohoon Choi")])
+    with monkeypatch.context() as writable:
+        writable.setattr("retrieval.storage.sqlite.unwritable_reason", lambda path: None)
+        writable.setattr("retrieval.storage.database.unwritable", lambda path: None)
+        with RecordStore(path) as store:
+            store.put_many([paper])
+        _downgrade(path, READ_AS_HEAD[-1])
+    before = _stored(path)
+    with RecordStore(path) as store:
+        assert store.read_only == REASON
+        assert store.get(paper.id) == paper and store.count() == 1
+        assert {name for name, _ in store.author_names_filed_under({"choi"})} == {"Dohoon Choi"}
+    assert _stored(path) == before  # read as it is: nothing upgraded
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchone() == (READ_AS_HEAD[-1],)
+    finally:
+        db.close()
+
+    with monkeypatch.context() as writable:
+        writable.setattr("retrieval.storage.database.unwritable", lambda path: None)
+        _downgrade(path, "0007_follow_claims")
+    with pytest.raises(DataDirReadOnlyError, match=r"written by an older paperbot, schema 0007_follow_claims\) up to"):
+        RecordStore(path)
