@@ -18,7 +18,8 @@
   files the sample alone is indexed and a sample author is summarised.
 * **Environment**: ``bench.common.clean_env``: no PAPERBOT_/OPENAI_/SLACK_ variables, so no LLM;
   output goes to a pipe. The warm-up checks that each call succeeds and that `ask` and
-  `summarize` answered without a model (``mode: extractive``).
+  `summarize` answered without a model (``mode: extractive``), citing records: `ask`'s question
+  is one the bundled sample answers, so the row times an answer, not an abstention.
 * **Baseline** (``--baseline CHECKOUT``, e.g. a worktree of ``main``): every `paperbot` variant
   also runs with ``PYTHONPATH=CHECKOUT``, that checkout's code on the same dependencies and the
   same data dir, interleaved in the same rounds; the table adds each command's ratio to its
@@ -55,7 +56,7 @@ SCHOLAR_FILES = ("aditya-grover.bib", "jiaming-song.bib")  # 109 entries; the tw
 SCHOLAR = "Aditya Grover"
 SAMPLE_SCHOLAR = "Gordon Fraser"  # when scholars-real is absent
 QUERY = "diffusion models for molecules"
-QUESTION = "Which papers use diffusion models for molecules?"
+QUESTION = "Which papers use large language models for software testing?"  # answered from the sample
 FLOOR = "import chromadb, onnxruntime, numpy"
 
 
@@ -139,7 +140,8 @@ def prepared_index(files: Sequence[Path], baseline: Path | None = None) -> Path:
 
 
 def check(variant: Variant, data_dir: Path) -> str:
-    """One untimed call with --json (where there is one): it must succeed, and answer without a model."""
+    """One untimed call with --json (where there is one): it must succeed, and answer without a
+    model, citing records (an abstention is timed by nothing here)."""
     argv = list(variant.argv)
     wants_mode = argv[1:2] in (["ask"], ["summarize"])
     if argv[1:2] in (["ask"], ["search"], ["summarize"]):
@@ -155,6 +157,8 @@ def check(variant: Variant, data_dir: Path) -> str:
     if mode != "extractive":
         raise SystemExit(f"{variant.name} answered in mode {mode!r}, not extractive: is a model configured?")
     cited = len(payload.get("citations") or payload.get("papers") or [])
+    if not cited:
+        raise SystemExit(f"{variant.name} cited no record: its time would be an abstention's, not an answer's")
     return f"{variant.name.split()[1]}: mode {mode}, {cited} cited records"
 
 
