@@ -260,6 +260,7 @@ class SchemaStatus:
     revision: str | None
     head: str
     set_aside: tuple[str, ...] = ()  # damaged roster files an upgrade set aside in the data dir (``legacy.set_aside``)
+    read_only: str | None = None  # why the data dir cannot be written (never upgraded then), or None
 
     @property
     def current(self) -> bool:
@@ -268,8 +269,17 @@ class SchemaStatus:
     def describe(self) -> str:
         """One line, e.g. for ``paperbot doctor``."""
         kind = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}.get(self.backend, self.backend)
+        from retrieval.storage.schema import READ_AS_HEAD
+
         if self.current:
             state = f"schema {self.revision} (current)"
+        elif self.read_only and self.revision in READ_AS_HEAD:
+            state = (f"schema {self.revision}, this paperbot's is {self.head}: read as it is (the data dir is read-only "
+                     f"({self.read_only}), and this paperbot reads that schema unchanged)")
+        elif self.read_only:
+            state = (f"schema {self.revision or '(not created yet)'}, this paperbot's is {self.head}: it cannot be "
+                     f"upgraded here, the data dir is read-only ({self.read_only}); point PAPERBOT_DATA_DIR at a "
+                     "writable copy, which the next command upgrades")
         else:
             state = (f"schema {self.revision or '(not created yet)'}, this paperbot's is {self.head}: "
                      "upgraded on next use, or now with `paperbot db upgrade`")
@@ -289,7 +299,8 @@ def schema_status(settings: Settings) -> SchemaStatus:
     database = Database(database_url(settings), data_dir=settings.data_dir)
     try:
         return SchemaStatus(backend=database.backend, where=database.where, revision=database.revision(), head=HEAD,
-                            set_aside=tuple(str(path) for path in set_aside_files(settings.data_dir)))
+                            set_aside=tuple(str(path) for path in set_aside_files(settings.data_dir)),
+                            read_only=database.read_only)
     finally:
         database.dispose()
 

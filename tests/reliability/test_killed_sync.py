@@ -176,7 +176,7 @@ def test_sigkill_between_scholars_then_doctor_and_rerun(tmp_path: Path, model_ca
         assert found["records"] == len(kept)
         assert found["missing_vectors"] == [] and found["stale_vectors"] == []
         assert found["database"] == {"backend": "sqlite", "where": str((killed / "records.sqlite3").resolve()),
-                                     "revision": HEAD, "head": HEAD, "set_aside": [],
+                                     "revision": HEAD, "head": HEAD, "set_aside": [], "read_only": None,
                                      "current": True}  # the roster's
 
         # 2. doctor --repair makes the stores agree

@@ -291,3 +291,22 @@ def test_a_backup_at_the_previous_revision_is_read_as_it_is_and_an_older_one_is_
         _downgrade(path, "0007_follow_claims")
     with pytest.raises(DataDirReadOnlyError, match=r"written by an older paperbot, schema 0007_follow_claims\) up to"):
         RecordStore(path)
+
+
+def test_doctor_says_how_a_read_only_database_behind_this_code_is_read() -> None:
+    """``SchemaStatus.describe``: a read-only data dir is never upgraded, so doctor does not promise
+    an upgrade there; it says whether the schema is read as it is or needs a writable copy."""
+    from retrieval.storage.database import SchemaStatus
+    from retrieval.storage.schema import HEAD, READ_AS_HEAD
+
+    def line(revision: str | None, read_only: str | None) -> str:
+        return SchemaStatus(backend="sqlite", where="/backup/records.sqlite3", revision=revision, head=HEAD,
+                            read_only=read_only).describe()
+
+    assert "upgraded on next use" in line(READ_AS_HEAD[-1], None)
+    assert line(READ_AS_HEAD[-1], REASON).endswith(
+        f"schema {READ_AS_HEAD[-1]}, this paperbot's is {HEAD}: read as it is (the data dir is read-only ({REASON}), "
+        "and this paperbot reads that schema unchanged).")
+    older = line("0007_follow_claims", REASON)
+    assert "cannot be upgraded here" in older and "PAPERBOT_DATA_DIR" in older and "next use" not in older
+    assert line(HEAD, REASON).endswith(f"schema {HEAD} (current).")

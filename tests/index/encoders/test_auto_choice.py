@@ -453,4 +453,4 @@ def test_doctor_prints_the_choice(tmp_path):
     printed = json.loads(out.getvalue())
     assert printed["encoder_choice"] == line
     assert printed["database"] == {"backend": "sqlite", "where": str(tmp_path / "records.sqlite3"), "revision": None,
-                                   "head": HEAD, "set_aside": [], "current": False}
+                                   "head": HEAD, "set_aside": [], "read_only": None, "current": False}
