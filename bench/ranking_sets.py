@@ -36,7 +36,7 @@ from bench.common import (
     start_scratch_run,
     write_json,
 )
-from bench.fit_judgement import question_filters
+from bench.fit_judgement import question_filters, with_fusion
 from bench.people import add_index_arguments, load_owners, open_index
 from retrieval.index.fusion import FusionConfig
 from retrieval.index.paper_index import PaperIndex
@@ -60,8 +60,7 @@ def recall_table(ranks: Sequence[int | None]) -> dict[str, float]:
 def variants(index: PaperIndex, powers: Sequence[float]) -> dict[str, Callable[[str, Any], list[SearchHit]]]:
     """Name -> a search of ``index`` under that fusion variant."""
     def hybrid(power: float) -> Callable[[str, Any], list[SearchHit]]:
-        fused = PaperIndex(index.settings, index.store, index.dense, index.lexical, index.encoder,
-                           fusion=FusionConfig(lexical_trust_power=power))
+        fused = with_fusion(index, FusionConfig(lexical_trust_power=power))
         return lambda text, filters: fused.search(text, k=DEPTH, filters=filters)
 
     out = {"hybrid (default)" if power == 0 else f"hybrid, BM25 x coverage^{power:g}": hybrid(power)

@@ -269,11 +269,11 @@ class SchemaStatus:
     def describe(self) -> str:
         """One line, e.g. for ``paperbot doctor``."""
         kind = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}.get(self.backend, self.backend)
-        from retrieval.storage.schema import READ_AS_HEAD
+        from retrieval.storage.schema import read_as_is
 
         if self.current:
             state = f"schema {self.revision} (current)"
-        elif self.read_only and self.revision in READ_AS_HEAD:
+        elif self.read_only and read_as_is(self.revision):
             state = (f"schema {self.revision}, this paperbot's is {self.head}: read as it is (the data dir is read-only "
                      f"({self.read_only}), and this paperbot reads that schema unchanged)")
         elif self.read_only:

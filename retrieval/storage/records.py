@@ -86,7 +86,7 @@ from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.legacy_records import DERIVED_REFRESH_KEY, LEGACY_VERSION
 from retrieval.storage.record_changes import FEED_KEY, RecordChanges, clear_removals, read_changes, stamp_removals
 from retrieval.storage.record_rows import RecordText, author_name_rows, decode, paper_row, record_text, variant_keys
-from retrieval.storage.schema import HEAD, READ_AS_HEAD, author_names, meta, papers, title_variants, vector_moves
+from retrieval.storage.schema import HEAD, author_names, meta, papers, read_as_is, title_variants, vector_moves
 from retrieval.storage.sqlite import report_read_only
 
 __all__ = ["DERIVED_REFRESH_KEY", "MAX_TITLE_CANDIDATES", "REOPEN_EVERY", "RecordChanges", "RecordStore", "RecordText"]
@@ -96,6 +96,7 @@ log = logging.getLogger(__name__)
 MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (generic titles stay bounded)
 REOPEN_EVERY = 5.0  # seconds between a read-only snapshot's attempts to reopen the store writable
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+_SIDE_TABLES = (title_variants, author_names)  # a record's side rows, deleted with it (``delete_records``)
 _T = TypeVar("_T")
 
 
@@ -142,7 +143,7 @@ def delete_records(connection: Connection, ids: Sequence[str]) -> list[str]:
     backend = connection.dialect.name
     removed: list[str] = []
     for chunk in _chunks(ids):
-        for side in (title_variants, author_names):
+        for side in _SIDE_TABLES:
             connection.execute(delete(side).where(one_of(side.c.paper_id, chunk, backend)))
         removed += connection.execute(delete(papers).where(one_of(papers.c.id, chunk, backend))
                                       .returning(papers.c.id)).scalars().all()
@@ -291,7 +292,7 @@ class RecordStore:
     def _readable(self, database: Database) -> tuple[bool, str]:
         """Whether ``database`` has this code's record tables as it is, and which schema it has."""
         revision, version = self._schema(database)
-        if revision == HEAD or revision in READ_AS_HEAD or (revision is None and version == LEGACY_VERSION):
+        if read_as_is(revision) or (revision is None and version == LEGACY_VERSION):
             return True, revision or str(version)
         return False, revision or str(version or 0)
 
@@ -484,13 +485,13 @@ class RecordStore:
         unless something other than the record store deleted records (the side tables carry no
         foreign key: ``delete_records``). For consistency checks."""
         return sum(int(self._rows(select(func.count()).select_from(side).where(_recordless(side)))[0][0])
-                   for side in (title_variants, author_names))
+                   for side in _SIDE_TABLES)
 
     def drop_side_rows_without_record(self) -> int:
         """Delete the rows ``side_rows_without_record`` counts, in one write; returns how many."""
         with self._writing("drop the side rows without a record of") as connection:
             return sum(connection.execute(delete(side).where(_recordless(side))).rowcount
-                       for side in (title_variants, author_names))
+                       for side in _SIDE_TABLES)
 
     def iter_papers(self, batch: int = 500) -> Iterator[Paper]:
         """Every record in id order, read in batches (keyset pagination, no long read lock)."""

@@ -47,6 +47,12 @@ HEAD = "0009_side_rows_unchecked"  # the newest revision in storage/migrations/v
 # a snapshot on a shared volume) is read as it is; a writable one is upgraded as usual.
 READ_AS_HEAD = ("0008_job_followers",)
 
+
+def read_as_is(revision: str | None) -> bool:
+    """True when this code reads a database at ``revision`` without upgrading it (``HEAD`` or one
+    of ``READ_AS_HEAD``): what a read-only data dir must have."""
+    return revision == HEAD or revision in READ_AS_HEAD
+
 metadata = MetaData()
 
 # Record ids: text compared bytewise. SQLite orders text by bytes; on PostgreSQL revision
