@@ -3,6 +3,7 @@
     python bench/fit_judgement.py [--data DIR] [--datasets DIR] [--out DIR] [--reuse-index]
                                   [--k 8] [--json OUT] [--trust-power P] [--drop SIGNAL ...]
                                   [--rows FILE] [--balance-groups] [--tune-only]
+                                  [--occlusion] [--separability]
 
 What it fits: the logistic model of ``retrieval.answers.judgement`` (weights per signal, a bias),
 from the signals of the records the product retrieves for each question (``PaperIndex.search``
@@ -31,6 +32,16 @@ fusion); ``--drop`` leaves a signal out of the fit (its weight 0), so feature se
 ``--rows FILE`` keeps the measured rows (read back when the file exists: no retrieval); and
 ``--tune-only`` prints the tuning halves' figures only, for choosing among fits without reading
 the held-out rows.
+
+``--separability`` asks how far *any* weighing of the signals can go, on the tuning rows only:
+per signal, the AUC of each answerable set against the unanswerable one it must be told from
+(paraphrases with gold retrieved against near misses, SciFact claims against near misses, the
+scholars' answerable against their unanswerable questions); then, fitted leave-one-out
+(group-balanced), the share of answerable rows answered at the cut that abstains on 90 % of the
+near misses (the goal's rate). ``--occlusion`` measures, beside the product's signals, a probe
+signal not in the product (``occlusion_gain``: how much the best record's cosine rises when one
+content word is left out of the question, the largest over the words), which the separability
+report then includes; it needs the rows measured afresh (``--rows`` to a new file).
 """
 
 from __future__ import annotations
@@ -40,7 +51,7 @@ import json
 import random
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +77,8 @@ from retrieval.index.background import BackgroundCache
 from retrieval.index.filters import merge_filters
 from retrieval.index.fusion import FusionConfig
 from retrieval.index.paper_index import PaperIndex
-from retrieval.results import SearchFilters
+from retrieval.results import SearchFilters, SearchHit
+from retrieval.text import content_words, fold
 
 SETS = REPO / "bench" / "data"
 SCIFACT_CLAIMS = 200
@@ -81,6 +93,7 @@ class Row:
     label: int
     gold_retrieved: bool
     values: tuple[float, ...]
+    extra: dict[str, float] = field(default_factory=dict)  # probe signals not in the product (--occlusion)
 
 
 def question_filters(index: PaperIndex, question: Question) -> SearchFilters | None:
@@ -89,8 +102,29 @@ def question_filters(index: PaperIndex, question: Question) -> SearchFilters | N
     return None if merged.is_empty() else merged
 
 
-def rows_of(index: PaperIndex, questions: Sequence[Question], resolve: Any, k: int) -> list[Row]:
-    """The signals of each topic, mixed or unanswerable question over ``index``."""
+def occlusion_gain(question: str, hits: Sequence[SearchHit], encode: Any) -> float:
+    """How much the best dense record's cosine to ``question`` rises, at most, when one of the
+    question's content words (every occurrence) is left out: a word no record covers pulls the
+    question away from it ("how much *water* do data centres use to cool GPUs"). 0.0 without a
+    dense hit or content words. ``encode``: texts -> vectors (the index's encoder)."""
+    dense = [hit for hit in hits if hit.dense_score is not None]
+    words = fold(question).split()
+    content = list(dict.fromkeys(content_words(question)))
+    if not dense or not content:
+        return 0.0
+    best = max(dense, key=lambda hit: hit.dense_score or 0.0)
+    texts = [best.paper.embedding_text, " ".join(words)]
+    texts += [" ".join(w for w in words if w != left_out) for left_out in content]
+    vectors = np.asarray(encode(texts), dtype=np.float64)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = vectors[1:] @ vectors[0]
+    return float((cosines[1:] - cosines[0]).max())
+
+
+def rows_of(index: PaperIndex, questions: Sequence[Question], resolve: Any, k: int,
+            occlusion: bool = False) -> list[Row]:
+    """The signals of each topic, mixed or unanswerable question over ``index`` (with
+    ``occlusion``, also ``occlusion_gain`` in each row's ``extra``)."""
     background = BackgroundCache(index.settings.data_dir).of(index)
     out = []
     for question in questions:
@@ -103,8 +137,10 @@ def rows_of(index: PaperIndex, questions: Sequence[Question], resolve: Any, k: i
             continue
         gold = {resolve(ref) for ref in question.gold}
         retrieved = bool(gold & {hit.paper.id for hit in hits})
+        extra = ({"occlusion_gain": occlusion_gain(cleaned or question.question, hits, index.encoder.encode)}
+                 if occlusion else {})
         out.append(Row(question.set, question.id, question.half, int(question.kind != "unanswerable"),
-                       retrieved, signals.values()))
+                       retrieved, signals.values(), extra))
     return out
 
 
@@ -125,8 +161,21 @@ def fit(rows: Sequence[Row], drop: Sequence[str] = (), balance_groups: bool = Fa
     unknown = set(drop) - set(SIGNAL_NAMES)
     if unknown:
         raise ValueError(f"unknown signals: {sorted(unknown)}")
-    kept = [n for n, name in enumerate(SIGNAL_NAMES) if name not in drop]
-    x = np.asarray([[r.values[n] for n in kept] for r in rows], dtype=np.float64)
+    kept = [name for name in SIGNAL_NAMES if name not in drop]
+    weights, bias = fit_columns(rows, kept, balance_groups)
+    fitted = {name: round(float(value), 4) for name, value in zip(kept, weights, strict=True)}
+    return {name: fitted.get(name, 0.0) for name in SIGNAL_NAMES}, round(bias, 4)
+
+
+def column(row: Row, name: str) -> float:
+    """A product signal (``SIGNAL_NAMES``) or a probe signal in ``row.extra``."""
+    return row.values[SIGNAL_NAMES.index(name)] if name in SIGNAL_NAMES else row.extra[name]
+
+
+def fit_columns(rows: Sequence[Row], columns: Sequence[str], balance_groups: bool = False) -> tuple[np.ndarray, float]:
+    """``fit`` over the named columns (product or probe signals): raw weights in ``columns``
+    order and the bias."""
+    x = np.asarray([[column(r, name) for name in columns] for r in rows], dtype=np.float64)
     y = np.asarray([r.label for r in rows], dtype=np.float64)
     row_weight = group_weights(rows) if balance_groups else np.ones(len(rows))
     mean, scale = x.mean(axis=0), x.std(axis=0)
@@ -143,9 +192,59 @@ def fit(rows: Sequence[Row], drop: Sequence[str] = (), balance_groups: bool = Fa
         if np.abs(step).max() < 1e-9:
             break
     weights = w[1:] / scale
-    bias = float(w[0] - (weights * mean).sum())
-    fitted = {SIGNAL_NAMES[n]: round(float(value), 4) for n, value in zip(kept, weights, strict=True)}
-    return {name: fitted.get(name, 0.0) for name in SIGNAL_NAMES}, round(bias, 4)
+    return weights, float(w[0] - (weights * mean).sum())
+
+
+def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """The chance that a random positive scores above a random negative (ties count half)."""
+    if not positive or not negative:
+        raise ValueError("auc needs at least one positive and one negative score")
+    pos, neg = np.asarray(positive, dtype=np.float64)[:, None], np.asarray(negative, dtype=np.float64)[None, :]
+    return float((pos > neg).mean() + 0.5 * (pos == neg).mean())
+
+
+def held_back_scores(rows: Sequence[Row], columns: Sequence[str]) -> list[float]:
+    """Each row's score under a group-balanced fit of ``columns`` on all the *other* rows
+    (leave-one-out): what a weighing chosen without that row makes of it."""
+    scores = []
+    for n, row in enumerate(rows):
+        weights, bias = fit_columns([r for m, r in enumerate(rows) if m != n], columns, balance_groups=True)
+        scores.append(bias + float(np.dot(weights, [column(row, name) for name in columns])))
+    return scores
+
+
+# (answerable set, unanswerable set) pairs the judgement must tell apart, in the separability report
+PAIRS = (("paraphrase_questions", "near_miss_questions"), ("scifact_train", "near_miss_questions"),
+         ("scholars_questions", "scholars_questions"))
+NEAR_MISS_ABSTAINED = 0.90  # the goal's rate: the cut the separability report answers at
+
+
+def separability(rows: Sequence[Row], columns: Sequence[str]) -> dict[str, Any]:
+    """How well ``columns`` can tell the tuning rows' answerable questions (gold retrieved) from
+    the unanswerable ones (module docstring): per column and pair, the AUC; and for the
+    leave-one-out fit of all of them, its AUCs and each answerable set's share answered at the cut
+    that abstains on ``NEAR_MISS_ABSTAINED`` of the near misses."""
+    tuning = [r for r in rows if r.half == TUNE and (r.gold_retrieved or not r.label)]
+    scores = held_back_scores(tuning, columns)
+
+    def side(name: str, label: int, values: Sequence[float]) -> list[float]:
+        return [v for r, v in zip(tuning, values, strict=True) if r.set == name and r.label == label]
+
+    per_column = {}
+    for name in [*columns, "leave-one-out fit"]:
+        values = scores if name == "leave-one-out fit" else [column(r, name) for r in tuning]
+        per_column[name] = {f"{yes} / {no}": round(auc(side(yes, 1, values), side(no, 0, values)), 3)
+                            for yes, no in PAIRS if side(yes, 1, values) and side(no, 0, values)}
+    near = sorted(side("near_miss_questions", 0, scores))
+    cut = float(np.quantile(near, NEAR_MISS_ABSTAINED)) if near else 0.0
+    answered = {}
+    for name in dict.fromkeys(yes for yes, _ in PAIRS):
+        everyone = [r for r in rows if r.half == TUNE and r.set == name and r.label]
+        kept = side(name, 1, scores)
+        if everyone:
+            answered[name] = round(sum(v > cut for v in kept) / len(everyone), 3)
+    return {"columns": list(columns), "auc": per_column, "answered_at_cut": answered,
+            "near_miss_abstained": NEAR_MISS_ABSTAINED}
 
 
 def balanced_shift(rows: Sequence[Row], weights: dict[str, float], bias: float) -> float:
@@ -204,7 +303,7 @@ def measure_rows(args: argparse.Namespace, progress: Any) -> list[Row]:
     rows: list[Row] = []
     lists, _, _ = open_index(owners, args.reuse_index, progress)
     corpus, _ = load_corpus(lists, list(lists.iter_papers()), owners)
-    rows += rows_of(with_fusion(lists, fusion), load_set(SETS / "scholars_questions.jsonl"), corpus.resolve, args.k)
+    rows += rows_of(with_fusion(lists, fusion), load_set(SETS / "scholars_questions.jsonl"), corpus.resolve, args.k, args.occlusion)
     lists.close()
 
     mixed, _, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
@@ -214,15 +313,33 @@ def measure_rows(args: argparse.Namespace, progress: Any) -> list[Row]:
     for name in ("paraphrase_questions", "near_miss_questions"):
         if not (SETS / f"{name}.jsonl").exists():
             raise SystemExit(f"{SETS / name}.jsonl is missing")
-        rows += rows_of(searched, load_set(SETS / f"{name}.jsonl"), corpus.resolve, args.k)
+        rows += rows_of(searched, load_set(SETS / f"{name}.jsonl"), corpus.resolve, args.k, args.occlusion)
     train = scifact.split("train")
     claims = random.Random(5).sample(sorted(train), min(SCIFACT_CLAIMS, len(train)))
     questions = [Question(qid, "topic", scifact.queries[qid], {}, [{"scifact": doc} for doc in train[qid]],
                           "scifact_train") for qid in claims]
-    rows += [Row(r.set, r.id, TUNE, r.label, r.gold_retrieved, r.values)
-             for r in rows_of(searched, questions, corpus.resolve, args.k)]
+    rows += [Row(r.set, r.id, TUNE, r.label, r.gold_retrieved, r.values, r.extra)
+             for r in rows_of(searched, questions, corpus.resolve, args.k, args.occlusion)]
     mixed.close()
     return rows
+
+
+def print_separability(rows: Sequence[Row], signals: Sequence[str], json_out: Path | None) -> None:
+    """The separability report of ``signals``, and again with each probe signal the rows hold."""
+    probes = sorted({name for row in rows for name in row.extra})
+    reports = [separability(rows, signals)] + ([separability(rows, [*signals, *probes])] if probes else [])
+    for report in reports:
+        pairs = list(next(iter(report["auc"].values())))
+        print(markdown_table(["signal (tuning rows)", *[f"AUC {pair}" for pair in pairs]],
+                             [(name, *[f"{aucs.get(pair, float('nan')):.3f}" for pair in pairs])
+                              for name, aucs in report["auc"].items()]))
+        answered = ", ".join(f"{name} {share:.2f}" for name, share in report["answered_at_cut"].items())
+        print(f"\nleave-one-out fit of {len(report['columns'])} signals, at the cut abstaining on "
+              f"{report['near_miss_abstained']:.0%} of near misses: answered with gold retrieved: {answered}\n")
+    print(load_note())
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(reports, indent=1), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,6 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--balance-groups", action="store_true",
                         help="weigh each (set, label) group of tuning rows the same, not each row")
     parser.add_argument("--tune-only", action="store_true", help="print the tuning halves' figures only")
+    parser.add_argument("--occlusion", action="store_true",
+                        help="also measure the probe signal occlusion_gain (module docstring)")
+    parser.add_argument("--separability", action="store_true",
+                        help="report how far any weighing of the signals can go on the tuning rows, then stop")
     args = parser.parse_args(argv)
     progress = start_scratch_run(args.out)
 
@@ -251,6 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.rows.parent.mkdir(parents=True, exist_ok=True)
             args.rows.write_text(json.dumps([asdict(row) for row in rows]), encoding="utf-8")
 
+    if args.separability:
+        print_separability(rows, [name for name in SIGNAL_NAMES if name not in args.drop], args.json)
+        return 0
     tuning = [r for r in rows if r.half == TUNE and (r.gold_retrieved or not r.label)]
     weights, bias = fit(tuning, args.drop, args.balance_groups)
     bias = round(bias - balanced_shift(tuning, weights, bias), 4)
