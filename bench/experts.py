@@ -67,6 +67,7 @@ from retrieval.scholars.expertise import (  # noqa: E402
     rank_sum_scores,
     single_best_scores,
 )
+from retrieval.scholars.hubness import Neighbours, stored_neighbours_of  # noqa: E402
 from retrieval.scholars.people import PeopleDirectory, stored_vectors_of  # noqa: E402
 from retrieval.text import fold  # noqa: E402
 
@@ -164,7 +165,7 @@ def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Setting
     indexing = time.perf_counter() - started
     progress(f"seed {seed}: indexed {len(indexed)} papers in {indexing:.0f} s")
     people = directory_for(index)  # as the product groups them: with the stored vectors
-    vectors = stored_vectors_of(index)
+    stored = stored_of(index)
     indexed_names = Counter(_key(n) for p in indexed for n in p.author_names)
     results = {name: Scores([], []) for name in METHODS}
     reachable: list[float] = []  # share of relevant authors with any paper among the hits
@@ -180,7 +181,7 @@ def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Setting
         reachable.append(len(relevant & in_hits) / len(relevant))
         recalls: dict[str, float] = {}
         for name, method in METHODS.items():
-            recall, rr = evaluate(method(hits, people, TODAY, retrieved.query_vector, vectors), relevant)
+            recall, rr = evaluate(method(hits, people, TODAY, retrieved.query_vector, stored), relevant)
             results[name].recall.append(recall)
             results[name].reciprocal_rank.append(rr)
             recalls[name] = recall
@@ -193,22 +194,39 @@ def run_fold(papers: Sequence[Paper], queries: int, seed: int, settings: Setting
 
 
 PAPERBOT = "paperbot collaborators"
+WITHOUT_HUBS = "without the hubness discount (round 2)"
 DOCUMENT = "document model alone (round 1)"
 PREVIOUS = "previous: sum over ranks"
 BASELINE = "baseline: single best paper"
-# (hits, people, today, query vector, stored vectors) -> ranking
-Method = Callable[[Sequence[SearchHit], PeopleDirectory, date, "np.ndarray | None", "Vectors | None"], list[Expert]]
+@dataclass(frozen=True)
+class Stored:
+    """What a ranking may read of the index besides its hits: the stored vectors by id and the
+    nearest stored neighbours of vectors (either None when the index has none)."""
+
+    vectors: Vectors | None
+    neighbours: Neighbours | None
+
+
+def stored_of(index: object) -> Stored:
+    """``Stored`` of an index, as ``find_collaborators`` reads it."""
+    return Stored(stored_vectors_of(index), stored_neighbours_of(index))
+
+
+# (hits, people, today, query vector, what is stored) -> ranking
+Method = Callable[[Sequence[SearchHit], PeopleDirectory, date, "np.ndarray | None", Stored], list[Expert]]
 
 
 def ranking_methods(round_one: str) -> dict[str, Method]:
     """The rankings both expert benchmarks compare, in report order; ``round_one`` names the
     score-relative ranking without the work similarity in that benchmark's tables."""
     return {
-        PAPERBOT: lambda hits, people, today, query, vectors: rank_experts(hits, people, today, query_vector=query,
-                                                                          vectors=vectors),
-        round_one: lambda hits, people, today, query, vectors: document_model_scores(hits, people, today),
-        PREVIOUS: lambda hits, people, today, query, vectors: rank_sum_scores(hits, people, today),
-        BASELINE: lambda hits, people, today, query, vectors: single_best_scores(hits, people, today),
+        PAPERBOT: lambda hits, people, today, query, stored: rank_experts(
+            hits, people, today, query_vector=query, vectors=stored.vectors, neighbours=stored.neighbours),
+        WITHOUT_HUBS: lambda hits, people, today, query, stored: rank_experts(
+            hits, people, today, query_vector=query, vectors=stored.vectors),
+        round_one: lambda hits, people, today, query, stored: document_model_scores(hits, people, today),
+        PREVIOUS: lambda hits, people, today, query, stored: rank_sum_scores(hits, people, today),
+        BASELINE: lambda hits, people, today, query, stored: single_best_scores(hits, people, today),
     }
 
 

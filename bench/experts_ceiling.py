@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 
 import retrieval.index.search as search_module
 from bench.common import HELD_OUT, TUNE, load_note, markdown_table, start_scratch_run, write_json
-from bench.experts import PAPERBOT
+from bench.experts import PAPERBOT, stored_of
 from bench.experts_scholars import (
     FOLDS,
     METHODS,
@@ -45,7 +45,7 @@ from bench.people import TODAY, Owner, add_index_arguments, ground_truth, load_o
 from retrieval.results import SearchHit
 from retrieval.scholars.cache import directory_for
 from retrieval.scholars.collaborators import RETRIEVE_K
-from retrieval.scholars.people import PeopleDirectory, stored_vectors_of
+from retrieval.scholars.people import PeopleDirectory
 
 DEPTHS = (1, 5, 10, 20, 50, RETRIEVE_K)
 DEEP_K = 500
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fold_idx = fold_index(records, {q.record_id for q in chosen}, ingest["encoder"], progress)
         try:
             people = directory_for(fold_idx)
-            vectors = stored_vectors_of(fold_idx)
+            stored = stored_of(fold_idx)
             for query in chosen:
                 owner, own = by_slug[query.slug], truth[query.slug]
                 row: dict[str, Any] = {"slug": query.slug, "record": query.title, "fold": fold, "half": query.half}
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     retrieved = fold_idx.retrieve(query.text(mode), k=RETRIEVE_K)
                     deep = fold_idx.retrieve(query.text(mode), k=args.deep).hits
                     ranking = [e.person for e in METHODS[PAPERBOT](retrieved.hits, people, TODAY,
-                                                                   retrieved.query_vector, vectors)]
+                                                                   retrieved.query_vector, stored)]
                     row[mode] = {"hit": best_owner_hit(retrieved.hits, people, owner, own.file_ids),
                                  "deep": best_owner_hit(deep, people, owner, own.file_ids),
                                  "gold": next((r for r, h in enumerate(retrieved.hits, 1) if h.paper.id in own.gold),

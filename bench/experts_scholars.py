@@ -69,13 +69,13 @@ from bench.common import (
     start_scratch_run,
     write_json,
 )
-from bench.experts import PAPERBOT, ranking_methods
+from bench.experts import PAPERBOT, ranking_methods, stored_of
 from bench.people import TODAY, Owner, Truth, add_index_arguments, ground_truth, load_owners, open_index
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
 from retrieval.scholars.cache import directory_for
 from retrieval.scholars.collaborators import MAX_LIMIT, RETRIEVE_K, find_collaborators
-from retrieval.scholars.people import Person, stored_vectors_of
+from retrieval.scholars.people import Person
 
 SET_NAME = "experts_scholars"
 CUTOFF = 10
@@ -174,7 +174,7 @@ def run_fold(queries: Sequence[Query], records: Sequence[Paper], owners: dict[st
     index = fold_index(records, {q.record_id for q in queries}, encoder_name, progress)
     try:
         people = directory_for(index)
-        vectors = stored_vectors_of(index)
+        stored = stored_of(index)
         rows = []
         for query in queries:
             owner = owners[query.slug]
@@ -188,7 +188,7 @@ def run_fold(queries: Sequence[Query], records: Sequence[Paper], owners: dict[st
                 ranks: dict[str, int | None] = {}
                 for name, method in METHODS.items():
                     started = time.perf_counter()
-                    ranking = method(retrieved.hits, people, TODAY, retrieved.query_vector, vectors)
+                    ranking = method(retrieved.hits, people, TODAY, retrieved.query_vector, stored)
                     if name in TIMED:
                         ms[name] = 1000 * (time.perf_counter() - started)
                     ranks[name] = owner_rank([e.person for e in ranking], owner, file_ids)

@@ -454,8 +454,8 @@ def et_al_people(directory: PeopleDirectory) -> list[str]:
 
 
 class HeldOut:
-    """The index with one record hidden from ``retrieve`` and from its stored vectors; searches
-    are shared across policies."""
+    """The index with one record hidden from ``retrieve``, from its stored vectors and from their
+    nearest neighbours; searches are shared across policies."""
 
     def __init__(self, index: PaperIndex, cache: dict[tuple[str, int], SearchOutcome]) -> None:
         self.index = index
@@ -471,6 +471,11 @@ class HeldOut:
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self.index.dense.vectors([i for i in ids if i != self.held])
+
+    def nearest_many(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+        """The index's nearest stored neighbours, the hidden record never among them."""
+        found = self.index.dense.nearest_many(vectors, n + 1)
+        return [[(i, cosine) for i, cosine in near if i != self.held][:n] for near in found]
 
     def iter_papers(self) -> Iterator[Paper]:
         return self.index.iter_papers()

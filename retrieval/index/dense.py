@@ -589,6 +589,21 @@ class DenseStore:
             for item, distance, vec in zip(ids, distances, vectors, strict=True)
         ]
 
+    def nearest_many(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+        """For each row of ``vectors`` (unit length), its ``n`` nearest stored records as ``(id,
+        cosine similarity)``, nearest first: one batched search of the whole index (approximate,
+        as every unrestricted search here)."""
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1) if len(vectors) else None
+        if rows is None:
+            return []
+        with self._call() as collection:
+            size = collection.count()
+            if not size:
+                return [[] for _ in range(len(rows))]
+            got = collection.query(query_embeddings=rows, n_results=max(1, min(n, size)), include=["distances"])
+        return [[(item, 1.0 - float(distance)) for item, distance in zip(ids, distances, strict=True)]
+                for ids, distances in zip(got["ids"], got["distances"], strict=True)]
+
     def _nearest(self, collection: Any, vector: np.ndarray, n: int, within: Sequence[str] | None) -> Any:
         """Chroma's query; ids of ``within`` that have no vector are dropped (Chroma refuses them)."""
         arguments = {"query_embeddings": np.asarray(vector, dtype=np.float32).reshape(1, -1),

@@ -2,7 +2,8 @@
 
 ``find_collaborators`` retrieves the ``RETRIEVE_K`` papers closest to the topic and ranks people
 with ``rank_experts``: through the retrieved papers (``retrieval.scholars.expertise``, where the
-arithmetic and its baselines live), then the first ``WORK_DEPTH`` also by how close their whole
+arithmetic and its baselines live), each discounted by how generic it is in the index
+(``retrieval.scholars.hubness``), then the first ``WORK_DEPTH`` also by how close their whole
 indexed work is to the topic (``retrieval.scholars.work_similarity``: stored vectors against the
 search's own query vector, nothing encoded). This module resolves ``--for``, leaves people out,
 and builds the result with each person's strongest papers and a one-line ``reason``. People are
@@ -25,6 +26,7 @@ from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, Se
 from retrieval.scholars.cache import directory_for
 from retrieval.scholars.clustering import Vectors
 from retrieval.scholars.expertise import Expert, document_model_scores, with_work_similarity
+from retrieval.scholars.hubness import Neighbours, paper_hubness, stored_neighbours_of
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
 from retrieval.scholars.profile import affiliations
 from retrieval.scholars.resolve import RosterLike, resolve_person, roster_claims
@@ -56,13 +58,18 @@ def rank_experts(
     query_vector: np.ndarray | None,
     vectors: Vectors | None,
     excluded: Collection[str] = (),
+    neighbours: Neighbours | None = None,
 ) -> list[Expert]:
     """The ranking of ``paperbot collaborators``, best first: everyone with a retrieved paper but
-    the ``excluded`` person keys, by ``document_model_scores``; then the first ``WORK_DEPTH`` of
-    them rescored and re-ranked by ``with_work_similarity`` (their papers' stored ``vectors``
-    against ``query_vector``). Without a query vector or stored vectors, the document model alone.
+    the ``excluded`` person keys, by ``document_model_scores`` (each hit discounted by its paper's
+    ``paper_hubness`` when the index gives stored ``vectors`` and their ``neighbours``); then the
+    first ``WORK_DEPTH`` of them rescored and re-ranked by ``with_work_similarity`` (their papers'
+    stored ``vectors`` against ``query_vector``). Without a query vector or stored vectors, the
+    document model alone.
     """
-    ranked = [e for e in document_model_scores(hits, directory, today) if e.person.key not in excluded]
+    hubness = (paper_hubness([hit.paper.id for hit in hits], vectors, neighbours)
+               if vectors is not None and neighbours is not None else None)
+    ranked = [e for e in document_model_scores(hits, directory, today, hubness) if e.person.key not in excluded]
     if query_vector is None or vectors is None:
         return ranked
     similarity = work_similarities([e.person for e in ranked[:WORK_DEPTH]], query_vector, vectors)
@@ -180,7 +187,8 @@ def find_collaborators(
         asker = _resolve_for(directory, for_name, roster)
         excluded = _excluded(directory, asker, new_only)
     ranked = rank_experts(hits, directory, today, query_vector=retrieved.query_vector,
-                          vectors=stored_vectors_of(index), excluded=excluded)
+                          vectors=stored_vectors_of(index), excluded=excluded,
+                          neighbours=stored_neighbours_of(index))
     numbers: dict[str, int] = {}
     scholars: list[ExpertCandidate] = []
     for expert in ranked[:limit]:

@@ -3,7 +3,8 @@
 The *document model* of expert finding (Balog et al., TREC Enterprise): the papers retrieved for
 a topic are the evidence, and each paper speaks for each of its authors,
 
-    rel(d)       = exp((score(d) - score(best hit)) / SCORE_SCALE)
+    score'(d)    = score(d) - HUB_WEIGHT * hubness(d)
+    rel(d)       = exp((score'(d) - score'(best hit)) / SCORE_SCALE)
     weight(d)    = rel(d) * recency(d)
     evidence(p)  = sum over p's retrieved papers, strongest first:  weight(d_i) * NEXT_PAPER_FACTOR ** i
     score(p)     = evidence(p) * exp(WORK_WEIGHT * work_similarity(p))
@@ -12,6 +13,9 @@ a topic are the evidence, and each paper speaks for each of its authors,
   one ``SCORE_SCALE`` below it e^-1, and a paper far below the best adds almost nothing, however
   many such papers a person has. ``score`` is the hybrid retriever's fused score (a weighted
   mean of cosine, scaled BM25 and term coverage: its differences mean something).
+* ``hubness`` (``retrieval.scholars.hubness``, when given) is how close a paper is to its ten
+  nearest indexed papers: a paper in a crowded region comes up moderately close for many
+  unrelated queries, and its authors collect many moderate matches (CSLS's discount).
 * ``recency`` (``recency_weight``) halves every ``HALF_LIFE_YEARS`` down to ``RECENCY_FLOOR``.
 * The sum *saturates* (``saturating_sum``): the i-th strongest paper counts ``NEXT_PAPER_FACTOR
   ** i``, so a person's evidence is at most ``1 / (1 - NEXT_PAPER_FACTOR)`` times their best paper.
@@ -46,6 +50,7 @@ NEXT_PAPER_FACTOR = 0.85
 HALF_LIFE_YEARS = 5.0
 RECENCY_FLOOR = 0.5
 WORK_WEIGHT = 5.0
+HUB_WEIGHT = 0.3
 # the baselines' weights
 RANK_DECAY = 10.0
 FIRST_AUTHOR_WEIGHT = 1.0
@@ -164,12 +169,23 @@ def with_work_similarity(experts: Sequence[Expert], similarity: Mapping[str, flo
     return sorted(scored, key=_order) + rest
 
 
-def document_model_scores(hits: Sequence[SearchHit], directory: PeopleDirectory, today: date) -> list[Expert]:
-    """``evidence`` of the module docstring's formula: score-relative relevance x recency, summed
-    with saturation (``paperbot collaborators`` before ``with_work_similarity``)."""
+def hub_discounted(hit: SearchHit, hubness: Mapping[str, float]) -> float:
+    """``score(d) - HUB_WEIGHT * hubness(d)``: the hit's fused score less its paper's hubness
+    (``retrieval.scholars.hubness``; a paper without one is not discounted)."""
+    return hit.score - HUB_WEIGHT * hubness.get(hit.paper.id, 0.0)
 
-    def weight(hit: SearchHit, rank: int, mention: Mention, best: float) -> float:
-        return score_relevance(hit.score, best) * recency_weight(hit.paper.year, today)
+
+def document_model_scores(
+    hits: Sequence[SearchHit], directory: PeopleDirectory, today: date, hubness: Mapping[str, float] | None = None
+) -> list[Expert]:
+    """``evidence`` of the module docstring's formula: score-relative relevance x recency, summed
+    with saturation (``paperbot collaborators`` before ``with_work_similarity``). With ``hubness``
+    (by paper id), each hit's score is ``hub_discounted`` first, the best hit's too."""
+    hubs = hubness or {}
+    best = max((hub_discounted(hit, hubs) for hit in hits), default=0.0)
+
+    def weight(hit: SearchHit, rank: int, mention: Mention, _best: float) -> float:
+        return score_relevance(hub_discounted(hit, hubs), best) * recency_weight(hit.paper.year, today)
 
     return rank_people(hits, directory, weight, saturating_sum)
 

@@ -5,9 +5,10 @@ It reads ``../shared/datasets/scholars-real`` (never copied into the tree: the a
 authors'), so it is skipped, with the reason printed in pytest's summary, where that folder is
 absent. The report's structure, then issue #27 item 6 on the *held-out* half only (the ranking's
 constants were shaped on the tuning half, ``bench.common.split_half``): the issue's MRR goal
-(0.80) is asserted, it is met (docs/performance.md: 0.807 on held-out abstracts); its Recall@10
-goal (0.95) is not (0.876), so the floor sits a little under what was measured. Then the work
-similarity against the ranking without it, and the issue's two example topics.
+(0.80) is asserted, it is met (docs/performance.md: 0.817 on held-out abstracts); its Recall@10
+goal (0.95) is not (0.910), so the floor sits a little under what was measured. Then the work
+similarity and the hubness discount against the rankings without them, and the issue's two
+example topics.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 HALVES = ("tune", "held-out", "all")
 PAPERBOT, PREVIOUS = "paperbot collaborators", "previous: sum over ranks"
+WITHOUT_HUBS = "without the hubness discount (round 2)"
 EVIDENCE_ONLY = "without work similarity (round 1)"
 
 pytestmark = [
@@ -61,16 +63,23 @@ def test_every_query_is_in_one_half_and_counted_once(figures):
 
 def test_held_out_abstracts_find_their_owner(figures):
     held = figures["results"]["abstract"]["held-out"]
-    assert held[PAPERBOT]["recall_at_10"] >= 0.86  # measured 0.876; the issue's goal, 0.95, is not met
-    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; measured 0.807
-    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # measured 0.807 against 0.713
+    assert held[PAPERBOT]["recall_at_10"] >= 0.89  # measured 0.910; the issue's goal, 0.95, is not met
+    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; measured 0.817
+    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # measured 0.817 against 0.713
 
 
 def test_the_work_similarity_finds_more_owners_than_the_retrieved_papers_alone(figures):
     abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
-    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"]  # 0.876 against 0.865
-    assert abstract[PAPERBOT]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.01  # 0.807 against 0.809
-    assert title[PAPERBOT]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.04  # 0.843 against 0.787
+    assert abstract[WITHOUT_HUBS]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"]  # 0.876 against 0.865
+    assert abstract[WITHOUT_HUBS]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.01  # 0.807 against 0.809
+    assert title[WITHOUT_HUBS]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.04  # 0.843 against 0.787
+
+
+def test_the_hubness_discount_finds_more_owners_of_abstracts(figures):
+    abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
+    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[WITHOUT_HUBS]["recall_at_10"] + 0.02  # 0.910 against 0.876
+    assert abstract[PAPERBOT]["mrr"] >= abstract[WITHOUT_HUBS]["mrr"]  # 0.817 against 0.807
+    assert title[PAPERBOT]["recall_at_10"] >= title[WITHOUT_HUBS]["recall_at_10"] - 0.03  # 0.831 against 0.843
 
 
 def test_the_issue_examples_rank_the_specific_expert_first(figures):
