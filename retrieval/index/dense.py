@@ -593,9 +593,9 @@ class DenseStore:
         """For each row of ``vectors`` (unit length), its ``n`` nearest stored records as ``(id,
         cosine similarity)``, nearest first: one batched search of the whole index (approximate,
         as every unrestricted search here)."""
-        rows = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1) if len(vectors) else None
-        if rows is None:
+        if not len(vectors):
             return []
+        rows = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         with self._call() as collection:
             size = collection.count()
             if not size:
