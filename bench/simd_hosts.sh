@@ -48,6 +48,13 @@ ln -s "$VENV/lib/$PYVER/site-packages" "$EMU/lib/$PYVER/site-packages"
 printf '#!/bin/sh\nexec "%s" -cpu "%s" -0 "%s/bin/python" "%s" "$@"\n' "$(command -v "$QEMU_BIN")" "$CPU" "$EMU" "$REAL" > "$EMU/bin/python"
 printf '#!%s/bin/python\nimport sys\nfrom bot.cli import main\nsys.exit(main())\n' "$EMU" > "$EMU/bin/paperbot"
 chmod +x "$EMU/bin/python" "$EMU/bin/paperbot"
+# the venv's other console scripts (`chroma`, started by the tests' Chroma server), emulated too
+for script in "$VENV"/bin/*; do
+  name="$(basename "$script")"
+  [ -e "$EMU/bin/$name" ] || [ -L "$script" ] || ! head -n 1 "$script" | grep -q '^#!.*python' && continue
+  { printf '#!%s/bin/python\n' "$EMU"; tail -n +2 "$script"; } > "$EMU/bin/$name"
+  chmod +x "$EMU/bin/$name"
+done
 ln -s python "$EMU/bin/python3"
 
 if [ -z "${PAPERBOT_ENCODER_CACHE_DIR:-}" ]; then
