@@ -230,12 +230,15 @@ def separability(rows: Sequence[Row], columns: Sequence[str]) -> dict[str, Any]:
     def side(name: str, label: int, values: Sequence[float]) -> list[float]:
         return [v for r, v in zip(tuning, values, strict=True) if r.set == name and r.label == label]
 
-    per_column = {}
+    per_column: dict[str, dict[str, float]] = {}
     for name in [*columns, "leave-one-out fit"]:
         values = scores if name == "leave-one-out fit" else [column(r, name) for r in tuning]
-        per_column[name] = {f"{yes} / {no}": round(auc(side(yes, 1, values), side(no, 0, values)), 3)
-                            for yes, no in PAIRS if side(yes, 1, values) and side(no, 0, values)}
-    near = sorted(side("near_miss_questions", 0, scores))
+        per_column[name] = {}
+        for yes, no in PAIRS:
+            positive, negative = side(yes, 1, values), side(no, 0, values)
+            if positive and negative:
+                per_column[name][f"{yes} / {no}"] = round(auc(positive, negative), 3)
+    near = side("near_miss_questions", 0, scores)
     cut = float(np.quantile(near, NEAR_MISS_ABSTAINED)) if near else 0.0
     answered = {}
     for name in dict.fromkeys(yes for yes, _ in PAIRS):

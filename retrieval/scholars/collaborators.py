@@ -67,6 +67,7 @@ def rank_experts(
     stored ``vectors`` against ``query_vector``). Without a query vector or stored vectors, the
     document model alone.
     """
+    vectors = _read_once(vectors) if vectors is not None else None
     hubness = (paper_hubness([hit.paper.id for hit in hits], vectors, neighbours)
                if vectors is not None and neighbours is not None else None)
     ranked = [e for e in document_model_scores(hits, directory, today, hubness) if e.person.key not in excluded]
@@ -74,6 +75,22 @@ def rank_experts(
         return ranked
     similarity = work_similarities([e.person for e in ranked[:WORK_DEPTH]], query_vector, vectors)
     return with_work_similarity(ranked, similarity)
+
+
+def _read_once(vectors: Vectors) -> Vectors:
+    """``vectors`` reading each id from the store at most once: one ranking reads the hits' vectors
+    for their hubness, then those of the first people's papers, most hits among them, for the work
+    similarity."""
+    seen: dict[str, np.ndarray | None] = {}
+
+    def lookup(ids: list[str]) -> dict[str, np.ndarray]:
+        missing = [paper_id for paper_id in dict.fromkeys(ids) if paper_id not in seen]
+        if missing:
+            found = vectors(missing)
+            seen.update((paper_id, found.get(paper_id)) for paper_id in missing)
+        return {paper_id: vector for paper_id in ids if (vector := seen[paper_id]) is not None}
+
+    return lookup
 
 
 def reason(expert: Expert, retrieved: int) -> str:
