@@ -5,6 +5,7 @@
 #
 #   bench/simd_hosts.sh compare              # the encoders' vectors here and emulated: max |diff|, min cosine
 #   bench/simd_hosts.sh pytest ARGS...       # pytest emulated, e.g. tests/reliability/test_hostile_input.py
+#   bench/simd_hosts.sh python ARGS...       # any script emulated, e.g. bench/experts_scholars.py --json F
 #   (tests with sub-second deadlines or start-up limits fail emulated from slowness alone, and
 #   test_the_session_never_uses_the_real_user_cache from the shared cache this sets up)
 #   QEMU_CPU=SandyBridge bench/simd_hosts.sh compare   # another model (SandyBridge: AVX, no AVX2)
@@ -36,7 +37,7 @@ CPU="${QEMU_CPU:-Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm}"
 QEMU_BIN="${QEMU_BIN:-qemu-x86_64}"
 command -v "$QEMU_BIN" >/dev/null || { echo "simd_hosts: $QEMU_BIN not found (apt-get install qemu-user)" >&2; exit 2; }
 [ "$(uname -m)" = x86_64 ] || { echo "simd_hosts: x86_64 hosts only" >&2; exit 2; }
-[ $# -ge 1 ] || { sed -n '6,10p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '6,11p' "$0" >&2; exit 2; }
 
 REAL="$(readlink -f "$VENV/bin/python")"
 PYVER="$("$VENV/bin/python" -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')"
@@ -112,6 +113,10 @@ EOF
     PYTEST_XDIST_WORKER=gw0 XDG_CACHE_HOME="$EMU/xdg" \
       "$EMU/bin/python" -m pytest -n 0 -p no:cacheprovider "$@"
     ;;
+  python)
+    shift
+    XDG_CACHE_HOME="$EMU/xdg" "$EMU/bin/python" "$@"
+    ;;
   *)
-    sed -n '6,10p' "$0" >&2; exit 2 ;;
+    sed -n '6,11p' "$0" >&2; exit 2 ;;
 esac
