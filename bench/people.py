@@ -238,6 +238,7 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
     ``extra`` records (e.g. the SciFact corpus as distractors, named ``extra_name``) are merged
     in after the files with ``Assistant.library.ingest_papers``; such an index lives in its own folder.
     """
+    from bot.progress import line_progress
     from retrieval.assistant import Assistant
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
     from retrieval.index.encoders import loading as embeddings
@@ -266,9 +267,11 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
         return index, settings, info
     started = time.perf_counter()
     assistant = Assistant(settings, index=index, chat_model=None)
-    report = assistant.library.ingest_files(paths)
+    with line_progress(f"Indexing {len(paths)} files", progress) as update:  # minutes at first; emulated, an hour
+        report = assistant.library.ingest_files(paths, progress=update)
     if extra:
-        report.extend(assistant.library.ingest_papers(list(extra)))
+        with line_progress(f"Indexing {len(extra):,} {extra_name or 'extra'} records", progress) as update:
+            report.extend(assistant.library.ingest_papers(list(extra), progress=update))
     info = {"seconds": round(time.perf_counter() - started, 1), "records": index.count(), **report.as_dict(),
             "encoder": encoder.name, "reused": False}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")
