@@ -498,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.with_scifact:
         extra, back = scifact_papers(load_scifact(args.datasets))
         scifact_ids = {doc: record for record, doc in back.items()}
-    index, settings, ingest = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    index, settings, ingest = open_index(owners, args.reuse_index, progress, encoder=args.encoder, extra=extra, extra_name="scifact")
     endpoint = load_settings()
     settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None,
                                            "llm_field_terms": args.checks, "llm_judge_relevance": args.checks})

@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     owners = load_owners(args.data)
     by_slug = {o.slug: o for o in owners}
-    index, _, ingest = open_index(owners, args.reuse_index, progress)
+    index, _, _ = open_index(owners, args.reuse_index, progress, encoder=args.encoder)
     records = list(index.iter_papers())
     truth, _ = ground_truth(index, records, owners)
     queries = choose_queries(owners, truth, {p.id: p for p in records}, FOLDS, PER_FOLD)
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for fold in range(FOLDS):
         chosen = [q for q in queries if q.fold == fold]
-        fold_idx = fold_index(records, {q.record_id for q in chosen}, ingest["encoder"], progress)
+        fold_idx = fold_index(records, {q.record_id for q in chosen}, args.encoder, progress)
         try:
             people = directory_for(fold_idx)
             stored = stored_of(fold_idx)

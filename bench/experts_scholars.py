@@ -148,20 +148,21 @@ def owner_rank(ranking: Sequence[Person], owner: Owner, file_ids: set[str]) -> i
     return None
 
 
-def fold_index(records: Sequence[Paper], held: set[str], encoder_name: str, progress: Callable[[str], None]) -> PaperIndex:
-    """A fresh index of ``records`` minus ``held`` (vectors from the shared embedding cache)."""
+def fold_index(records: Sequence[Paper], held: set[str], encoder: str, progress: Callable[[str], None]) -> PaperIndex:
+    """A fresh index of ``records`` minus ``held`` with the ``encoder`` setting (vectors from the
+    shared embedding cache)."""
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
     from retrieval.index.encoders import loading as embeddings
 
-    digest = hashlib.sha256(encoder_name.encode())
+    digest = hashlib.sha256(encoder.encode())
     for record_id in sorted(held):
         digest.update(record_id.encode())
     folder = out_dir() / "experts-scholars-index" / digest.hexdigest()[:16]
     shutil.rmtree(folder, ignore_errors=True)
-    settings = bench_settings(folder, encoder="auto", _env_file=None)
-    encoder = embeddings.load_encoder(bench_settings(out_dir(), encoder="auto", _env_file=None))
+    settings = bench_settings(folder, encoder=encoder, _env_file=None)
+    loaded = embeddings.load_encoder(bench_settings(out_dir(), encoder=encoder, _env_file=None))
     cache = EmbeddingCache(default_cache_path(shared_cache_dir()))
-    index = PaperIndex.open(settings, encoder, embed=paper_embedder(cache))
+    index = PaperIndex.open(settings, loaded, embed=paper_embedder(cache))
     started = time.perf_counter()
     index.upsert([p for p in records if p.id not in held])
     progress(f"indexed {index.count():,} records ({len(held)} held out) in {time.perf_counter() - started:.0f} s")
@@ -169,9 +170,9 @@ def fold_index(records: Sequence[Paper], held: set[str], encoder_name: str, prog
 
 
 def run_fold(queries: Sequence[Query], records: Sequence[Paper], owners: dict[str, Owner], truth: dict[str, Truth],
-             encoder_name: str, progress: Callable[[str], None]) -> list[dict[str, Any]]:
+             encoder: str, progress: Callable[[str], None]) -> list[dict[str, Any]]:
     """Every ranking's owner rank for each query of one fold, in both modes."""
-    index = fold_index(records, {q.record_id for q in queries}, encoder_name, progress)
+    index = fold_index(records, {q.record_id for q in queries}, encoder, progress)
     try:
         people = directory_for(index)
         stored = stored_of(index)
@@ -252,7 +253,8 @@ def report(figures: dict[str, Any]) -> str:
                  f"({EVIDENCE_ONLY}: {ms[EVIDENCE_ONLY]:.1f} ms).")
     lines.append(f"\n{figures['queries']} held-out records of {figures['owners_asked']} owners in {figures['folds']} "
                  f"folds ({figures['per_fold']} per owner and fold, {MIN_KEPT} gold records kept at least); "
-                 f"{figures['records']:,} records in the full index; top {RETRIEVE_K} hybrid hits per query; "
+                 f"{figures['records']:,} records in the full index, encoder {figures['encoder']}; "
+                 f"top {RETRIEVE_K} hybrid hits per query; "
                  f"{figures['seconds']:.0f} s; {load_note()}.")
     return "\n".join(lines)
 
@@ -269,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     owners = load_owners(args.data)
     by_slug = {o.slug: o for o in owners}
-    index, _, ingest = open_index(owners, args.reuse_index, progress)
+    index, _, ingest = open_index(owners, args.reuse_index, progress, encoder=args.encoder)
     records = list(index.iter_papers())
     truth, _ = ground_truth(index, records, owners)
     queries = choose_queries(owners, truth, {p.id: p for p in records}, args.folds, args.per_fold)
@@ -277,12 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for fold in range(args.folds):
         chosen = [q for q in queries if q.fold == fold]
         if chosen:
-            rows += run_fold(chosen, records, by_slug, truth, ingest["encoder"], progress)
+            rows += run_fold(chosen, records, by_slug, truth, args.encoder, progress)
     shown = examples(index, by_slug, truth)
     index.close()
     results = {mode: {half: {method: summarise([r for r in rows if half in ("all", r["half"])], mode, method)
                              for method in METHODS} for half in (TUNE, HELD_OUT, "all")} for mode in MODES}
-    figures = {"data": str(args.data), "folds": args.folds, "per_fold": args.per_fold, "records": len(records),
+    figures = {"data": str(args.data), "encoder": ingest["encoder"], "folds": args.folds, "per_fold": args.per_fold,
+               "records": len(records),
                "queries": len(rows), "owners_asked": len({r["slug"] for r in rows}), "results": results,
                "examples": shown, "latency_ms": latency(rows), "rows": rows, "seconds": time.perf_counter() - started}
     print(report(figures))

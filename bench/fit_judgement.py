@@ -304,12 +304,12 @@ def measure_rows(args: argparse.Namespace, progress: Any) -> list[Row]:
     fusion = None if args.trust_power is None else FusionConfig(lexical_trust_power=args.trust_power)
 
     rows: list[Row] = []
-    lists, _, _ = open_index(owners, args.reuse_index, progress)
+    lists, _, _ = open_index(owners, args.reuse_index, progress, encoder=args.encoder)
     corpus, _ = load_corpus(lists, list(lists.iter_papers()), owners)
     rows += rows_of(with_fusion(lists, fusion), load_set(SETS / "scholars_questions.jsonl"), corpus.resolve, args.k, args.occlusion)
     lists.close()
 
-    mixed, _, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    mixed, _, _ = open_index(owners, args.reuse_index, progress, encoder=args.encoder, extra=extra, extra_name="scifact")
     corpus, _ = load_corpus(mixed, list(mixed.iter_papers()), owners)
     corpus.scifact = record_of_doc
     searched = with_fusion(mixed, fusion)

@@ -9,10 +9,11 @@ websites had several .bib files, concatenated into one) and ``owners.json`` give
 ``name_variants`` (how the owner is written in the entries).
 
 Protocol. All 40 files are ingested into one index through the real ``Assistant.library.ingest_files``
-(embedded Chroma + BM25, the configured local encoder, a scratch ``PAPERBOT_DATA_DIR`` under
-``bench/out/people-index/<hash>/``, rebuilt unless ``--reuse-index``; the hash covers the files,
-the encoder choice and ``retrieval/``'s code, so a changed parser never reuses stale ids). Then, for each
-policy, in the same run and over the same records:
+(embedded Chroma + BM25, the local encoder of ``--encoder``, default ``auto`` as paperbot chooses, a
+scratch ``PAPERBOT_DATA_DIR`` under ``bench/out/people-index/<hash>/``, rebuilt unless
+``--reuse-index``; the hash covers the files, the encoder actually used and ``retrieval/``'s code,
+so a changed parser never reuses stale ids). Then, for each policy, in the same run and over the
+same records:
 
 * **baseline** (today): ``PeopleDirectory(papers, clustering="strict")`` and
   ``summarize_scholar(..., choose=False)`` (an ambiguous name lists its candidates);
@@ -88,7 +89,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -118,6 +119,7 @@ from retrieval.sources.files.bibtex_names import parse_name as decode_bibtex_nam
 from retrieval.sources.files.detect import parse_file
 from retrieval.text import LATIN_LETTERS, fold
 
+ENCODER_CHOICES: tuple[str, ...] = get_args(Settings.model_fields["encoder"].annotation)  # auto, torch, onnx, onnx-int8
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 TODAY = date(2026, 12, 1)  # fixed: recency weights and affiliations do not drift with the calendar
 SINCE = 1900
@@ -212,7 +214,8 @@ def load_owners(data: Path) -> list[Owner]:
 
 
 def content_key(paths: Sequence[Path], encoder: str) -> str:
-    """Hash of the files, the encoder choice and the core's code (parsing and merging change ids)."""
+    """Hash of the files, the encoder's name (for ``auto``, what it chose) and the core's code
+    (parsing and merging change ids)."""
     digest = hashlib.sha256(encoder.encode())
     code = sorted((REPO / "retrieval").rglob("*.py"))
     for path in [*sorted(paths), *code]:
@@ -222,19 +225,24 @@ def content_key(paths: Sequence[Path], encoder: str) -> str:
 
 def add_index_arguments(parser: argparse.ArgumentParser, *, scifact: bool = False) -> None:
     """The arguments of every benchmark that asks questions of ``open_index``'s index: ``--data``
-    (the scholars-real folder), ``--out`` (caches and scratch indexes), ``--reuse-index``, and with
-    ``scifact`` ``--datasets`` (the folder that holds SciFact)."""
+    (the scholars-real folder), ``--out`` (caches and scratch indexes), ``--reuse-index``,
+    ``--encoder``, and with ``scifact`` ``--datasets`` (the folder that holds SciFact)."""
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the scholars-real folder")
     if scifact:
         parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS, help="the folder that holds scifact/")
     parser.add_argument("--out", type=Path, default=None, help="caches and scratch indexes (default bench/out)")
     parser.add_argument("--reuse-index", action="store_true", help="keep the indexes of identical files and encoder")
+    parser.add_argument("--encoder", choices=ENCODER_CHOICES, default="auto",
+                        help="the encoder (default auto: what paperbot chooses on this CPU; onnx is float32, whose "
+                             "vectors are the same on every CPU, and what auto may choose on one without AVX-512)")
 
 
-def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None], *,
+def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], None], *, encoder: str = "auto",
                extra: Sequence[Paper] = (), extra_name: str = "") -> tuple[PaperIndex, Settings, dict[str, Any]]:
     """The index of all files, ingested with ``Assistant.library.ingest_files`` (cached by content hash).
 
+    ``encoder`` is the setting (``auto``, as paperbot chooses, or a variant); the index is kept
+    per encoder actually used, so a reused index never has another encoder's vectors.
     ``extra`` records (e.g. the SciFact corpus as distractors, named ``extra_name``) are merged
     in after the files with ``Assistant.library.ingest_papers``; such an index lives in its own folder.
     """
@@ -244,22 +252,22 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
     from retrieval.index.encoders import loading as embeddings
 
     paths = [o.path for o in owners]
-    encoder_settings = bench_settings(out_dir(), encoder="auto", _env_file=None)  # ONNX export shared by benches
-    key = content_key(paths, encoder_settings.encoder)
+    encoder_settings = bench_settings(out_dir(), encoder=encoder, _env_file=None)  # ONNX export shared by benches
+    loaded = embeddings.load_encoder(encoder_settings)
+    key = content_key(paths, loaded.name)  # what auto chose, not "auto"
     if extra:
         digest = hashlib.sha256(key.encode())
         for paper in extra:
             digest.update(paper.model_dump_json().encode())
         key = f"{extra_name or 'extra'}-{digest.hexdigest()[:16]}"
     folder = out_dir() / ("people-index" if not extra else f"people-index-{extra_name or 'extra'}") / key
-    settings = bench_settings(folder, encoder="auto", _env_file=None)
+    settings = bench_settings(folder, encoder=encoder, _env_file=None)
     marker = folder / "ingest.json"
     if not (reuse and marker.exists()):
         for stale in folder.parent.glob("*"):  # this one, and indexes of older files or code
             shutil.rmtree(stale, ignore_errors=True)
-    encoder = embeddings.load_encoder(encoder_settings)
     cache = EmbeddingCache(default_cache_path(shared_cache_dir()))  # vectors by text hash: re-runs never re-encode
-    index = PaperIndex.open(settings, encoder, embed=paper_embedder(cache))
+    index = PaperIndex.open(settings, loaded, embed=paper_embedder(cache))
     if marker.exists():
         info = json.loads(marker.read_text(encoding="utf-8"))
         info["reused"] = True
@@ -273,7 +281,7 @@ def open_index(owners: Sequence[Owner], reuse: bool, progress: Callable[[str], N
         with line_progress(f"Indexing {len(extra):,} {extra_name or 'extra'} records", progress) as update:
             report.extend(assistant.library.ingest_papers(list(extra), progress=update))
     info = {"seconds": round(time.perf_counter() - started, 1), "records": index.count(), **report.as_dict(),
-            "encoder": encoder.name, "reused": False}
+            "encoder": loaded.name, "reused": False}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")
     progress(f"ingested {len(paths)} files -> {index.count():,} records in {info['seconds']:.0f} s ({folder})")
     return index, settings, info
@@ -661,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = start_scratch_run(args.out)
 
     owners = load_owners(args.data)
-    index, settings, ingest = open_index(owners, args.reuse_index, progress)
+    index, settings, ingest = open_index(owners, args.reuse_index, progress, encoder=args.encoder)
     records = list(index.iter_papers())
     truth, mapped = ground_truth(index, records, owners)
     scored = [o for o in owners if o.slug in QUICK_OWNERS] if args.quick else list(owners)

@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: list[Paper] = []
     if args.with_scifact:
         extra, _ = scifact_papers(load_scifact(args.datasets))
-    index, settings, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    index, settings, _ = open_index(owners, args.reuse_index, progress, encoder=args.encoder, extra=extra, extra_name="scifact")
     settings = settings.model_copy(update={"openai_api_key": None, "openai_base_url": None,
                                            "llm_field_terms": False, "llm_judge_relevance": False})
     budget = args.budget or settings.llm_prompt_budget

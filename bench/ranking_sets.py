@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     owners = load_owners(args.data)
     scifact = load_scifact(args.datasets)
     extra, back = scifact_papers(scifact)
-    index, _, _ = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    index, _, _ = open_index(owners, args.reuse_index, progress, encoder=args.encoder, extra=extra, extra_name="scifact")
     corpus, _ = load_corpus(index, list(index.iter_papers()), owners)
     corpus.scifact = {doc: record for record, doc in back.items()}
     questions = [q for name in SETS for q in load_set(REPO / "bench" / "data" / f"{name}.jsonl")

@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.with_scifact:
         extra, back = scifact_papers(load_scifact(args.datasets))
         scifact_ids = {doc: record for record, doc in back.items()}
-    index, settings, info = open_index(owners, args.reuse_index, progress, extra=extra, extra_name="scifact")
+    index, settings, info = open_index(owners, args.reuse_index, progress, encoder=args.encoder, extra=extra, extra_name="scifact")
     corpus, _ = load_corpus(index, list(index.iter_papers()), owners)
     corpus.scifact = scifact_ids
     expected = {q.id: expected_for(corpus, q) for q in questions}

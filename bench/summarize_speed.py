@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = start_scratch_run(args.out)
     started = time.perf_counter()
     print(f"# A scholar's summary: theme clustering, baseline against new\n\nHost at start: {host_description()}\n")
-    index, settings, _ = open_index(load_owners(args.data), args.reuse_index, progress)
+    index, settings, _ = open_index(load_owners(args.data), args.reuse_index, progress, encoder=args.encoder)
     directory = directory_for(index, cache_dir=settings.cache_dir)
     background = background_of(directory, index, cache_dir=settings.cache_dir)
     people = []

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.model_cache import shared_model_cache, use_session_encoder_cache
+from tests.support.model_cache import AUTO_CHOOSES, shared_model_cache, use_session_encoder_cache
 from tests.support.postgres import PostgresServer
 
 # The database backends a store's tests run against: SQLite in the data dir, and a real PostgreSQL.
@@ -16,8 +17,12 @@ BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Before anything is collected: the session's own encoder cache, never the user's."""
+    """Before anything is collected: the session's own encoder cache, never the user's; with
+    ``PAPERBOT_TESTS_AUTO_CHOOSES``, also the export and the pinned ``auto`` choice, before any test
+    (or any ``paperbot`` it starts) can load ``auto`` (``tests/support/model_cache.py``)."""
     use_session_encoder_cache()
+    if os.environ.get(AUTO_CHOOSES):
+        shared_model_cache()
 
 
 @pytest.fixture(scope="session")

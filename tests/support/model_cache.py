@@ -48,6 +48,13 @@ def use_session_encoder_cache() -> Path:
     return _session[0]
 
 
+# ``PAPERBOT_TESTS_AUTO_CHOOSES=onnx`` (or another probed variant) runs the suite as on a host whose
+# ``auto`` probe chose that variant: the session's choice file says so after the probe. ``auto``
+# picks the fastest accurate variant, so another CPU may pick float32 where this one picks int8
+# (docs/evidence.md, "Host numerics"); every test must pass under each.
+AUTO_CHOOSES = "PAPERBOT_TESTS_AUTO_CHOOSES"
+
+
 def shared_model_cache() -> Path:
     """The session's encoder cache dir, holding what the default (``auto``) encoder needs; made on first call."""
     if not _made:
@@ -59,8 +66,27 @@ def shared_model_cache() -> Path:
         settings = Settings(_env_file=None, data_dir=scratch, encoder="auto", chroma_url=None,
                             encoder_cache_dir=root)
         load_encoder(settings)  # exports (and probes) into root
+        pinned = os.environ.get(AUTO_CHOOSES)
+        if pinned:  # every process that made or read the probe, before any test loads ``auto``
+            pin_auto_choice(root, pinned)
         _made.append(root)
     return _made[0]
+
+
+def pin_auto_choice(root: Path, variant: str) -> None:
+    """Make the remembered ``auto`` choice in the encoder cache ``root`` say ``variant`` (one of the
+    probed ones; a note in the file says it was pinned)."""
+    from dataclasses import replace
+
+    from retrieval.index.encoders.choice import read_choice, write_choice
+    from retrieval.index.encoders.loading import auto_signature
+
+    made = read_choice(root, auto_signature())
+    probed = [result.variant for result in made.results] if made else []
+    if made is None or variant not in probed:
+        raise RuntimeError(f"{AUTO_CHOOSES}={variant}: the probe in {root} measured {probed or 'nothing'}")
+    if made.variant != variant:  # idempotent: each xdist worker pins the one file
+        write_choice(root, replace(made, variant=variant, notes=[*made.notes, f"pinned to {variant} by {AUTO_CHOOSES}"]))
 
 
 def link_model_cache(data_dir: Path, cache: Path | None = None) -> Path:
