@@ -6,9 +6,15 @@ authors'), so it is skipped, with the reason printed in pytest's summary, where 
 absent. The report's structure, then issue #27 item 6 on the *held-out* half only (the ranking's
 constants were shaped on the tuning half, ``bench.common.split_half``): the issue's MRR goal
 (0.80) is asserted, it is met (docs/performance.md: 0.817 on held-out abstracts); its Recall@10
-goal (0.95) is not (0.910), so the floor sits a little under what was measured. Then the work
-similarity and the hubness discount against the rankings without them, and the issue's two
-example topics.
+goal (0.95) is not (0.910). Then the work similarity and the hubness discount against the
+rankings without them, and the issue's two example topics.
+
+The figures depend on the encoder ``auto`` chooses, which depends on the host: int8 here (AVX-512
+VNNI), int8 with other numerics on an AVX2-only CPU, or float32 where that probes fastest
+(docs/evidence.md, "Host numerics"). Each floor sits under the lowest of the three measurements
+(docs/performance.md, "Expert finding") by at least the largest change between two encoders
+measured there: two queries of 89 (0.022) for a figure, one query (0.011) for the difference
+between two rankings of the same hits, 0.01 for MRR.
 """
 
 from __future__ import annotations
@@ -63,23 +69,24 @@ def test_every_query_is_in_one_half_and_counted_once(figures):
 
 def test_held_out_abstracts_find_their_owner(figures):
     held = figures["results"]["abstract"]["held-out"]
-    assert held[PAPERBOT]["recall_at_10"] >= 0.89  # measured 0.910; the issue's goal, 0.95, is not met
-    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; measured 0.817
-    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # measured 0.817 against 0.713
+    assert held[PAPERBOT]["recall_at_10"] >= 0.86  # int8 0.910, float32 0.888; the issue's goal, 0.95, is not met
+    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; int8 and float32 0.817
+    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # int8 0.817 against 0.713, float32 against 0.704
 
 
 def test_the_work_similarity_finds_more_owners_than_the_retrieved_papers_alone(figures):
     abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
-    assert abstract[WITHOUT_HUBS]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"]  # 0.876 against 0.865
-    assert abstract[WITHOUT_HUBS]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.01  # 0.807 against 0.809
-    assert title[WITHOUT_HUBS]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.04  # 0.843 against 0.787
+    # held-out abstracts: no loss (int8 0.876 against 0.865, float32 0.865 against 0.865); titles: a gain
+    assert abstract[WITHOUT_HUBS]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"] - 0.012
+    assert abstract[WITHOUT_HUBS]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.015  # 0.807 / 0.809, 0.813 / 0.808
+    assert title[WITHOUT_HUBS]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.03  # 0.843 / 0.787, 0.831 / 0.787
 
 
 def test_the_hubness_discount_finds_more_owners_of_abstracts(figures):
     abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
-    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[WITHOUT_HUBS]["recall_at_10"] + 0.02  # 0.910 against 0.876
-    assert abstract[PAPERBOT]["mrr"] >= abstract[WITHOUT_HUBS]["mrr"]  # 0.817 against 0.807
-    assert title[PAPERBOT]["recall_at_10"] >= title[WITHOUT_HUBS]["recall_at_10"] - 0.03  # 0.831 against 0.843
+    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[WITHOUT_HUBS]["recall_at_10"] + 0.011  # 0.910 / 0.876, 0.888 / 0.865
+    assert abstract[PAPERBOT]["mrr"] >= abstract[WITHOUT_HUBS]["mrr"] - 0.01  # 0.817 / 0.807, 0.817 / 0.813
+    assert title[PAPERBOT]["recall_at_10"] >= title[WITHOUT_HUBS]["recall_at_10"] - 0.03  # 0.831 / 0.843, 0.820 / 0.831
 
 
 def test_the_issue_examples_rank_the_specific_expert_first(figures):
