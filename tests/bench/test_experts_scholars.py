@@ -12,9 +12,9 @@ rankings without them, and the issue's two example topics.
 The figures depend on the encoder ``auto`` chooses, which depends on the host: int8 here (AVX-512
 VNNI), int8 with other numerics on an AVX2-only CPU, or float32 where that probes fastest
 (docs/evidence.md, "Host numerics"). Each floor sits under the lowest of the three measurements
-(docs/performance.md, "Expert finding") by at least the largest change between two encoders
-measured there: two queries of 89 (0.022) for a figure, one query (0.011) for the difference
-between two rankings of the same hits, 0.01 for MRR.
+(docs/performance.md, "Expert finding": int8 here, float32, int8 on an emulated AVX2 CPU) by at
+least the largest change of that figure between two of them (for Recall@10 of held-out abstracts,
+two queries of 89).
 """
 
 from __future__ import annotations
@@ -69,24 +69,29 @@ def test_every_query_is_in_one_half_and_counted_once(figures):
 
 def test_held_out_abstracts_find_their_owner(figures):
     held = figures["results"]["abstract"]["held-out"]
-    assert held[PAPERBOT]["recall_at_10"] >= 0.86  # int8 0.910, float32 0.888; the issue's goal, 0.95, is not met
-    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; int8 and float32 0.817
-    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # int8 0.817 against 0.713, float32 against 0.704
+    assert held[PAPERBOT]["recall_at_10"] >= 0.86  # int8 0.910, float32 0.888, int8 AVX2 0.910; the goal, 0.95, is not met
+    assert held[PAPERBOT]["mrr"] >= 0.80  # the issue's goal; 0.817, 0.817, 0.821
+    assert held[PAPERBOT]["mrr"] >= held[PREVIOUS]["mrr"] + 0.05  # against 0.713, 0.704, 0.708
 
 
-def test_the_work_similarity_finds_more_owners_than_the_retrieved_papers_alone(figures):
+def test_the_work_similarity_loses_no_owner_to_the_retrieved_papers_alone(figures):
     abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
-    # held-out abstracts: no loss (int8 0.876 against 0.865, float32 0.865 against 0.865); titles: a gain
+    # Recall@10 / MRR, int8 | float32 | int8 AVX2: abstracts 0.876 / 0.807 against 0.865 / 0.809 |
+    # 0.865 / 0.813 against 0.865 / 0.808 | 0.876 / 0.813 against 0.865 / 0.808; titles 0.843 against
+    # 0.798 | 0.831 against 0.787 | 0.820 against 0.798 (a gain of four, four and two queries)
     assert abstract[WITHOUT_HUBS]["recall_at_10"] >= abstract[EVIDENCE_ONLY]["recall_at_10"] - 0.012
-    assert abstract[WITHOUT_HUBS]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.015  # 0.807 / 0.809, 0.813 / 0.808
-    assert title[WITHOUT_HUBS]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"] + 0.03  # 0.843 / 0.787, 0.831 / 0.787
+    assert abstract[WITHOUT_HUBS]["mrr"] >= abstract[EVIDENCE_ONLY]["mrr"] - 0.015
+    assert title[WITHOUT_HUBS]["recall_at_10"] >= title[EVIDENCE_ONLY]["recall_at_10"]
 
 
 def test_the_hubness_discount_finds_more_owners_of_abstracts(figures):
     abstract, title = (figures["results"][mode]["held-out"] for mode in ("abstract", "title"))
-    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[WITHOUT_HUBS]["recall_at_10"] + 0.011  # 0.910 / 0.876, 0.888 / 0.865
-    assert abstract[PAPERBOT]["mrr"] >= abstract[WITHOUT_HUBS]["mrr"] - 0.01  # 0.817 / 0.807, 0.817 / 0.813
-    assert title[PAPERBOT]["recall_at_10"] >= title[WITHOUT_HUBS]["recall_at_10"] - 0.03  # 0.831 / 0.843, 0.820 / 0.831
+    # int8 | float32 | int8 AVX2: abstracts 0.910 / 0.817 against 0.876 / 0.807 | 0.888 / 0.817
+    # against 0.865 / 0.813 | 0.910 / 0.821 against 0.876 / 0.813 (three, two and three more owners);
+    # titles 0.831 against 0.843 | 0.820 against 0.831 | 0.809 against 0.820
+    assert abstract[PAPERBOT]["recall_at_10"] >= abstract[WITHOUT_HUBS]["recall_at_10"] + 0.011
+    assert abstract[PAPERBOT]["mrr"] >= abstract[WITHOUT_HUBS]["mrr"] - 0.01
+    assert title[PAPERBOT]["recall_at_10"] >= title[WITHOUT_HUBS]["recall_at_10"] - 0.03
 
 
 def test_the_issue_examples_rank_the_specific_expert_first(figures):
