@@ -109,11 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = list(index.iter_papers())
     truth, _ = ground_truth(index, records, owners)
     queries = choose_queries(owners, truth, {p.id: p for p in records}, FOLDS, PER_FOLD)
+    loaded = index.encoder
     index.close()
     rows: list[dict[str, Any]] = []
     for fold in range(FOLDS):
         chosen = [q for q in queries if q.fold == fold]
-        fold_idx = fold_index(records, {q.record_id for q in chosen}, args.encoder, progress)
+        fold_idx = fold_index(records, {q.record_id for q in chosen}, args.encoder, loaded, progress)
         try:
             people = directory_for(fold_idx)
             stored = stored_of(fold_idx)

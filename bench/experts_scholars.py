@@ -71,6 +71,7 @@ from bench.common import (
 )
 from bench.experts import PAPERBOT, ranking_methods, stored_of
 from bench.people import TODAY, Owner, Truth, add_index_arguments, ground_truth, load_owners, open_index
+from retrieval.index.encoders.base import Encoder
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
 from retrieval.scholars.cache import directory_for
@@ -148,11 +149,12 @@ def owner_rank(ranking: Sequence[Person], owner: Owner, file_ids: set[str]) -> i
     return None
 
 
-def fold_index(records: Sequence[Paper], held: set[str], encoder: str, progress: Callable[[str], None]) -> PaperIndex:
-    """A fresh index of ``records`` minus ``held`` with the ``encoder`` setting (vectors from the
-    shared embedding cache)."""
+def fold_index(records: Sequence[Paper], held: set[str], encoder: str, loaded: Encoder,
+               progress: Callable[[str], None]) -> PaperIndex:
+    """A fresh index of ``records`` minus ``held`` with the ``encoder`` setting and ``loaded``, the
+    encoder the full index was opened with (loaded once per run; vectors from the shared
+    embedding cache)."""
     from retrieval.index.embedding_cache import EmbeddingCache, default_cache_path, paper_embedder
-    from retrieval.index.encoders import loading as embeddings
 
     digest = hashlib.sha256(encoder.encode())
     for record_id in sorted(held):
@@ -160,7 +162,6 @@ def fold_index(records: Sequence[Paper], held: set[str], encoder: str, progress:
     folder = out_dir() / "experts-scholars-index" / digest.hexdigest()[:16]
     shutil.rmtree(folder, ignore_errors=True)
     settings = bench_settings(folder, encoder=encoder, _env_file=None)
-    loaded = embeddings.load_encoder(bench_settings(out_dir(), encoder=encoder, _env_file=None))
     cache = EmbeddingCache(default_cache_path(shared_cache_dir()))
     index = PaperIndex.open(settings, loaded, embed=paper_embedder(cache))
     started = time.perf_counter()
@@ -170,9 +171,9 @@ def fold_index(records: Sequence[Paper], held: set[str], encoder: str, progress:
 
 
 def run_fold(queries: Sequence[Query], records: Sequence[Paper], owners: dict[str, Owner], truth: dict[str, Truth],
-             encoder: str, progress: Callable[[str], None]) -> list[dict[str, Any]]:
+             encoder: str, loaded: Encoder, progress: Callable[[str], None]) -> list[dict[str, Any]]:
     """Every ranking's owner rank for each query of one fold, in both modes."""
-    index = fold_index(records, {q.record_id for q in queries}, encoder, progress)
+    index = fold_index(records, {q.record_id for q in queries}, encoder, loaded, progress)
     try:
         people = directory_for(index)
         stored = stored_of(index)
@@ -279,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for fold in range(args.folds):
         chosen = [q for q in queries if q.fold == fold]
         if chosen:
-            rows += run_fold(chosen, records, by_slug, truth, args.encoder, progress)
+            rows += run_fold(chosen, records, by_slug, truth, args.encoder, index.encoder, progress)
     shown = examples(index, by_slug, truth)
     index.close()
     results = {mode: {half: {method: summarise([r for r in rows if half in ("all", r["half"])], mode, method)
