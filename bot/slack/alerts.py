@@ -8,7 +8,9 @@ them against the follows and posts each matching paper once per follow. With
 Every replica of ``paperbot serve`` polls the same queue. Before posting an alert a replica claims
 its (follow, paper) pairs in the database (``Assistant.follows.claims``, ``retrieval.alerts.claims``)
 and posts only the papers it got; it then records them announced, or gives the claim up when the
-post failed for a while (the next pass of any replica retries). The queued ids are dropped once
+post failed for a while (the next pass of any replica retries). An alert too long for one Slack
+message goes out as several, each recorded as soon as it is posted, so a retry never repeats a
+message that reached the channel. The queued ids are dropped once
 every alert made of them is settled: papers another replica is still posting keep them queued,
 so that should that replica die, its claim runs out and a later pass posts them.
 
@@ -31,7 +33,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.slack.blocks import follow_alert_blocks
-from bot.slack.formatting import fallback_text, paginate
+from bot.slack.formatting import Block, fallback_text, mark_continued, paginate
 from retrieval.errors import PaperbotError
 from retrieval.results import Citation, FollowAlert
 
@@ -79,7 +81,11 @@ class FollowAlerts:
 
     def _claim_and_post(self, alert: FollowAlert) -> tuple[int, bool]:
         """Claim, post and record one alert: (papers posted here, whether the alert is settled:
-        posted or dropped, by this replica or another)."""
+        posted or dropped, by this replica or another).
+
+        An alert too long for one Slack message goes out as several (``alert_messages``), each
+        recorded as soon as it is posted: a failure or a crash part way leaves only the papers not
+        yet posted to be retried, never the messages already in the channel."""
         claims = self._assistant.follows.claims
         follow = alert.follow
         claim = claims.claim(follow.id, [paper.id for paper in alert.papers], replica=self.replica, now=self._clock())
@@ -88,34 +94,51 @@ class FollowAlerts:
         if not claim.paper_ids:
             return 0, not claim.held
         mine = set(claim.paper_ids)
-        try:
-            outcome = self._post(FollowAlert(follow=follow, papers=[p for p in alert.papers if p.id in mine]))
-        except BaseException:
-            claims.release(follow.id, claim.paper_ids, replica=self.replica)
-            raise
-        if outcome is None:  # transient failure: given up here, the next pass of any replica retries
-            claims.release(follow.id, claim.paper_ids, replica=self.replica)
-            return 0, False
-        try:
-            claims.announced(follow.id, claim.paper_ids, replica=self.replica)
-        except PaperbotError as exc:  # posted: its claim runs out, and another replica may post it again
-            log.warning("follow alert for %s posted to %s but not recorded: %s", follow.label, follow.channel,
-                        exc.user_message)
-            return outcome, False
-        if outcome:
-            log.info("posted follow alert for %s to %s: %d paper(s)", follow.label, follow.channel, outcome)
-        return outcome, not claim.held
+        messages = alert_messages(FollowAlert(follow=follow, papers=[p for p in alert.papers if p.id in mine]))
+        posted = 0
+        for number, (part, blocks) in enumerate(messages):
+            unposted = [paper.id for later, _ in messages[number:] for paper in later.papers]
+            try:
+                outcome = self._post(part, blocks)
+            except BaseException:
+                self._give_up(follow.id, unposted)
+                raise
+            if outcome is None:  # transient failure: given up here, the next pass of any replica retries
+                self._give_up(follow.id, unposted)
+                return posted, False
+            # posted: these papers are recorded; dropped for good: so is the rest (the channel refuses it)
+            ids = [paper.id for paper in part.papers] if outcome else unposted
+            try:
+                claims.announced(follow.id, ids, replica=self.replica)
+            except PaperbotError as exc:  # posted: its claim runs out, and another replica may post it again
+                log.warning("follow alert for %s posted to %s but not recorded: %s", follow.label, follow.channel,
+                            exc.user_message)
+                return posted + outcome, False
+            posted += outcome
+            if outcome == 0:
+                break
+        if posted:
+            log.info("posted follow alert for %s to %s: %d paper(s)", follow.label, follow.channel, posted)
+        return posted, not claim.held
 
-    def _post(self, alert: FollowAlert) -> int | None:
-        """Post one alert: how many papers it announced (0: dropped for good), None after a transient failure."""
-        follow = alert.follow
-        channel, label = follow.channel, follow.label
-        citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(alert.papers, start=1)]
-        text = f"New papers matching {label}: " + "; ".join(citation.title for citation in citations)
+    def _give_up(self, follow_id: int, paper_ids: list[str]) -> None:
+        """Release this replica's claims of the papers not posted (a failed release leaves them
+        to run out: another replica then posts them)."""
+        if not paper_ids:
+            return
         try:
-            for page in paginate(follow_alert_blocks(follow.kind, follow.query, citations)):
-                self._client.chat_postMessage(channel=channel, text=fallback_text(text), blocks=page,
-                                              unfurl_links=False, unfurl_media=False)
+            self._assistant.follows.claims.release(follow_id, paper_ids, replica=self.replica)
+        except PaperbotError as exc:
+            log.warning("cannot release follow alert claims (they run out instead): %s", exc.user_message)
+
+    def _post(self, part: FollowAlert, blocks: list[Block]) -> int | None:
+        """Post one message of an alert (``part``: its follow and the papers of this message):
+        how many papers it announced (0: dropped for good), None after a transient failure."""
+        channel, label = part.follow.channel, part.follow.label
+        text = f"New papers matching {label}: " + "; ".join(paper.title for paper in part.papers)
+        try:
+            self._client.chat_postMessage(channel=channel, text=fallback_text(text), blocks=blocks,
+                                          unfurl_links=False, unfurl_media=False)
         except SlackApiError as exc:
             error = exc.response.get("error")
             if error in _PERMANENT:
@@ -126,7 +149,27 @@ class FollowAlerts:
         except (SlackClientError, OSError) as exc:  # Slack out of reach (after the client's own retries)
             log.warning("follow alert for %s in %s failed (%s); will retry", label, channel, type(exc).__name__)
             return None
-        return len(citations)
+        return len(part.papers)
+
+
+def alert_messages(alert: FollowAlert) -> list[tuple[FollowAlert, list[Block]]]:
+    """The messages of one alert, in order: each the alert's follow with a run of its papers (as
+    many as fit one message within ``paginate``'s limits, at least one) and its blocks, marked
+    "(continued, i/n)" like a long answer when there are several."""
+    runs: list[FollowAlert] = []
+    for paper in alert.papers:
+        longer = [*runs[-1].papers, paper] if runs else []
+        if runs and len(paginate(_blocks(FollowAlert(follow=alert.follow, papers=longer)))) == 1:
+            runs[-1] = FollowAlert(follow=alert.follow, papers=longer)
+        else:
+            runs.append(FollowAlert(follow=alert.follow, papers=[paper]))
+    pages = mark_continued([_blocks(run) for run in runs])
+    return list(zip(runs, pages, strict=True))
+
+
+def _blocks(alert: FollowAlert) -> list[Block]:
+    citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(alert.papers, start=1)]
+    return follow_alert_blocks(alert.follow.kind, alert.follow.query, citations)
 
 
 def claim_each_period(store: SlackStore, replica: str, every_seconds: float, *,

@@ -313,6 +313,13 @@ def paginate(
     pages[-1].extend(footer)
     if len(pages) == 1:
         return pages
+    return mark_continued(pages)
+
+
+def mark_continued(pages: Sequence[Sequence[Block]]) -> list[list[Block]]:
+    """``pages`` of one reply, each but the last ending with "continued in the next message
+    (i/n)" and each but the first starting with "(continued, i/n)"; one page is left as it is.
+    Each page must leave room for the two markers (``paginate`` does)."""
     total = len(pages)
     marked: list[list[Block]] = []
     for number, page in enumerate(pages, start=1):

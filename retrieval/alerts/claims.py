@@ -15,7 +15,8 @@ to expire; the first pass after that, of any replica, takes it over and posts th
 another replica still holds are reported as ``held``: the pass leaves their ids queued, so that
 they are looked at again should that replica die. What is posted but not yet recorded when a
 replica dies is posted again by the replica that takes it over: the one duplicate this cannot
-rule out (Slack has no idempotent post).
+rule out (Slack has no idempotent post), at most one message, since a poster records a long
+alert's messages one by one (``bot.slack.alerts``).
 
 Times are wall clocks compared across hosts: keep them in step (NTP), well within the lease.
 """

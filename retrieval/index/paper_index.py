@@ -55,14 +55,13 @@ class PaperIndex:
         self.store = store
         self.dense = dense
         self.lexical = lexical
-        self.fusion = fusion or FusionConfig()
         self.relevance_threshold: float = relevance_threshold(settings)
         self.encoders = EncoderGuard(settings, store, encoder, embed=embed, factory=encoder_factory)
         self.other_writers = OtherWriters(settings, store, dense)
         self.migration = MigrationCatchUp(store, dense, lexical, self.encoders.embed_unless_mixed)
         self.resolver = FilterResolver(store, roster_names)
         self.searcher = Searcher(store, dense, lexical, encoders=self.encoders, resolver=self.resolver,
-                                 fusion=self.fusion, migration=self.migration, other_writers=self.other_writers)
+                                 fusion=fusion or FusionConfig(), migration=self.migration, other_writers=self.other_writers)
         self.writer = IndexWriter(store, dense, encoders=self.encoders, migration=self.migration,
                                   other_writers=self.other_writers)
         self._backgrounds = BackgroundCache(settings.data_dir)
@@ -105,6 +104,12 @@ class PaperIndex:
         self.dense.ping()
         self.migration.run()
         self.lexical.current()
+
+    @property
+    def fusion(self) -> FusionConfig:
+        """How the searches fuse dense and lexical scores (given at ``open``; read-only, so that
+        what is reported is what the searches use)."""
+        return self.searcher.fusion
 
     # --- the encoder ---------------------------------------------------------------------------
 

@@ -154,6 +154,9 @@ def test_hybrid_score_is_the_fusion_of_cosine_scaled_bm25_and_coverage(filled):
     assert 0 < best_coverage < 1  # no record holds every term of the query
     for fusion in (filled.fusion, FusionConfig(lexical_trust_power=2.0)):
         index = PaperIndex(filled.settings, filled.store, filled.dense, filled.lexical, filled.encoder, fusion=fusion)
+        assert index.fusion is fusion  # what it reports is what its searches use, and it cannot drift from it
+        with pytest.raises(AttributeError):
+            index.fusion = FusionConfig()  # type: ignore[misc]
         trust = lexical_trust(best_coverage, fusion)
         assert trust == (1.0 if fusion.lexical_trust_power == 0 else pytest.approx(best_coverage ** 2))
         hits = index.search(query, k=5)

@@ -3,7 +3,8 @@
 Serves ``/api/<method>`` (JSON, form and query encodings, as slack_sdk sends them), the
 ``upload_url`` of ``files.getUploadURLExternal`` and ``response_url`` posts, on 127.0.0.1.
 Messages posted and updated are kept per channel so tests can read the final state of each.
-``fail_next`` scripts HTTP errors (429 with ``Retry-After``, 500) or ``ok: false`` answers.
+``fail_next`` scripts HTTP errors (429 with ``Retry-After``, 500) or ``ok: false`` answers, now or
+after a number of calls answered as usual.
 Tests wait on recorded calls with a deadline (a condition variable, no sleeps).
 """
 
@@ -36,7 +37,7 @@ class Call:
 
 @dataclass
 class Script:
-    status: int
+    status: int  # 0: answer as usual (a call let through before the scripted failures)
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -82,8 +83,11 @@ class SlackStandIn:
     # --- scripting and inspection ------------------------------------------------------------
 
     def fail_next(self, method: str, *, status: int = 429, error: str = "ratelimited", times: int = 1,
-                  retry_after: int | None = 0) -> None:
+                  retry_after: int | None = 0, after: int = 0) -> None:
+        """The next ``times`` calls of ``method`` fail, once ``after`` more have been answered as usual."""
         headers = {"Retry-After": str(retry_after)} if status == 429 and retry_after is not None else {}
+        for _ in range(after):
+            self._scripts[method].append(Script(0, {}))
         for _ in range(times):
             self._scripts[method].append(Script(status, {"ok": False, "error": error}, headers))
 
@@ -207,7 +211,7 @@ class SlackStandIn:
                 method = parts.path.removeprefix("/api/")
                 with stand_in._changed:
                     script = stand_in._scripts[method].popleft() if stand_in._scripts[method] else None
-                    if script is None:
+                    if script is None or script.status == 0:
                         status, body, headers = 200, stand_in._answer(method, params), {}
                     else:
                         status, body, headers = script.status, script.body, script.headers

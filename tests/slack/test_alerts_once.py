@@ -26,11 +26,12 @@ import pytest
 from slack_sdk import WebClient
 from sqlalchemy import func, select
 
-from bot.slack.alerts import FollowAlerts
+from bot.slack.alerts import FollowAlerts, alert_messages
 from retrieval.alerts.claims import LEASE_SECONDS
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 from retrieval.records.paper import Author, Paper
+from retrieval.results import FollowAlert
 from retrieval.storage.records import RecordStore
 from retrieval.storage.schema import follow_claims
 from tests.slack.conftest import BOT_TOKEN
@@ -175,7 +176,7 @@ def _silent_server() -> socket.socket:
 DOOMED = """
 import sys
 from slack_sdk import WebClient
-from bot.slack.alerts import FollowAlerts
+from bot.slack.alerts import FollowAlerts, alert_messages
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
 
@@ -233,6 +234,34 @@ def test_a_transient_failure_is_retried_once_by_the_next_pass(deployment: Deploy
     assert first.post_pending() == second.post_pending() == 0
     refused = [c for c in deployment.api.calls_to("chat.postMessage") if c.params["channel"] == "CNOTMEMBER1"]
     assert len(refused) == 1  # dropped for good, not retried
+
+
+def test_a_long_alert_failing_part_way_posts_each_of_its_messages_once(deployment: Deployment) -> None:
+    """An alert too long for one message goes out as several; the second fails (transiently), and
+    the next pass of another replica posts the rest, not the first message again."""
+    assert deployment.admin.follows.unfollow("CNOTMEMBER1", "topic graphene") is not None  # one graphene channel
+    many = [Paper(title=f"Graphene membranes for desalination, study {n}: strain, defects and ion transport "
+                        f"through sub-nanometre pores in wet and dry conditions", authors=[Author(name=f"Author {n}")],
+                  published="2026") for n in range(150)]
+    with RecordStore.open(deployment.settings("replica-0")) as store:
+        store.put_many(many)
+    graphene = next(f for f in deployment.admin.follows.list("CGRAPHENE"))
+    messages = alert_messages(FollowAlert(follow=graphene, papers=many))
+    assert len(messages) >= 3 and [p for part, _ in messages for p in part.papers] == many  # in order, each once
+    first, second = deployment.replica("replica-0"), deployment.replica("replica-1")
+    deployment.admin.follows.note_new_papers([paper.id for paper in many])
+    deployment.api.fail_next("chat.postMessage", status=200, error="fatal_error", after=1)
+    first_message = len(messages[0][0].papers)
+    assert first.post_pending() == first_message
+    assert second.post_pending() == len(many) - first_message
+    alerts = deployment.api.channel_messages("CGRAPHENE")
+    retried = alert_messages(FollowAlert(follow=graphene, papers=many[first_message:]))  # the rest, as a new alert
+    assert len(alerts) == 1 + len(retried)
+    titles = Counter(paper.title for message in alerts for paper in many
+                     if paper.title in json.dumps(message, ensure_ascii=False))
+    assert titles == Counter(paper.title for paper in many)  # every paper once, none twice
+    assert f"Continued in the next message (1/{len(messages)})" in json.dumps(alerts[0])
+    assert deployment.queued() == [] and first.post_pending() == second.post_pending() == 0
 
 
 def test_claims_hold_expire_and_give_way_to_the_record(deployment: Deployment) -> None:
