@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.index.encoders.choice import AutoChoice, cpu_model_and_flags
 from tests.support.model_cache import AUTO_CHOOSES, shared_model_cache, use_session_encoder_cache
 from tests.support.postgres import PostgresServer
 
@@ -23,6 +24,30 @@ def pytest_configure(config: pytest.Config) -> None:
     use_session_encoder_cache()
     if os.environ.get(AUTO_CHOOSES):
         shared_model_cache()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which host runs the suite: the int8 encoder's kernels and ``auto``'s choice depend on its
+    SIMD (docs/evidence.md, "Host numerics"), so a log says which kind of host passed or failed."""
+    model, flags = cpu_model_and_flags()
+    simd = ("AVX-512 with VNNI" if "avx512_vnni" in flags else "AVX-512 without VNNI" if "avx512f" in flags
+            else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2")
+    pinned = os.environ.get(AUTO_CHOOSES)
+    return [f"paperbot host: {model}; {os.cpu_count()} cores; {simd} ({' '.join(flags) or 'no SIMD flags read'})",
+            f"paperbot encoder: auto {'pinned to ' + pinned + ' by ' + AUTO_CHOOSES if pinned else 'probed on first use'}"
+            "; its choice is reported at the end"]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What ``auto`` chose in this session (read from the session's encoder cache), if anything loaded it."""
+    for path in sorted(use_session_encoder_cache().glob("auto-choice-*.json")):
+        try:
+            choice = AutoChoice.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            terminalreporter.write_line(f"paperbot encoder: the session's auto choice {path.name} is unreadable ({exc})")
+            continue
+        terminalreporter.write_line(f"paperbot encoder: auto chose {choice.variant} on this host "
+                                    f"({', '.join(choice.signature.get('flags', [])) or 'no SIMD flags'})")
 
 
 @pytest.fixture(scope="session")
