@@ -61,6 +61,8 @@ ln -s python "$EMU/bin/python3"
 if [ -z "${PAPERBOT_ENCODER_CACHE_DIR:-}" ]; then
   PAPERBOT_ENCODER_CACHE_DIR="$EMU/encoders"
 fi
+# the tests' log header names the emulated CPU (qemu-user shows the host's /proc/cpuinfo)
+export PAPERBOT_TESTS_EMULATED_CPU="qemu -cpu $CPU"
 export PAPERBOT_ENCODER_CACHE_DIR PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1
 ln -s "$PAPERBOT_ENCODER_CACHE_DIR" "$EMU/xdg/paperbot/encoders"
 cd "$ROOT"

@@ -13,6 +13,8 @@ from retrieval.index.encoders.choice import AutoChoice, cpu_model_and_flags
 from tests.support.model_cache import AUTO_CHOOSES, shared_model_cache, use_session_encoder_cache
 from tests.support.postgres import PostgresServer
 
+EMULATED_CPU = "PAPERBOT_TESTS_EMULATED_CPU"  # set by bench/simd_hosts.sh
+
 # The database backends a store's tests run against: SQLite in the data dir, and a real PostgreSQL.
 BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
 
@@ -33,6 +35,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     simd = ("AVX-512 with VNNI" if "avx512_vnni" in flags else "AVX-512 without VNNI" if "avx512f" in flags
             else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2")
     pinned = os.environ.get(AUTO_CHOOSES)
+    if emulated := os.environ.get(EMULATED_CPU):  # bench/simd_hosts.sh: /proc/cpuinfo is the real host's
+        simd = f"emulated by {emulated} (the flags read are the real host's: {simd})"
     return [f"paperbot host: {model}; {os.cpu_count()} cores; {simd} ({' '.join(flags) or 'no SIMD flags read'})",
             f"paperbot encoder: auto {'pinned to ' + pinned + ' by ' + AUTO_CHOOSES if pinned else 'probed on first use'}"
             "; its choice is reported at the end"]

@@ -25,3 +25,14 @@ def test_the_log_starts_with_the_host_and_its_simd() -> None:
     assert any(kind in header for kind in ("AVX-512 with VNNI", "AVX-512 without VNNI", "AVX2, no AVX-512", "no AVX2"))
     assert "paperbot encoder: auto probed on first use; its choice is reported at the end" in done.stdout
     assert "paperbot encoder: auto chose" not in done.stdout  # nothing loaded the encoder: nothing is claimed
+    assert "emulated" not in header
+
+
+def test_an_emulated_run_says_so() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PAPERBOT_"))}
+    env["PAPERBOT_TESTS_EMULATED_CPU"] = "qemu -cpu Haswell"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "tests/test_docs.py"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    header = next(line for line in done.stdout.splitlines() if line.startswith("paperbot host: "))
+    assert "emulated by qemu -cpu Haswell (the flags read are the real host's: " in header
