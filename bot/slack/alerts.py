@@ -33,7 +33,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.slack.blocks import follow_alert_blocks
-from bot.slack.formatting import Block, fallback_text, mark_continued, paginate
+from bot.slack.formatting import Block, fallback_text, mark_continued, paginate, truncate
 from retrieval.errors import PaperbotError
 from retrieval.results import Citation, FollowAlert
 
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from retrieval.assistant import Assistant
 
 log = logging.getLogger(__name__)
+
+LONG_FIELD = 1000  # characters of a title or venue kept when one record would not fit one message
 
 # The channel is gone or the bot was removed: retrying would never succeed.
 _PERMANENT = {"channel_not_found", "not_in_channel", "is_archived", "invalid_channel", "restricted_action"}
@@ -169,7 +171,13 @@ def alert_messages(alert: FollowAlert) -> list[tuple[FollowAlert, list[Block]]]:
 
 def _blocks(alert: FollowAlert) -> list[Block]:
     citations = [Citation.from_paper(n, paper, 0.0) for n, paper in enumerate(alert.papers, start=1)]
-    return follow_alert_blocks(alert.follow.kind, alert.follow.query, citations)
+    blocks = follow_alert_blocks(alert.follow.kind, alert.follow.query, citations)
+    if len(citations) == 1 and len(paginate(blocks)) > 1:  # one record's title or venue of many pages
+        lone = citations[0]
+        citations = [lone.model_copy(update={"title": truncate(lone.title, LONG_FIELD),
+                                             "venue": truncate(lone.venue, LONG_FIELD) if lone.venue else lone.venue})]
+        blocks = follow_alert_blocks(alert.follow.kind, alert.follow.query, citations)
+    return blocks
 
 
 def claim_each_period(store: SlackStore, replica: str, every_seconds: float, *,
