@@ -158,15 +158,18 @@ def alert_messages(alert: FollowAlert) -> list[tuple[FollowAlert, list[Block]]]:
     """The messages of one alert, in order: each the alert's follow with a run of its papers (as
     many as fit one message within ``paginate``'s limits, at least one) and its blocks, marked
     "(continued, i/n)" like a long answer when there are several."""
-    runs: list[FollowAlert] = []
+    runs: list[tuple[FollowAlert, list[Block]]] = []  # each run with its blocks, kept from the fit check
     for paper in alert.papers:
-        longer = [*runs[-1].papers, paper] if runs else []
-        if runs and len(paginate(_blocks(FollowAlert(follow=alert.follow, papers=longer)))) == 1:
-            runs[-1] = FollowAlert(follow=alert.follow, papers=longer)
-        else:
-            runs.append(FollowAlert(follow=alert.follow, papers=[paper]))
-    pages = mark_continued([_blocks(run) for run in runs])
-    return list(zip(runs, pages, strict=True))
+        if runs:
+            longer = FollowAlert(follow=alert.follow, papers=[*runs[-1][0].papers, paper])
+            blocks = _blocks(longer)
+            if len(paginate(blocks)) == 1:
+                runs[-1] = (longer, blocks)
+                continue
+        single = FollowAlert(follow=alert.follow, papers=[paper])
+        runs.append((single, _blocks(single)))
+    pages = mark_continued([blocks for _, blocks in runs])
+    return [(run, page) for (run, _), page in zip(runs, pages, strict=True)]
 
 
 def _blocks(alert: FollowAlert) -> list[Block]:
