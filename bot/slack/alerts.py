@@ -95,8 +95,7 @@ class FollowAlerts:
             log.info("follow alert for %s: %d paper(s) being posted by another replica", follow.label, len(claim.held))
         if not claim.paper_ids:
             return 0, not claim.held
-        mine = set(claim.paper_ids)
-        messages = alert_messages(FollowAlert(follow=follow, papers=[p for p in alert.papers if p.id in mine]))
+        messages = messages_carrying(alert, set(claim.paper_ids))
         posted = 0
         for number, (part, blocks) in enumerate(messages):
             unposted = [paper.id for later, _ in messages[number:] for paper in later.papers]
@@ -170,6 +169,22 @@ def alert_messages(alert: FollowAlert) -> list[tuple[FollowAlert, list[Block]]]:
         runs.append((single, _blocks(single)))
     pages = mark_continued([blocks for _, blocks in runs])
     return [(run, page) for (run, _), page in zip(runs, pages, strict=True)]
+
+
+def messages_carrying(alert: FollowAlert, paper_ids: set[str]) -> list[tuple[FollowAlert, list[Block]]]:
+    """The messages to post for the papers ``paper_ids`` of ``alert``.
+
+    When those papers are exactly the later messages of the whole alert (``posted_before`` and
+    then ``papers``: the rest of an alert whose first messages were posted before a failure),
+    these are those messages, numbered as in the whole alert: the channel then reads
+    "(continued, 2/3)" after the "(1/3)" it already shows. Otherwise (the queue has changed
+    since, or another replica holds some of the papers) they are the messages of those papers
+    alone, numbered from 1."""
+    whole = alert_messages(FollowAlert(follow=alert.follow, papers=[*alert.posted_before, *alert.papers]))
+    rest = [(part, blocks) for part, blocks in whole if {paper.id for paper in part.papers} <= paper_ids]
+    if {paper.id for part, _ in rest for paper in part.papers} == paper_ids:
+        return rest
+    return alert_messages(FollowAlert(follow=alert.follow, papers=[p for p in alert.papers if p.id in paper_ids]))
 
 
 def _blocks(alert: FollowAlert) -> list[Block]:

@@ -207,7 +207,8 @@ class FollowStore:
             done = self._announced(follow.id, [paper.id for paper in matching])
             fresh = [paper for paper in matching if paper.id not in done]
             if fresh:
-                alerts.append(FollowAlert(follow=follow, papers=fresh))
+                alerts.append(FollowAlert(follow=follow, papers=fresh,
+                                          posted_before=[paper for paper in matching if paper.id in done]))
         return alerts
 
     def mark_announced(self, follow_id: int, paper_ids: Sequence[str]) -> None:

@@ -93,10 +93,15 @@ class Follow(BaseModel):
 
 
 class FollowAlert(BaseModel):
-    """New papers one follow has not announced yet."""
+    """New papers one follow has not announced yet.
+
+    ``posted_before``: papers of the same queue that match the follow and were announced already,
+    in queue order: the first messages of this alert, when a pass posted those and then failed
+    (the rest is then numbered on from them)."""
 
     follow: Follow
     papers: list[Paper]
+    posted_before: list[Paper] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

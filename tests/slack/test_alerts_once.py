@@ -26,7 +26,7 @@ import pytest
 from slack_sdk import WebClient
 from sqlalchemy import func, select
 
-from bot.slack.alerts import FollowAlerts, alert_messages
+from bot.slack.alerts import FollowAlerts, alert_messages, messages_carrying
 from retrieval.alerts.claims import LEASE_SECONDS
 from retrieval.assistant import Assistant
 from retrieval.config import Settings
@@ -255,13 +255,39 @@ def test_a_long_alert_failing_part_way_posts_each_of_its_messages_once(deploymen
     assert first.post_pending() == first_message
     assert second.post_pending() == len(many) - first_message
     alerts = deployment.api.channel_messages("CGRAPHENE")
-    retried = alert_messages(FollowAlert(follow=graphene, papers=many[first_message:]))  # the rest, as a new alert
-    assert len(alerts) == 1 + len(retried)
+    assert len(alerts) == len(messages)  # the rest went out as the alert's own later messages
     titles = Counter(paper.title for message in alerts for paper in many
                      if paper.title in json.dumps(message, ensure_ascii=False))
     assert titles == Counter(paper.title for paper in many)  # every paper once, none twice
-    assert f"Continued in the next message (1/{len(messages)})" in json.dumps(alerts[0])
+    total = len(messages)
+    assert f"Continued in the next message (1/{total})" in json.dumps(alerts[0])
+    for number, message in enumerate(alerts[1:], start=2):  # numbered on from the message in the channel
+        assert f"(continued, {number}/{total})" in json.dumps(message)
     assert deployment.queued() == [] and first.post_pending() == second.post_pending() == 0
+
+
+def test_the_rest_of_an_alert_is_numbered_as_its_later_messages_unless_the_papers_changed(
+        deployment: Deployment) -> None:
+    [graphene] = deployment.admin.follows.list("CGRAPHENE")
+    many = [Paper(title=f"Graphene study {n}: " + "strain and ion transport through sub-nanometre pores " * 3,
+                  authors=[Author(name=f"Author {n}")], published="2026") for n in range(120)]
+    alert = FollowAlert(follow=graphene, papers=many)
+    whole = alert_messages(alert)
+    assert len(whole) >= 3
+    assert messages_carrying(alert, {p.id for p in many}) == whole
+    sent = len(whole[0][0].papers)  # the first message was posted, then the pass failed
+    rest = FollowAlert(follow=graphene, papers=many[sent:], posted_before=many[:sent])
+    assert messages_carrying(rest, {p.id for p in many[sent:]}) == whole[1:]
+    assert f"(continued, 2/{len(whole)})" in json.dumps(whole[1][1])
+    # another replica holds the rest's first paper: the others are numbered afresh
+    held = messages_carrying(rest, {p.id for p in many[sent + 1:]})
+    assert [p for part, _ in held for p in part.papers] == many[sent + 1:]
+    assert "(continued" not in json.dumps(held[0][1])
+    # the queue changed (a paper posted earlier is not part of this alert's first message)
+    changed = FollowAlert(follow=graphene, papers=many[sent:], posted_before=many[:1])
+    renumbered = messages_carrying(changed, {p.id for p in many[sent:]})
+    assert [p for part, _ in renumbered for p in part.papers] == many[sent:]
+    assert "(continued" not in json.dumps(renumbered[0][1])
 
 
 def test_claims_hold_expire_and_give_way_to_the_record(deployment: Deployment) -> None:
