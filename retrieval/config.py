@@ -247,6 +247,13 @@ class Settings(BaseSettings):
         description="How often a serving replica marks itself alive and looks for events a stopped replica "
                     "left unanswered; a replica silent for three times this long counts as stopped.",
     )
+    cluster_stall_seconds: float = Field(
+        default=600.0, gt=0, validation_alias=_env("PAPERBOT_CLUSTER_STALL_SECONDS"),
+        description="How long a serving replica may have questions open without finishing any before it counts "
+                    "as hung: it stops heart-beating (the other replicas take its questions over) and /readyz "
+                    "answers 503 until one finishes. Keep it above the longest answer (the model's timeouts "
+                    "and retries).",
+    )
 
     @field_validator("slack_allowed_teams", "slack_allowed_channels", "slack_allowed_users", "slack_sync_users",
                      mode="before")

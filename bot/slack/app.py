@@ -236,7 +236,7 @@ def build_slack(
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paperbot-notices")
     store = SlackStore.for_settings(settings)
     replica = replica_id(settings)
-    deliveries = Deliveries(store, replica, heartbeat_seconds=settings.cluster_heartbeat_seconds)
+    deliveries = Deliveries(store, replica, heartbeat_seconds=settings.cluster_heartbeat_seconds, clock=wall_clock)
     deps = SlackDeps(
         settings=settings,
         assistant=assistant,
@@ -269,6 +269,7 @@ def build_slack(
     )
     loop = ReplicaLoop(ClusterMembers(store.database), this_member(settings, role="slack", now=wall_clock()),
                        deliveries, redispatcher(app), every=settings.cluster_heartbeat_seconds, clock=wall_clock,
+                       stall_after=settings.cluster_stall_seconds,
                        also=lambda now: resume_orphaned_syncs(deps, client, now=now, dead_after=deliveries.dead_after))
     return SlackRuntime(app, deps, creds, scheduler, loop)
 

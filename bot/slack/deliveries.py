@@ -101,6 +101,7 @@ class Deliveries:
         self._clock = clock  # wall clock: claims are compared across processes and hosts
         self.started = clock()  # claims of this replica id older than this are a previous process's
         self._active: dict[str, Delivery] = {}
+        self._progress = self.started  # when an event last left ``_active``, or work began after none was open
         self._lock = threading.Lock()
 
     def begin(self, body: dict[str, Any]) -> Delivery | None:
@@ -167,15 +168,13 @@ class Deliveries:
             return True
         if owner == self.replica:
             return True
-        with self._lock:
-            self._active.pop(delivery.key, None)
+        self._finished(delivery.key)
         log.warning("%s was taken over by replica %s; not answered here", delivery.key, owner)
         return False
 
     def settle(self, delivery: Delivery) -> None:
         assert delivery.key is not None
-        with self._lock:
-            self._active.pop(delivery.key, None)
+        self._finished(delivery.key)
         try:
             if not self.store.settle(delivery.key, replica=self.replica, now=self._clock()):
                 log.warning("%s was answered here after another replica took it over", delivery.key)
@@ -189,8 +188,24 @@ class Deliveries:
         except StorageError as exc:
             log.warning("cannot remember the reply of %s: %s", delivery.key, exc.user_message)
 
+    def without_progress(self) -> tuple[int, float]:
+        """(events being answered here, seconds since one of them last finished or, when none
+        had been open, since the first began); (0, 0.0) while none is open. A busy replica
+        finishes events as it goes, however long its queue; one whose answer threads hang does not."""
+        with self._lock:
+            if not self._active:
+                return 0, 0.0
+            return len(self._active), max(0.0, self._clock() - self._progress)
+
+    def _finished(self, key: str) -> None:
+        with self._lock:
+            if self._active.pop(key, None) is not None:
+                self._progress = self._clock()
+
     def _activate(self, delivery: Delivery) -> Delivery:
         assert delivery.key is not None
         with self._lock:
+            if not self._active:
+                self._progress = self._clock()
             self._active[delivery.key] = delivery
         return delivery

@@ -7,9 +7,16 @@ claimed by a replica that stopped (no heartbeat for ``MISSED_BEATS`` heartbeats)
 answers it from its stored payload on a thread of its own. It leaves the table when it stops.
 A failed heartbeat or sweep is logged and tried again on the next beat; it never stops the loop.
 
+A replica whose answers make no progress (events open here and none finished for
+``stall_after`` seconds: ``Deliveries.without_progress``; answer threads hung on a call that never
+returns) stops heart-beating and sweeping until one finishes, so that the others take its events
+over by the same stop rule; a busy replica with a long queue finishes events as it goes and keeps
+beating.
+
 :func:`with_heartbeat` adds the heartbeat to ``/readyz``: a replica whose heartbeat has not been
 recorded for longer than the stop rule (``MISSED_BEATS`` heartbeats) counts as stopped for the
 others, which take its claims over; it answers 503 so that the load balancer sends it no events.
+A hung replica answers 503 at once.
 
 :func:`name_replica_in_logs` puts the replica's id into every log line of the process.
 """
@@ -40,9 +47,11 @@ class ReplicaLoop:
 
     def __init__(self, members: ClusterMembers, member: Member, deliveries: Deliveries, redispatch: Redispatch, *,
                  every: float, clock: Callable[[], float] = time.time, threads: int = 2,
-                 also: Callable[[float], int] | None = None) -> None:
+                 also: Callable[[float], int] | None = None, stall_after: float | None = None) -> None:
         """``also(now)``: more of stopped replicas' work to take over on each beat (the Slack
-        messages of queued syncs: ``sync_jobs.resume_orphaned_syncs``); returns how many."""
+        messages of queued syncs: ``sync_jobs.resume_orphaned_syncs``); returns how many.
+        ``stall_after``: seconds with events open and none finished after which this replica
+        counts as hung (module docstring); None: never."""
         self.members = members
         self.member = member
         self.deliveries = deliveries
@@ -55,6 +64,8 @@ class ReplicaLoop:
         self._started: float | None = None  # clock time of ``start``
         self._recorded: float | None = None  # clock time of the last heartbeat recorded
         self._failure = ""  # why the last heartbeat was not recorded ("" once one is)
+        self.stall_after = stall_after
+        self._hung = False  # whether the last beat was withheld for answers without progress
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paperbot-resume")
 
     def start(self) -> None:
@@ -86,6 +97,15 @@ class ReplicaLoop:
     def tick(self) -> int:
         """One heartbeat and one sweep; returns how many events were taken over."""
         now = self._clock()
+        hung = self.hung()
+        if hung is not None:
+            if not self._hung:
+                log.error("answers hung: %s", hung)
+            self._hung, self._failure = True, f"answers hung: {hung}"
+            return 0  # not beating: the others take this replica's events over; nor taking theirs
+        if self._hung:
+            log.warning("answers finish again: heart-beating again")
+            self._hung = False
         try:
             self.members.beat(self.member, now=now)
         except StorageError as exc:
@@ -95,12 +115,26 @@ class ReplicaLoop:
         self._recorded, self._failure = now, ""
         return self.sweep(now)
 
+    def hung(self) -> str | None:
+        """Why this replica counts as hung (events open and none finished for longer than
+        ``stall_after``), or None."""
+        if self.stall_after is None:
+            return None
+        open_events, quiet = self.deliveries.without_progress()
+        if not open_events or quiet <= self.stall_after:
+            return None
+        return (f"{open_events} event(s) open here and none finished for {quiet:.0f} s (more than "
+                f"{self.stall_after:g} s): not heart-beating, so that other replicas take them over")
+
     def heartbeat_check(self) -> str | None:
         """``/readyz``'s line for the heartbeat: "ok: ..." while the last one recorded (or the start,
         before any) is within the stop rule (``Deliveries.dead_after``), else why this replica
         counts as stopped; None before ``start`` (nothing beats, nothing to say)."""
         if self._started is None:
             return None
+        hung = self.hung()
+        if hung is not None:
+            return f"answers hung: {hung}"
         silent = self._clock() - (self._recorded if self._recorded is not None else self._started)
         failing = f"; the last failed: {self._failure}" if self._failure else ""
         if silent <= self.deliveries.dead_after:

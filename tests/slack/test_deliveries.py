@@ -211,3 +211,62 @@ def test_a_redelivery_to_a_restarted_replica_takes_its_old_claim_over(databases:
     restarted = _replica(databases[1], "a", clock)
     assert restarted.begin(_event()) is not None  # its previous process's claim
     assert restarted.begin(_event()) is None  # and now its own
+
+
+def test_a_replica_whose_answers_hang_stops_beating_and_its_events_are_taken_over(databases: list[Database]) -> None:
+    """Answer threads stuck with events open: the replica withholds its heartbeat after
+    ``stall_after`` without a finished event, the others take its events over by the stop rule, and
+    it beats again once an answer finishes. A busy replica that finishes events keeps beating."""
+    clock = Clock()
+    stall = 10 * BEAT
+    hung = _replica(databases[0], "a", clock)
+    members = ClusterMembers(databases[0])
+    # its own beats come from ``tick`` (the background one, every 300 s, never comes during the test)
+    loop = ReplicaLoop(members, _member("a"), hung, lambda body, delivery: None, every=300, clock=clock,
+                       stall_after=stall)
+    loop.start()
+    assert hung.without_progress() == (0, 0.0)
+    busy = [hung.begin(_event(f"Ev{n}", f"question {n}")) for n in range(3)]
+    assert all(isinstance(d, Delivery) for d in busy)
+    busy_deliveries = [d for d in busy if d is not None]
+    for delivery in busy_deliveries[:2]:  # a long queue that drains: one finished every 8 beats
+        clock.now += 8 * BEAT
+        assert loop.tick() == 0 and loop.hung() is None
+        delivery.release()
+    assert hung.without_progress() == (1, 0.0)
+
+    clock.now += stall  # the last answer has not finished: not yet more than stall_after
+    assert loop.tick() == 0 and loop.hung() is None
+    assert [m.last_seen for m in members.seen() if m.id == "a"] == [clock.now]
+    clock.now += 1
+    assert loop.tick() == 0
+    reason = loop.hung()
+    assert reason is not None and reason.startswith("1 event(s) open here and none finished for 51 s (more than 50 s)")
+    line = loop.heartbeat_check()
+    assert line is not None and line.startswith("answers hung: 1 event(s) open here")
+    withheld = clock.now - 1  # the last beat recorded
+    clock.now += BEAT
+    loop.tick()
+    assert [m.last_seen for m in members.seen() if m.id == "a"] == [withheld]  # no heartbeat while hung
+
+    clock.now += BEAT * MISSED_BEATS  # silent for the stop rule: another replica takes the event over
+    taker = _replica(databases[1], "b", clock)
+    taken: list[str] = []
+
+    def answer(body: dict[str, Any], delivery: Delivery) -> None:
+        taken.append(body["event_id"])
+        delivery.release()
+
+    other = ReplicaLoop(ClusterMembers(databases[1]), _member("b"), taker, answer, every=BEAT, clock=clock,
+                        stall_after=stall)
+    assert other.tick() == 1
+    other.stop()
+    assert taken == ["Ev2"]
+
+    busy_deliveries[2].release()  # the hung thread returns at last (its late settle changes nothing)
+    assert hung.without_progress() == (0, 0.0) and loop.hung() is None
+    loop.tick()
+    assert [m.last_seen for m in members.seen() if m.id == "a"] == [clock.now]  # beating again
+    line = loop.heartbeat_check()
+    assert line is not None and line.startswith("ok: recorded 0 s ago")
+    loop.stop()

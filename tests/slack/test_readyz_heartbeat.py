@@ -10,6 +10,8 @@ comes during a test).
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,7 +26,8 @@ from bot.slack.http_door import DoorLimits
 from retrieval.assistant import Assistant
 from retrieval.storage.database import close_databases
 from tests.slack.conftest import BOT_TOKEN, SECRET, make_settings
-from tests.slack.stand_in import SlackStandIn
+from tests.slack.slack_requests import SlackSender
+from tests.slack.stand_in import Call, SlackStandIn
 from tests.support.postgres import PostgresServer
 
 EVERY = 300.0  # PAPERBOT_CLUSTER_HEARTBEAT_SECONDS (its maximum): stopped after 900 s without one
@@ -54,10 +57,10 @@ class Replica:
 
 
 @contextmanager
-def _replica(stand_in: SlackStandIn, data_dir: Path, database_url: str | None) -> Iterator[Replica]:
+def _replica(stand_in: SlackStandIn, data_dir: Path, database_url: str | None, **overrides: object) -> Iterator[Replica]:
     settings = make_settings(data_dir, slack_bot_token=BOT_TOKEN, slack_signing_secret=SECRET,
                              slack_api_url=stand_in.api_url, database_url=database_url, cluster_heartbeat_seconds=EVERY,
-                             replica_id="replica-under-test")
+                             replica_id="replica-under-test", **overrides)
     clock = WallClock()
     runtime = build_slack(settings, Assistant(settings, chat_model=None), http=True, wall_clock=clock)
     server = runtime.start_http("127.0.0.1", 0, limits=DoorLimits(ready_cache_seconds=0))  # every probe checks
@@ -116,6 +119,50 @@ def test_readyz_is_503_once_the_heartbeat_fails_longer_than_the_stop_rule(
 
         _rename(_sql_url(data_dir, database_url), "cluster_members_away", "cluster_members")
         replica.runtime.replica.tick()  # recorded again: ready again
+        back = replica.ready()
+        assert back.status_code == 200 and back.json()["checks"]["heartbeat"] == "ok: recorded 0 s ago (every 300 s)"
+
+
+def test_a_replica_whose_answer_hangs_is_503_at_once_and_ready_again_when_it_finishes(
+        stand_in: SlackStandIn, tmp_path: Path, database_url: str | None) -> None:
+    """An answer stuck in its post to Slack (the stand-in holds the call; "help" needs no model or
+    index, so nothing else is slow): after
+    PAPERBOT_CLUSTER_STALL_SECONDS without a finished answer the replica stops heart-beating (the
+    others take its events over) and /readyz is 503 at once, naming why; the post returns, the
+    answer is finished, and the next beat makes it ready again."""
+    inside, go = threading.Event(), threading.Event()
+
+    def hold_the_answer(call: Call) -> None:
+        if call.method == "chat.postMessage" and not inside.is_set():
+            inside.set()
+            go.wait(60)
+
+    with _replica(stand_in, tmp_path / "data", database_url, cluster_stall_seconds=120) as replica:
+        loop = replica.runtime.replica
+        loop.start()
+        assert replica.ready().status_code == 200
+        stand_in.on_record = hold_the_answer
+        sender = SlackSender(f"{replica.base}/slack/events", SECRET)
+        response, _ = sender.mention("help")
+        assert response.status_code == 200, response.text
+        assert inside.wait(30), "the answer was never posted"
+
+        replica.clock.now += 120  # not more than the stall limit yet
+        assert loop.tick() == 0 and replica.ready().status_code == 200
+        replica.clock.now += 1
+        assert loop.tick() == 0
+        out = replica.ready()
+        assert out.status_code == 503, out.text
+        assert out.json()["checks"]["heartbeat"].startswith(
+            "answers hung: 1 event(s) open here and none finished for 121 s (more than 120 s): not heart-beating")
+        assert replica.healthy()
+
+        go.set()  # the post returns: the answer finishes
+        deadline = time.monotonic() + 60
+        while loop.deliveries.without_progress() != (0, 0.0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert loop.deliveries.without_progress() == (0, 0.0), "the answer was not finished within 60 s"
+        loop.tick()
         back = replica.ready()
         assert back.status_code == 200 and back.json()["checks"]["heartbeat"] == "ok: recorded 0 s ago (every 300 s)"
 
