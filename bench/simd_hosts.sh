@@ -63,6 +63,8 @@ if [ -z "${PAPERBOT_ENCODER_CACHE_DIR:-}" ]; then
 fi
 # the tests' log header names the emulated CPU (qemu-user shows the host's /proc/cpuinfo)
 export PAPERBOT_TESTS_EMULATED_CPU="qemu -cpu $CPU"
+# the tests' waits for real work, 10 times as long (tests/support/patience.py): emulation is 10-40x slower
+export PAPERBOT_TESTS_TIME_SCALE="${PAPERBOT_TESTS_TIME_SCALE:-10}"
 export PAPERBOT_ENCODER_CACHE_DIR PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1
 ln -s "$PAPERBOT_ENCODER_CACHE_DIR" "$EMU/xdg/paperbot/encoders"
 cd "$ROOT"

@@ -11,6 +11,7 @@ import pytest
 
 from retrieval.index.encoders.choice import AutoChoice, cpu_model_and_flags
 from tests.support.model_cache import AUTO_CHOOSES, shared_model_cache, use_session_encoder_cache
+from tests.support.patience import TIME_SCALE, time_scale
 from tests.support.postgres import PostgresServer
 
 EMULATED_CPU = "PAPERBOT_TESTS_EMULATED_CPU"  # set by bench/simd_hosts.sh
@@ -23,6 +24,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Before anything is collected: the session's own encoder cache, never the user's; with
     ``PAPERBOT_TESTS_AUTO_CHOOSES``, also the export and the pinned ``auto`` choice, before any test
     (or any ``paperbot`` it starts) can load ``auto`` (``tests/support/model_cache.py``)."""
+    try:
+        time_scale()
+    except ValueError as exc:  # a mistyped factor stops the session at once, not each test that waits
+        raise pytest.UsageError(str(exc)) from None
     use_session_encoder_cache()
     if os.environ.get(AUTO_CHOOSES):
         shared_model_cache()
@@ -39,7 +44,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         simd = f"emulated by {emulated} (the flags read are the real host's: {simd})"
     return [f"paperbot host: {model}; {os.cpu_count()} cores; {simd} ({' '.join(flags) or 'no SIMD flags read'})",
             f"paperbot encoder: auto {'pinned to ' + pinned + ' by ' + AUTO_CHOOSES if pinned else 'probed on first use'}"
-            "; its choice is reported at the end"]
+            "; its choice is reported at the end",
+            *([f"paperbot waits: {time_scale():g} times as long ({TIME_SCALE})"] if time_scale() != 1 else [])]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -23,6 +23,7 @@ import pytest
 
 from bench.common import clean_env
 from tests.support.model_cache import link_model_cache
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERBOT = Path(sys.executable).with_name("paperbot")
@@ -44,7 +45,7 @@ def paperbot(*args: str, data_dir: Path, cwd: Path | None = None, timeout: float
         [str(PAPERBOT), *args],
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=patience(timeout),
         cwd=cwd or data_dir.parent,
         env=clean_env(data_dir, **env),
     )

@@ -28,6 +28,7 @@ import psycopg
 import pytest
 
 from tests.jobs.conftest import ROOT, Deployment
+from tests.support.patience import patience
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -95,7 +96,7 @@ def test_a_worker_killed_mid_part_leaves_the_same_records_as_one_process(
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         killed, job_id = _kill_the_first_writer(deployment, workers, submitter)
-        out, err = submitter.communicate(timeout=300)
+        out, err = submitter.communicate(timeout=patience(300))
     finally:
         if submitter.poll() is None:
             submitter.kill()

@@ -28,6 +28,7 @@ from unittest import mock
 from bench.common import clean_env
 from retrieval.config import Settings
 from tests.support.model_cache import link_model_cache  # noqa: F401 - the suite's helpers import it from here
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERBOT = Path(sys.executable).with_name("paperbot")
@@ -97,6 +98,7 @@ def paperbot(*args: str, data_dir: Path, timeout: float = 300, file_size_limit: 
              **env: str) -> Run:
     """Run ``paperbot ARGS`` to completion."""
     process = spawn(*args, data_dir=data_dir, file_size_limit=file_size_limit, **env)
+    timeout = patience(timeout)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

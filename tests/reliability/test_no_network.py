@@ -226,6 +226,7 @@ import pytest  # noqa: E402
 
 from bench.common import clean_env  # noqa: E402
 from tests.reliability.helpers import PAPERBOT, ROOT  # noqa: E402
+from tests.support.patience import patience  # noqa: E402
 
 SAMPLE = ROOT / "retrieval" / "sample" / "arxiv_sample.jsonl"
 
@@ -328,6 +329,7 @@ def _first_run_env(tmp_path: Path, data_dir: Path, **extra: str) -> dict[str, st
 def _run_without_network(tmp_path: Path, commands: list[list[str]], env: dict[str, str],
                          timeout: float = 300) -> list[dict[str, Any]]:
     """Run ``commands`` one after the other in a namespace whose packets are recorded."""
+    timeout = patience(timeout)
     spec: dict[str, Any] = {
         "out": str(tmp_path / "recorded.json"),
         "commands": [{"argv": argv, "env": env, "cwd": str(tmp_path), "timeout": timeout} for argv in commands],

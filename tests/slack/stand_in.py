@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from tests.support.patience import patience
+
 
 @dataclass
 class Call:
@@ -98,7 +100,7 @@ class SlackStandIn:
     def wait_for(self, predicate: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition") -> Any:
         """Block until ``predicate()`` is truthy (re-checked on every recorded call)."""
         with self._changed:
-            result = self._changed.wait_for(predicate, timeout)
+            result = self._changed.wait_for(predicate, patience(timeout))
         if not result:
             summary = "\n".join(f"  {c.method} {c.status} {c.text()[:300]}" for c in self.calls)
             raise AssertionError(f"timed out waiting for {what}; calls so far:\n{summary}")
