@@ -128,8 +128,9 @@ class ReplicaLoop:
 
     def heartbeat_check(self) -> str | None:
         """``/readyz``'s line for the heartbeat: "ok: ..." while the last one recorded (or the start,
-        before any) is within the stop rule (``Deliveries.dead_after``), else why this replica
-        counts as stopped; None before ``start`` (nothing beats, nothing to say)."""
+        before any) is within the stop rule (``Deliveries.dead_after``) and its answers are not
+        hung, else why this replica counts as hung or stopped; None before ``start`` (nothing
+        beats, nothing to say)."""
         if self._started is None:
             return None
         hung = self.hung()
