@@ -13,6 +13,7 @@ from retrieval.records.names import NameMatch, is_organisation, name_match, name
 from retrieval.records.paper import Author, Paper
 from retrieval.scholars.people import PeopleDirectory
 from tests.records.recorded import conference, crossref, openalex, openalex_list
+from tests.support.patience import patience
 
 
 @pytest.mark.parametrize(
@@ -180,4 +181,4 @@ def test_grouping_large_blocks_of_one_family_name_is_fast() -> None:
     orcids = [p.ids["orcid"] for p in directory.people if "orcid" in p.ids]
     assert len(orcids) == len(set(orcids)) == len({a.orcid for p in papers for a in p.authors if a.orcid})
     # about 1 s of CPU on a busy two-core machine
-    assert elapsed < 6.0, f"grouping took {elapsed:.2f} s of CPU"
+    assert elapsed < patience(6.0), f"grouping took {elapsed:.2f} s of CPU"

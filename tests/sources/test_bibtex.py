@@ -13,6 +13,7 @@ from retrieval.records.paper import Paper
 from retrieval.sources.files.base import ParseOutcome
 from retrieval.sources.files.bibtex import parse_bibtex
 from retrieval.sources.files.bibtex_names import parse_names
+from tests.support.patience import patience
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "files"
 
@@ -55,7 +56,7 @@ def test_petsc_parses_fast() -> None:
     text = (FIXTURES / "petsc.bib").read_text(encoding="utf-8")
     started = time.process_time()  # CPU time: other processes on a shared machine do not count
     parse_bibtex(text)
-    assert time.process_time() - started < 2.0
+    assert time.process_time() - started < patience(2.0)
 
 
 def test_accented_names_are_decoded() -> None:

@@ -4,8 +4,10 @@ Tests wait for things that take real time (a ``paperbot`` subprocess, a Slack an
 the 40 lists); the waits are set for the 2-core hosts the suite runs on. A slower host (an
 emulated CPU: ``bench/simd_hosts.sh``, which sets a factor of 10; a loaded machine) sets
 ``PAPERBOT_TESTS_TIME_SCALE`` to multiply them. What a test asserts is unchanged: only how long it
-waits before it calls a wait a failure. Product timeouts a test sets on purpose (a Chroma
-timeout against a server that never answers) are not waits and are not scaled.
+waits before it calls a wait a failure. The CPU-time budgets of the few tests that guard an
+algorithm against quadratic blow-ups (parsing, grouping, merging) scale too: an emulated CPU is
+slower per instruction. Product timeouts a test sets on purpose (a Chroma timeout against a
+server that never answers) are not waits and are not scaled.
 """
 
 from __future__ import annotations
