@@ -28,6 +28,7 @@ from retrieval.storage.database import close_databases
 from tests.slack.conftest import BOT_TOKEN, SECRET, make_settings
 from tests.slack.slack_requests import SlackSender
 from tests.slack.stand_in import Call, SlackStandIn
+from tests.support.patience import patience
 from tests.support.postgres import PostgresServer
 
 EVERY = 300.0  # PAPERBOT_CLUSTER_HEARTBEAT_SECONDS (its maximum): stopped after 900 s without one
@@ -145,7 +146,7 @@ def test_a_replica_whose_answer_hangs_is_503_at_once_and_ready_again_when_it_fin
         sender = SlackSender(f"{replica.base}/slack/events", SECRET)
         response, _ = sender.mention("help")
         assert response.status_code == 200, response.text
-        assert inside.wait(30), "the answer was never posted"
+        assert inside.wait(patience(30)), "the answer was never posted"
 
         replica.clock.now += 120  # not more than the stall limit yet
         assert loop.tick() == 0 and replica.ready().status_code == 200
@@ -158,10 +159,10 @@ def test_a_replica_whose_answer_hangs_is_503_at_once_and_ready_again_when_it_fin
         assert replica.healthy()
 
         go.set()  # the post returns: the answer finishes
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + patience(60)
         while loop.deliveries.without_progress() != (0, 0.0) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert loop.deliveries.without_progress() == (0, 0.0), "the answer was not finished within 60 s"
+        assert loop.deliveries.without_progress() == (0, 0.0), f"the answer was not finished within {patience(60):g} s"
         loop.tick()
         back = replica.ready()
         assert back.status_code == 200 and back.json()["checks"]["heartbeat"] == "ok: recorded 0 s ago (every 300 s)"
