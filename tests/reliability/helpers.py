@@ -132,7 +132,9 @@ def run_main(*args: str, data_dir: Path, **env: str) -> Run:
 
 
 def poll(check: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.02) -> T:
-    """Re-check ``check()`` until it returns something other than None (readiness polling)."""
+    """Re-check ``check()`` until it returns something other than None (readiness polling), for
+    ``timeout`` seconds times the host's ``PAPERBOT_TESTS_TIME_SCALE``."""
+    timeout = patience(timeout)
     deadline = time.monotonic() + timeout
     while True:
         value = check()

@@ -21,6 +21,7 @@ from tests.slack import namesakes
 from tests.slack.slack_requests import SlackSender
 from tests.slack.stand_in import SlackStandIn
 from tests.support.model_cache import link_model_cache
+from tests.support.patience import patience
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slack"
 RECORDS = FIXTURES / "records.jsonl"
@@ -112,14 +113,14 @@ class Bot:
 
     def idle(self, timeout: float = 20.0) -> None:
         """Wait until every acknowledged event was dispatched, the work queue is empty and nothing
-        runs (no sleeps: polled)."""
+        runs (no sleeps: polled); ``timeout`` is scaled by the host's ``PAPERBOT_TESTS_TIME_SCALE``."""
         queue = self.runtime.deps.queue
         done = threading.Event()
 
         def check() -> bool:
             return self.server.door.pending_events() == 0 and queue.waiting() == 0 and queue.busy() == 0
 
-        deadline = threading.Timer(timeout, done.set)
+        deadline = threading.Timer(patience(timeout), done.set)
         deadline.start()
         try:
             while not check():

@@ -17,6 +17,7 @@ from retrieval.assistant import Assistant
 from tests.slack.conftest import APP_TOKEN, BOT_TOKEN, make_settings
 from tests.slack.helpers import final_answer, posts_in_thread
 from tests.slack.stand_in import SlackStandIn
+from tests.support.patience import patience
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +50,7 @@ class SocketModeServer:
 
     def push(self, envelope: dict[str, Any]) -> None:
         with self._changed:
-            assert self._changed.wait_for(lambda: self._connection is not None, 10), "the app never connected"
+            assert self._changed.wait_for(lambda: self._connection is not None, patience(10)), "the app never connected"
             connection = self._connection
         assert connection is not None
         connection.send(json.dumps(envelope))
@@ -57,7 +58,7 @@ class SocketModeServer:
     def ack_for(self, envelope_id: str) -> dict[str, Any]:
         with self._changed:
             found = self._changed.wait_for(
-                lambda: next((a for a in self.acks if a.get("envelope_id") == envelope_id), None), 10)
+                lambda: next((a for a in self.acks if a.get("envelope_id") == envelope_id), None), patience(10))
         assert found, f"no ack for {envelope_id}: {self.acks}"
         return found
 
