@@ -136,11 +136,12 @@ def rank_people(
     best = max((hit.score for hit in hits), default=0.0)
     experts: dict[str, Expert] = {}
     for rank, hit in enumerate(hits, start=1):
+        paper_id = hit.paper.id  # derived on every read: once per hit
         for position in range(len(hit.paper.authors)):
-            person = directory.person_at(hit.paper.id, position)
+            person = directory.person_at(paper_id, position)
             if person is None:
                 continue
-            mention = person.mention_in(hit.paper.id)
+            mention = person.mention_in(paper_id)
             assert mention is not None
             expert = experts.setdefault(person.key, Expert(person))
             expert.evidence.append(Evidence(hit, rank, mention, weight(hit, rank, mention, best)))
@@ -151,7 +152,7 @@ def rank_people(
 
 
 def _order(expert: Expert) -> tuple[float, int, int, str]:
-    return (-expert.score, expert.best_rank, -len(expert.person.paper_ids), expert.person.name)
+    return (-expert.score, expert.best_rank, -expert.person.paper_count, expert.person.name)
 
 
 def with_work_similarity(experts: Sequence[Expert], similarity: Mapping[str, float]) -> list[Expert]:
@@ -182,10 +183,13 @@ def document_model_scores(
     with saturation (``paperbot collaborators`` before ``with_work_similarity``). With ``hubness``
     (by paper id), each hit's score is ``hub_discounted`` first, the best hit's too."""
     hubs = hubness or {}
-    best = max((hub_discounted(hit, hubs) for hit in hits), default=0.0)
+    scores = [hub_discounted(hit, hubs) for hit in hits]
+    best = max(scores, default=0.0)
+    # the same for every author of a hit: worked out once per hit, looked up by rank
+    weights = [score_relevance(score, best) * recency_weight(hit.paper.year, today) for score, hit in zip(scores, hits, strict=True)]
 
     def weight(hit: SearchHit, rank: int, mention: Mention, _best: float) -> float:
-        return score_relevance(hub_discounted(hit, hubs), best) * recency_weight(hit.paper.year, today)
+        return weights[rank - 1]
 
     return rank_people(hits, directory, weight, saturating_sum)
 

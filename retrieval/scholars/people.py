@@ -25,6 +25,7 @@ import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from retrieval.errors import PaperbotError
@@ -82,7 +83,9 @@ def mention_id(paper_id: str, written_name: str, occurrence: int = 0) -> str:
 
 @dataclass
 class Person:
-    """One person as the index knows them: their mentions, newest first."""
+    """One person as the index knows them: their mentions, newest first, and the names written in
+    them. Both are fixed once the person is made (``PeopleDirectory`` makes people): ``name``,
+    ``paper_ids`` and ``mention_in`` are worked out on first use and kept."""
 
     key: str
     mentions: list[Mention]
@@ -90,7 +93,7 @@ class Person:
     ids: dict[str, str] = field(default_factory=dict)  # "orcid"/"openalex" -> the one most written
     claimed_by: str | None = None  # the roster scholar's name when a roster entry claimed them
 
-    @property
+    @cached_property
     def name(self) -> str:
         """The most informative written form: full given names over initials, then frequency,
         then capitalised over all lowercase ("Colby Banbury" over "colby banbury")."""
@@ -98,13 +101,25 @@ class Person:
 
     @property
     def paper_ids(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for mention in self.mentions:
-            seen.setdefault(mention.paper_id, None)
-        return list(seen)
+        """The ids of the person's papers, newest first, each once."""
+        return list(self._first_mentions)
+
+    @property
+    def paper_count(self) -> int:
+        return len(self._first_mentions)
 
     def mention_in(self, paper_id: str) -> Mention | None:
-        return next((m for m in self.mentions if m.paper_id == paper_id), None)
+        """The person's first mention in paper ``paper_id``, or None."""
+        return self._first_mentions.get(paper_id)
+
+    @cached_property
+    def _first_mentions(self) -> dict[str, Mention]:
+        """Paper id -> the person's first mention in it, in the order of ``mentions`` (rankings
+        ask this for every author of every hit)."""
+        first: dict[str, Mention] = {}
+        for mention in self.mentions:
+            first.setdefault(mention.paper_id, mention)
+        return first
 
     def affiliations(self) -> Iterator[tuple[str | None, str]]:
         """(published, affiliation) pairs, newest paper first."""
@@ -293,8 +308,8 @@ class PeopleDirectory:
 
     def _add(self, group: Group) -> None:
         mentions = sorted((self._mention(*slot) for slot in group.slots), key=_newest_first, reverse=True)
-        person = Person(key=min(m.mention_id for m in mentions), mentions=mentions, claimed_by=group.claimed_by)
-        person.names.update(m.author.name for m in mentions)
+        person = Person(key=min(m.mention_id for m in mentions), mentions=mentions,
+                        names=Counter(m.author.name for m in mentions), claimed_by=group.claimed_by)
         person.ids.update(group.ids)
         self.groups.append(group)
         self.people.append(person)

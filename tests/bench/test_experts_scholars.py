@@ -7,7 +7,8 @@ absent. The report's structure, then issue #27 item 6 on the *held-out* half onl
 constants were shaped on the tuning half, ``bench.common.split_half``): the issue's MRR goal
 (0.80) is asserted, it is met (docs/performance.md: 0.817 on held-out abstracts); its Recall@10
 goal (0.95) is not (0.910). Then the work similarity and the hubness discount against the
-rankings without them, and the issue's two example topics.
+rankings without them, and the issue's two example topics. Last, ``bench/expert_ranking_speed.py
+--quick`` over the same index: its baselines give the new code's results.
 
 The figures depend on the encoder ``auto`` chooses, which depends on the host: int8 here (AVX-512
 VNNI), int8 with other numerics on an AVX2-only CPU, or float32 where that probes fastest
@@ -103,3 +104,23 @@ def test_the_issue_examples_rank_the_specific_expert_first(figures):
     # the many-weak-matches winners of the issue are out of the top three
     assert not {t["name"] for t in neologisms["top"]} & {"Jindong Wang", "Yidong Wang"}
     assert not {t["name"] for t in moe["top"]} & {"Stefano Ermon", "Aditya Grover"}
+
+
+def test_the_ranking_speed_bench_gives_the_baselines_results(scholars_bench_out: Path):
+    """``bench/expert_ranking_speed.py --quick`` on the same index: each timed side gives the same
+    people in the same order with the same scores, and the same records, as the new code (the
+    figures themselves are in docs/performance.md; no time is asserted)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(
+        [sys.executable, "bench/expert_ranking_speed.py", "--quick", "--reuse-index", "--out", str(scholars_bench_out),
+         "--json", str(scholars_bench_out / "ranking-speed.json")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    figures = json.loads((scholars_bench_out / "ranking-speed.json").read_text(encoding="utf-8"))
+    sides = {(row["task"], row["side"]) for row in figures["rows"]}
+    assert sides == {("people through their papers", "baseline"), ("people through their papers", "new"),
+                     ("reading records", "baseline"), ("reading records", "new"),
+                     ("reading records", "full validation")}
+    assert figures["queries"] == 30 and all(row["same_result"] and row["median_s"] > 0 for row in figures["rows"])
+    assert "| people through their papers | baseline |" in done.stdout and "Host at end: " in done.stdout
