@@ -128,6 +128,7 @@ class _Answer:
 
 
 _EMPTY_200 = _Answer(200)
+_PLAIN_NO_STORE = (("content-type", "text/plain; charset=utf-8"), ("cache-control", "no-store"))
 
 
 class SlackDoor:
@@ -135,10 +136,14 @@ class SlackDoor:
 
     def __init__(self, app: App, signing_secret: str, *, limits: DoorLimits = DoorLimits(),
                  clock: Callable[[], float] = time.time, readiness: Callable[[], Readiness] | None = None,
+                 liveness: Callable[[], str | None] | None = None,
                  deliveries: Deliveries | None = None, claim_first: bool = False) -> None:
         """``deliveries``: the event claims (step 9), made before the acknowledgement when
-        ``claim_first``; None: events are dispatched unclaimed (the dedupe middleware drops repeats)."""
+        ``claim_first``; None: events are dispatched unclaimed (the dedupe middleware drops repeats).
+        ``liveness``: why the process should be restarted, or None while it should not (``/healthz``
+        is 503 with the reason, else 200 ``ok``); None: 200 while HTTP is served."""
         self.app = app
+        self._liveness = liveness
         self._deliveries = deliveries
         self._claim_first = claim_first and deliveries is not None
         self._readiness = readiness
@@ -165,7 +170,7 @@ class SlackDoor:
         path, method = scope.get("path"), scope.get("method")
         answer: _Answer | None
         if path == HEALTH_PATH and method in ("GET", "HEAD"):
-            answer = _Answer(200, b"ok", (("content-type", "text/plain; charset=utf-8"),))
+            answer = self._health()
         elif path == READY_PATH and method in ("GET", "HEAD") and self._readiness is not None:
             answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._ready)
         elif path == EVENTS_PATH and method == "POST":
@@ -177,6 +182,20 @@ class SlackDoor:
         else:
             answer = _Answer(404, close=True)
         await _send(send, answer)
+
+    def _health(self) -> _Answer:
+        """``/healthz``: 200 ``ok``, or 503 ``not live: <why>`` when ``liveness`` names a reason to
+        restart (a check that fails is logged and counts as alive: a probe must not restart a
+        process over a bug in the check)."""
+        reason = None
+        if self._liveness is not None:
+            try:
+                reason = self._liveness()
+            except Exception:
+                log.exception("liveness check failed [ref %s]", new_reference())
+        if reason is None:
+            return _Answer(200, b"ok", _PLAIN_NO_STORE)
+        return _Answer(503, f"not live: {reason}".encode(), _PLAIN_NO_STORE)
 
     def _ready(self) -> _Answer:
         """``/readyz``: 200 when the core can answer (``Assistant.upkeep.readiness``), else 503; JSON with

@@ -16,7 +16,8 @@ beating.
 :func:`with_heartbeat` adds the heartbeat to ``/readyz``: a replica whose heartbeat has not been
 recorded for longer than the stop rule (``MISSED_BEATS`` heartbeats) counts as stopped for the
 others, which take its claims over; it answers 503 so that the load balancer sends it no events.
-A hung replica answers 503 at once.
+A hung replica answers 503 at once, and so does its ``/healthz`` (``ReplicaLoop.liveness_check``):
+a liveness probe restarts it, which nothing inside a hung process can do.
 
 :func:`name_replica_in_logs` puts the replica's id into every log line of the process.
 """
@@ -125,6 +126,15 @@ class ReplicaLoop:
             return None
         return (f"{open_events} event(s) open here and none finished for {quiet:.0f} s (more than "
                 f"{self.stall_after:g} s): not heart-beating, so that other replicas take them over")
+
+    def liveness_check(self) -> str | None:
+        """``/healthz``'s reason to say this process should be restarted: "answers hung: ..." once
+        started and ``hung``; None otherwise (a replica only slow to heart-beat, or whose
+        database is down, is alive: restarting it would not help)."""
+        if self._started is None:
+            return None
+        hung = self.hung()
+        return None if hung is None else f"answers hung: {hung}"
 
     def heartbeat_check(self) -> str | None:
         """``/readyz``'s line for the heartbeat: "ok: ..." while the last one recorded (or the start,

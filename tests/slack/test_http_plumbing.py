@@ -48,6 +48,18 @@ def test_health_endpoint(bot: Bot) -> None:
     assert response.status_code == 200 and response.text == "ok"
 
 
+def test_a_liveness_check_that_fails_is_logged_and_counts_as_alive(
+        bot: Bot, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A bug in the hung-answer check must not make a probe restart a working replica."""
+    loop = bot.runtime.replica
+    monkeypatch.setattr(loop, "_started", loop._clock())  # as if started: the check runs
+    monkeypatch.setattr(loop, "hung", lambda: 1 / 0)
+    with caplog.at_level(logging.ERROR, logger="bot.slack.http_door"):
+        response = httpx.get(bot.sender.url.replace("/slack/events", "/healthz"), trust_env=False)
+    assert response.status_code == 200 and response.text == "ok"
+    assert re.search(r"liveness check failed \[ref [0-9a-f]+\]", caplog.text), caplog.text
+
+
 def test_help_is_acked_at_once(bot: Bot) -> None:
     started = time.monotonic()
     response = bot.sender.command("help")

@@ -1,5 +1,6 @@
 """``/readyz`` of a replica whose heartbeat fails: 503 once it has not been recorded for longer than
-the stop rule (3 heartbeats: the other replicas take its events over), while ``/healthz`` stays 200.
+the stop rule (3 heartbeats: the other replicas take its events over), while ``/healthz`` stays 200;
+a replica whose answers hang is not ready and not live.
 
 Over real HTTP (``SlackRuntime.start_http``), on SQLite and PostgreSQL (``database_url``). The
 failures are real: the heartbeats' table renamed away under the running replica, or its
@@ -52,8 +53,11 @@ class Replica:
     def ready(self) -> httpx.Response:
         return httpx.get(f"{self.base}/readyz", timeout=30, trust_env=False)
 
+    def health(self) -> httpx.Response:
+        return httpx.get(f"{self.base}/healthz", timeout=5, trust_env=False)
+
     def healthy(self) -> bool:
-        response = httpx.get(f"{self.base}/healthz", timeout=5, trust_env=False)
+        response = self.health()
         return response.status_code == 200 and response.text == "ok"
 
 
@@ -124,13 +128,14 @@ def test_readyz_is_503_once_the_heartbeat_fails_longer_than_the_stop_rule(
         assert back.status_code == 200 and back.json()["checks"]["heartbeat"] == "ok: recorded 0 s ago (every 300 s)"
 
 
-def test_a_replica_whose_answer_hangs_is_503_at_once_and_ready_again_when_it_finishes(
+def test_a_replica_whose_answer_hangs_is_503_and_not_live_at_once_and_both_again_when_it_finishes(
         stand_in: SlackStandIn, tmp_path: Path, database_url: str | None) -> None:
     """An answer stuck in its post to Slack (the stand-in holds the call; "help" needs no model or
     index, so nothing else is slow): after
     PAPERBOT_CLUSTER_STALL_SECONDS without a finished answer the replica stops heart-beating (the
-    others take its events over) and /readyz is 503 at once, naming why; the post returns, the
-    answer is finished, and the next beat makes it ready again."""
+    others take its events over) and /readyz is 503 at once, naming why, and so is /healthz (a
+    liveness probe restarts it); the post returns, the answer is finished, and the next beat makes
+    it ready again (and live at once)."""
     inside, go = threading.Event(), threading.Event()
 
     def hold_the_answer(call: Call) -> None:
@@ -156,7 +161,9 @@ def test_a_replica_whose_answer_hangs_is_503_at_once_and_ready_again_when_it_fin
         assert out.status_code == 503, out.text
         assert out.json()["checks"]["heartbeat"].startswith(
             "answers hung: 1 event(s) open here and none finished for 121 s (more than 120 s): not heart-beating")
-        assert replica.healthy()
+        health = replica.health()  # not live either: a liveness probe restarts it
+        assert health.status_code == 503 and health.headers["cache-control"] == "no-store", health.text
+        assert health.text.startswith("not live: answers hung: 1 event(s) open here and none finished for 121 s")
 
         go.set()  # the post returns: the answer finishes
         deadline = time.monotonic() + patience(60)
@@ -166,6 +173,7 @@ def test_a_replica_whose_answer_hangs_is_503_at_once_and_ready_again_when_it_fin
         loop.tick()
         back = replica.ready()
         assert back.status_code == 200 and back.json()["checks"]["heartbeat"] == "ok: recorded 0 s ago (every 300 s)"
+        assert replica.healthy()
 
 
 def test_a_replica_that_could_not_join_is_ready_until_the_stop_rule_then_503(
