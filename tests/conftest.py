@@ -15,6 +15,7 @@ from tests.support.patience import TIME_SCALE, time_scale
 from tests.support.postgres import PostgresServer
 
 EMULATED_CPU = "PAPERBOT_TESTS_EMULATED_CPU"  # set by bench/simd_hosts.sh
+HARNESS = "PAPERBOT_TESTS_"  # the test harness's own variables (waits, emulation, pinned choice): never paperbot's
 
 # The database backends a store's tests run against: SQLite in the data dir, and a real PostgreSQL.
 BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]

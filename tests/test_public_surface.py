@@ -22,6 +22,7 @@ import retrieval
 from retrieval import errors, results
 from retrieval.assistant import Assistant
 from retrieval.config import Settings, load_settings
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,7 +95,7 @@ def test_importing_retrieval_loads_nothing() -> None:
         "after_use = sorted(set(sys.modules) - before)\n"
         "print(json.dumps([after_import, after_use]))\n"
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120,
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=patience(120),
                          check=True)
     after_import, after_use = json.loads(run.stdout)
     ours_or_third_party = [name for name in after_import if name.split(".")[0] not in sys.stdlib_module_names]

@@ -27,6 +27,7 @@ import pytest
 from bench.real_llm import MIN_SUPPORT, Record, check_support, cited_sentences, prompt_records
 from retrieval.text import content_terms
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
+from tests.support.patience import patience
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = ("unit-tests", "flaky", "metamorphic")  # sample topics: each retrieves evidence, one model call
@@ -67,7 +68,7 @@ def bench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "PAPERBOT_"))}
     env.update({"HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"})
     return subprocess.run([sys.executable, "bench/real_llm.py", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=patience(timeout))
 
 
 def test_an_unreachable_base_url_fails_fast_with_what_to_do(tmp_path: Path) -> None:

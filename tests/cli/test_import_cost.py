@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import clean_env
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +35,7 @@ NOT_FOR_ANSWERS = (*LLM_STACK, "matplotlib", "slack_bolt", "slack_sdk", "torch",
 
 
 def _python(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, cwd=ROOT,
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=patience(300), cwd=ROOT,
                           env=clean_env(data_dir))
 
 

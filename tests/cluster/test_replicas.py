@@ -42,6 +42,7 @@ from tests.slack.slack_requests import signature
 from tests.slack.stand_in import Call, SlackStandIn
 from tests.support.chroma import ChromaServer
 from tests.support.model_cache import link_model_cache
+from tests.support.patience import patience
 from tests.support.postgres import PostgresServer
 from tests.support.proxy import RoundRobinProxy
 
@@ -134,6 +135,7 @@ class Cluster:
 
     def wait_settled(self, timeout: float = 60.0) -> None:
         """Until every claimed event is done (polled with the database as the clock's witness)."""
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         while (left := self.open_claims()) > 0:
             if time.monotonic() > deadline:

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.support.patience import patience
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = textwrap.dedent('''
@@ -36,7 +38,7 @@ CHECK = textwrap.dedent('''
 
 
 def test_bm25s_is_imported_and_used_without_scipy() -> None:
-    run = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    run = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=patience(120), cwd=ROOT)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout.splitlines()[-1])
     assert report["scipy_imported"] is False and report["scipy_available"] is False

@@ -14,6 +14,7 @@ import pytest
 
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper
+from tests.support.patience import patience
 
 from .conftest import HashEncoder, make_settings
 
@@ -40,7 +41,7 @@ def write_from_another_process(settings, papers: list[Paper], tmp_path: Path) ->
     records.write_text("\n".join(paper.model_dump_json() for paper in papers), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", WRITER, str(settings.data_dir), settings.collection, str(records)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=patience(120))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == str(len(papers))
 

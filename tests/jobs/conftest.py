@@ -26,6 +26,7 @@ import pytest
 
 from bench.common import clean_env
 from tests.index.conftest import ChromaServer
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,10 +70,11 @@ class Deployment:
         return (self.root / f"{name}.log").read_text(encoding="utf-8", errors="replace")
 
     def cli(self, *args: str, data_dir: str = "submitter", timeout: float = 300, **more: str) -> tuple[int, str, str]:
-        """``paperbot ARGS`` to its end: (exit status, stdout, stderr)."""
+        """``paperbot ARGS`` to its end, within ``timeout`` seconds times the host's
+        ``PAPERBOT_TESTS_TIME_SCALE``: (exit status, stdout, stderr)."""
         done = subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=self.root,
                               env=self.env(self.root / data_dir, **more), capture_output=True, text=True,
-                              timeout=timeout, check=False)
+                              timeout=patience(timeout), check=False)
         return done.returncode, done.stdout, done.stderr
 
     def cli_json(self, *args: str) -> dict:
@@ -86,7 +88,7 @@ class Deployment:
                 process.send_signal(signal.SIGTERM)
         for process in self.processes:
             try:
-                process.wait(timeout=60)
+                process.wait(timeout=patience(60))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

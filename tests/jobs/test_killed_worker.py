@@ -60,7 +60,7 @@ def _kill_the_first_writer(deployment: Deployment, workers: dict[str, subprocess
                            submitter: subprocess.Popen[str]) -> tuple[str, int]:
     """SIGKILL the first worker that has committed the first batch of its part and not ended its
     job; returns (its name, the id of the job it was running)."""
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + patience(300)
     while time.monotonic() < deadline:
         if submitter.poll() is not None:
             raise AssertionError(f"the ingest ended before a worker was killed: {submitter.communicate()[1][-3000:]}")

@@ -25,6 +25,7 @@ from retrieval.ingest.sync import OVERLAP
 from tests.ingest.recorded import DEL_MAESTRO, FENNER, FENNER_ORCID, replay, roster_recordings
 from tests.jobs.conftest import Deployment
 from tests.sources.replay import ReplayServer
+from tests.support.patience import patience
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -51,7 +52,7 @@ def test_three_workers_run_one_scheduled_sync_per_period(deployment: Deployment)
 
         workers = [deployment.worker(name) for name in ("w1", "w2", "w3")]
         started = time.time()
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + patience(240)
         while len(_query(deployment.database_url, "SELECT id FROM procrastinate_jobs WHERE task_name = 'paperbot.sync'"
                                                   " AND status = 'succeeded'")) < SYNCS:
             assert time.monotonic() < deadline, deployment.log("w1")[-3000:]
@@ -59,7 +60,7 @@ def test_three_workers_run_one_scheduled_sync_per_period(deployment: Deployment)
             time.sleep(0.2)  # polling other processes' progress
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
-        codes = [worker.wait(timeout=120) for worker in workers]
+        codes = [worker.wait(timeout=patience(120)) for worker in workers]
         stopped = time.time()
         assert codes == [0, 0, 0]
         assert server.replay.unmatched == []

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.index.encoders.base import Encoder
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, HARNESS
 from tests.reliability.helpers import FILES, bib_entries, link_model_cache, make_settings, paperbot
 from tests.support.postgres import PostgresServer
 
@@ -125,8 +125,17 @@ def fresh_dir(tmp_path: Path, model_cache: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _no_caller_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """In-process code must not pick up the caller's keys, servers or proxies either."""
+    scrub_caller_environment(monkeypatch)
+    yield
+
+
+def scrub_caller_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset the caller's paperbot, OpenAI and Slack settings and proxies, and keep the model
+    offline. The test harness's own settings (``PAPERBOT_TESTS_*``: how long to wait on this
+    host, an emulated CPU) are not paperbot's and stay."""
     for name in list(os.environ):
+        if name.startswith(HARNESS):
+            continue
         if name.startswith(("PAPERBOT_", "OPENAI_", "SLACK_")) or name.lower().endswith("_proxy"):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    yield

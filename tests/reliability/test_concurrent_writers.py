@@ -55,6 +55,7 @@ from tests.reliability.helpers import (
     spawn,
     stored_papers,
 )
+from tests.support.patience import patience
 
 FIRST, SECOND, SHARED = slice(0, 120), slice(60, 180), 60  # records 60..119 are in both files
 KILLED = slice(0, 350)  # more records than one ingest batch: the kill comes between two commits
@@ -110,7 +111,7 @@ def test_two_ingests_at_once_equal_two_in_a_row(tmp_path: Path, model_cache: Pat
     in_a_row_url = postgres_databases() if database_url else ""
     together = link_model_cache(tmp_path / "together", model_cache)
     runs = [spawn("ingest", str(path), "--json", data_dir=together, PAPERBOT_DATABASE_URL=url) for path in (first, second)]
-    outcomes = [process.communicate(timeout=600) for process in runs]
+    outcomes = [process.communicate(timeout=patience(600)) for process in runs]
     for process, (_, stderr) in zip(runs, outcomes, strict=True):
         assert process.returncode == 0, stderr[-2000:]
         assert "Traceback" not in stderr
@@ -164,7 +165,7 @@ def test_two_ingests_from_two_data_dirs_on_one_postgresql_lose_nothing(
         data_dirs = [link_model_cache(tmp_path / name, model_cache) for name in ("host-a", "host-b")]
         runs = [spawn("ingest", str(path), "--json", data_dir=data_dir, PAPERBOT_DATABASE_URL=url)
                 for path, data_dir in zip((first, second), data_dirs, strict=True)]
-        outcomes = [process.communicate(timeout=600) for process in runs]
+        outcomes = [process.communicate(timeout=patience(600)) for process in runs]
         for process, (_, stderr) in zip(runs, outcomes, strict=True):
             assert process.returncode == 0, stderr[-2000:]
             assert "Traceback" not in stderr

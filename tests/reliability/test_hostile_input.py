@@ -30,6 +30,7 @@ import pytest
 
 from tests.answers.openai_stub_server import OpenAIStubServer, StubReply
 from tests.reliability.helpers import PAPERBOT, ROOT, bib_entries, clean_env, link_model_cache, run_main
+from tests.support.patience import patience
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +132,7 @@ def test_undecodable_bytes_in_the_real_argv(base_index: Path) -> None:
     question = b"\xff\xfe pebble game \x1b[31m sparse graphs"
     process = subprocess.run(
         [bytes(PAPERBOT), b"ask", question, b"--json"], cwd=base_index.parent,
-        env=clean_env(base_index), capture_output=True, timeout=180,
+        env=clean_env(base_index), capture_output=True, timeout=patience(180),
     )
     assert process.returncode == 0, process.stderr.decode("utf-8", "replace")
     out = process.stdout.decode("utf-8")  # strictly valid UTF-8 on stdout

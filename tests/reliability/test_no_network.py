@@ -302,7 +302,7 @@ def _can_make_namespaces() -> str | None:
     if os.geteuid() != 0:
         return "needs root: unshare --net, routes and a packet socket (CI runs as root)"
     probe = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--check"],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=patience(60))
     if probe.returncode != 0:
         lines = probe.stderr.strip().splitlines() or ["no message"]
         return f"cannot record a network namespace here (unshare --net, lo, routes, packet socket): {lines[-1]}"
@@ -445,7 +445,7 @@ def test_importing_onnxruntime_through_the_encoder_module_writes_no_device_id(tm
     env = _first_run_env(tmp_path, tmp_path / "data")
     code = "import retrieval.index.encoders.onnx_runtime\nimport onnxruntime\n"
     proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=patience(120))
     assert proc.returncode == 0, proc.stderr
     assert _home_files(tmp_path) == [], "onnxruntime's telemetry is on: it wrote its device id"
 
@@ -459,6 +459,6 @@ def test_the_encoding_process_writes_no_device_id(tmp_path: Path) -> None:
             "worker_process.end(child)\n"  # it imports its libraries, then reads the end of its input
             "assert child.returncode == 0, child.returncode\n")
     proc = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=patience(120))
     assert proc.returncode == 0, proc.stderr
     assert _home_files(tmp_path) == [], "onnxruntime's telemetry is on in the encoding process: it wrote its device id"

@@ -26,6 +26,7 @@ import pytest
 
 from bench.common import clean_env
 from tests.reliability.helpers import PAPERBOT, ROOT, Run, link_model_cache
+from tests.support.patience import patience
 
 USER_UMASK = 0o022
 
@@ -41,7 +42,7 @@ def _with_user_umask() -> None:
 def _paperbot(*args: str, data_dir: Path) -> Run:
     """``paperbot ARGS`` as a subprocess with umask 022, whatever this process's umask is."""
     done = subprocess.run([str(PAPERBOT), *args], cwd=data_dir.parent.parent, env=clean_env(data_dir),
-                          capture_output=True, text=True, timeout=300, preexec_fn=_with_user_umask)
+                          capture_output=True, text=True, timeout=patience(300), preexec_fn=_with_user_umask)
     return Run(done.returncode, done.stdout, done.stderr)
 
 
@@ -126,6 +127,6 @@ def test_pictures_written_outside_the_data_dir_keep_the_users_umask(tmp_path: Pa
     data_dir = tmp_path / "data"
     outside, inside = tmp_path / "plots" / "zhang", data_dir / "plots"
     subprocess.run([sys.executable, "-c", PICTURES, str(outside), str(inside)], cwd=ROOT, env=clean_env(data_dir),
-                   check=True, timeout=120, preexec_fn=_with_user_umask)
+                   check=True, timeout=patience(120), preexec_fn=_with_user_umask)
     assert (_mode(outside.parent), _mode(outside), _mode(outside / "timeline.png")) == (0o755, 0o755, 0o644)
     assert (_mode(data_dir), _mode(inside), _mode(inside / "timeline.png")) == (0o700, 0o700, 0o600)

@@ -24,6 +24,7 @@ import pytest
 
 from bench.common import clean_env
 from tests.reliability.helpers import PAPERBOT, Run, link_model_cache, paperbot
+from tests.support.patience import patience
 from tests.support.read_only import read_only_runner, tree_state
 
 pytestmark = pytest.mark.slow
@@ -86,7 +87,7 @@ def snapshot(request: pytest.FixtureRequest, ingested: Path, tmp_path: Path) -> 
 
 
 def _run(wrap, args: list[str], data_dir: Path) -> Run:
-    done = subprocess.run(wrap([str(PAPERBOT), *args]), capture_output=True, text=True, timeout=300,
+    done = subprocess.run(wrap([str(PAPERBOT), *args]), capture_output=True, text=True, timeout=patience(300),
                           cwd=data_dir.parent, env=clean_env(data_dir))
     return Run(done.returncode, done.stdout, done.stderr)
 

@@ -31,6 +31,7 @@ from tests.reliability.helpers import FAKE_SECRETS, make_settings, run_main, sec
 from tests.slack.helpers import posts_in_thread
 from tests.slack.slack_requests import SlackSender
 from tests.slack.stand_in import Call, SlackStandIn
+from tests.support.patience import patience
 
 pytestmark = pytest.mark.slow
 
@@ -48,10 +49,11 @@ class Installation:
     data_dir: Path
 
     def idle(self, timeout: float = 30.0) -> None:
-        """Wait until the work queue is empty (polled on the stand-in's condition, no sleeps)."""
+        """Wait until the work queue is empty (polled on the stand-in's condition, no sleeps), for
+        ``timeout`` seconds times the host's ``PAPERBOT_TESTS_TIME_SCALE``."""
         queue = self.runtime.deps.queue
         done = threading.Event()
-        timer = threading.Timer(timeout, done.set)
+        timer = threading.Timer(patience(timeout), done.set)
         timer.start()
         try:
             while queue.waiting() or queue.busy():

@@ -29,6 +29,7 @@ from tests.slack.conftest import Bot, BotFactory, make_settings
 from tests.slack.test_slack_sync import CHANNEL, SYNCER, source_settings
 from tests.sources.replay import ReplayServer
 from tests.support.model_cache import link_model_cache
+from tests.support.patience import patience
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -88,7 +89,7 @@ def test_a_queued_sync_ends_with_its_outcome_even_when_its_replica_stops(
             assert _rows(deployment.database_url, f"SELECT done, total FROM job_progress WHERE job_id = {job_id}") \
                 == [(2, 2)]
             worker.send_signal(signal.SIGTERM)
-            assert worker.wait(timeout=120) == 0
+            assert worker.wait(timeout=patience(120)) == 0
 
             # 2. no worker: the next sync waits; a second one points at it
             a.sender.command("sync", user=SYNCER, channel=CHANNEL, response_url=a.api.response_url("second"))

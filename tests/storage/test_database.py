@@ -28,6 +28,7 @@ from retrieval.errors import (
 from retrieval.storage.database import Database, close_databases, database_url, open_database
 from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.schema import HEAD
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 counter = Table("counter", MetaData(), Column("id", Integer, primary_key=True), Column("n", Integer, nullable=False))
@@ -291,7 +292,7 @@ def test_opening_a_current_database_imports_no_alembic(settings: Settings) -> No
                                           database_url={settings.database_url.get_secret_value() if settings.database_url else None!r}))
         print(json.dumps([database.revision(), sorted(m for m in sys.modules if m.split(".")[0] == "alembic")]))
     """)
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=patience(120),
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == [HEAD, []]

@@ -30,6 +30,7 @@ from retrieval.storage.locks import hold_writer_lock
 from retrieval.storage.records import RecordStore
 from retrieval.storage.roster import Roster
 from tests.support.legacy_records import as_legacy_store
+from tests.support.patience import patience
 from tests.support.read_only import read_only_runner, tree_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def _run_python(wrap, code: str) -> dict:
     """Run ``code`` (which prints one JSON object) in a subprocess wrapped by ``wrap``; its output."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(wrap([sys.executable, "-c", textwrap.dedent(code)]), capture_output=True, text=True,
-                          timeout=120, env=env, cwd=ROOT)
+                          timeout=patience(120), env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -23,6 +23,7 @@ from retrieval.records.paper import Author, Paper, Provenance
 from retrieval.storage.locks import ServerWriterLock, hold_writer_lock
 from retrieval.storage.records import RecordStore
 from tests.index.conftest import HashEncoder, make_settings
+from tests.support.patience import patience
 
 pytestmark = pytest.mark.postgres
 
@@ -77,7 +78,7 @@ def test_two_ingests_of_the_same_paper_from_two_data_dirs_end_in_one_record_with
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=patience(120))
     assert errors == []
     with RecordStore.open(make_settings(tmp_path / "c", database_url=url)) as store:
         assert store.count() == 1

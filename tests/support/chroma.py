@@ -16,6 +16,8 @@ from typing import Self
 
 import httpx
 
+from tests.support.patience import patience
+
 CHROMA_BIN = Path(sys.executable).parent / "chroma"
 
 
@@ -43,6 +45,7 @@ class ChromaServer:
             [str(CHROMA_BIN), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
         )
+        timeout = patience(timeout)  # a slow or emulated host starts it slower
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -31,6 +31,8 @@ from importlib import resources
 from itertools import count
 from pathlib import Path
 
+from tests.support.patience import patience
+
 SUPERUSER = "postgres"
 _SETTINGS = "-F -c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
 
@@ -119,7 +121,7 @@ class PostgresServer:
         inherits what it is given: a pipe would keep a capture waiting for the server to exit)."""
         with tempfile.TemporaryFile() as output:
             done = subprocess.run([str(self.bin / program), *args], stdout=output, stderr=subprocess.STDOUT,
-                                  user=self.user, timeout=120, check=False)
+                                  user=self.user, timeout=patience(120), check=False)
             if done.returncode != 0:
                 output.seek(0)
                 raise RuntimeError(f"{program} failed ({done.returncode}): "

@@ -27,6 +27,7 @@ from retrieval.index.encoders import cache, loading, onnx_export
 from retrieval.index.encoders.base import DIMENSION
 from retrieval.index.encoders.onnx_export import RECIPES, ExportError, ensure_onnx_model
 from tests.support.model_cache import use_session_encoder_cache
+from tests.support.patience import patience
 
 ROOT = Path(__file__).resolve().parents[3]
 FP32, INT8 = RECIPES["onnx"].file_name, RECIPES["onnx-int8"].file_name
@@ -262,11 +263,11 @@ def test_concurrent_first_use_by_two_processes_exports_once(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(root), str(log), str(go)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patience(120)
         while len(list(tmp_path.glob("go.ready-*"))) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         go.touch()  # both start at once
-        outs = [proc.communicate(timeout=120) for proc in procs]
+        outs = [proc.communicate(timeout=patience(120)) for proc in procs]
     finally:
         for proc in procs:
             proc.kill()
@@ -288,7 +289,7 @@ def test_the_session_never_uses_the_real_user_cache():
     env = {key: value for key, value in os.environ.items() if not key.startswith("PAPERBOT_")}
     code = "from retrieval.config import Settings; print(Settings(_env_file=None).encoder_cache_dir)"
     run = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=patience(120))
     assert run.returncode == 0, run.stderr
     assert Path(run.stdout.strip()) == session
 
