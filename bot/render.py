@@ -75,12 +75,11 @@ def text_width() -> int:
 
 
 def wrap(text: str, width: int | None = None, indent: str = "") -> str:
-    """Each paragraph (line) of ``text`` filled to ``MAX_WIDTH``; at a terminal's ``width``,
-    continuing under ``indent``, and a "- " item under its first word."""
-    paragraphs = text.split("\n")
-    if width is None:
-        return "\n".join(textwrap.fill(par, width=MAX_WIDTH) if par.strip() else "" for par in paragraphs)
-    return "\n".join(hang(par, width, "  " if par.startswith("- ") else indent) for par in paragraphs)
+    """Each paragraph (line) of ``text`` filled to a terminal's ``width`` (``MAX_WIDTH`` when the
+    output is not a terminal), continuing under ``indent``, and a "- " item under its first word."""
+    wanted = MAX_WIDTH if width is None else width
+    return "\n".join(hang(par, wanted, "  " if par.startswith("- ") else indent) if par.strip() else ""
+                     for par in text.split("\n"))
 
 
 _GLUE = "\xa0"  # textwrap breaks lines at ASCII whitespace only

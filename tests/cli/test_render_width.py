@@ -132,3 +132,23 @@ def test_stats_year_line_wraps_at_the_terminal_width(tmp_path: Path, monkeypatch
 
     piped = _stats_output(tmp_path, io.StringIO())  # a pipe: the line as before
     assert piped[2] == "By year:    " + ", ".join(f"{year}: 11" for year in range(1990, 2027))
+
+
+def test_a_pipe_indents_what_continues_a_wrapped_reason_or_item() -> None:
+    """Through a pipe, text longer than the page still wraps (at ``MAX_WIDTH``) but continues under
+    its indent, as at a terminal: never a stray "3" at the start of a line."""
+    from bot.commands.collaborators import render_collaborators
+    from retrieval.results import CollaboratorsResult, ExpertCandidate
+
+    reason = ("2 papers among the 20 closest (best #3), 4 among the 150 retrieved; latest 2026; first author on 2, "
+              "last author on 3")
+    result = CollaboratorsResult(topic="web testing", scholars=[
+        ExpertCandidate(name="Andrea Stocco", person_id="person:2aa2026d4172", score=4.67, affiliation=None,
+                        reason=reason, papers=CITATIONS[:1])])
+    lines = render_collaborators(result).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("    2 papers among"))
+    assert lines[start + 1].startswith("    ") and lines[start + 1].strip()  # the rest of the reason, indented
+    assert " ".join(line.strip() for line in lines[start:start + 2]) == reason
+    answer = render_answer(ANSWER.model_copy(update={"answer": "- " + "a long extractive item " * 8})).splitlines()
+    item = next(i for i, line in enumerate(answer) if line.startswith("- a long"))
+    assert answer[item + 1].startswith("  ") and answer[item + 1][2] != " "  # under the item's first word
