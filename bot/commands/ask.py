@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def _add_retrieval_options(parser: argparse.ArgumentParser, default_k: int) -> None:
-    parser.add_argument("--k", type=int, default=default_k, help=f"how many records to retrieve (default {default_k})")
+    parser.add_argument("--k", "--limit", dest="k", type=int, default=default_k, metavar="N",
+                        help=f"how many records to retrieve (default {default_k}, at most 100)")
     parser.add_argument("--since", type=int, metavar="YEAR", help="only papers from YEAR on")
     parser.add_argument("--author", metavar="NAME", action="append", default=[], help="only papers by NAME (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
@@ -43,7 +44,7 @@ def _check_k(k: int) -> None:
     from retrieval.errors import InputError
 
     if not 1 <= k <= 100:
-        raise InputError(f"--k must be between 1 and 100 (got {k}).")
+        raise InputError(f"--k (--limit) must be between 1 and 100 (got {k}).")
 
 
 def _show(result: AnswerResult | SearchResult, args: argparse.Namespace, ctx: CliContext,

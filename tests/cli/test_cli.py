@@ -77,6 +77,14 @@ def test_search_json_is_ranked(indexed):
     assert "regression test" in payload["results"][0]["title"].lower()
 
 
+def test_search_takes_limit_like_collaborators(indexed):
+    """``--limit`` is ``--k`` under the name ``collaborators`` uses: a newcomer's guess works."""
+    run = paperbot_here("search", "regression test selection in continuous integration", "--limit", "2", "--json",
+                        data_dir=indexed)
+    assert run.code == 0, run.stderr
+    assert len(run.json()["results"]) == 2
+
+
 def test_since_filter_applies(indexed):
     run = paperbot_here("search", "testing", "--since", "2024", "--json", data_dir=indexed)
     assert run.code == 0, run.stderr
@@ -90,6 +98,7 @@ def test_since_filter_applies(indexed):
         (("ask", "   "), "empty"),
         (("ingest", "does-not-exist.bib"), "no such file"),
         (("ask", "anything", "--k", "0"), "--k"),
+        (("search", "anything", "--limit", "101"), "--limit"),
     ],
 )
 def test_bad_input_is_one_clear_line(indexed, args, needle):
