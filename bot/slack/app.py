@@ -143,13 +143,15 @@ class SlackRuntime:
 
     def http_door(self, limits: DoorLimits = DEFAULT_LIMITS) -> SlackDoor:
         """The ASGI application: ``POST /slack/events`` for Slack; ``GET /healthz`` (the process is up
-        and its answers not hung: ``ReplicaLoop.liveness_check``) and ``GET /readyz`` (it can answer: ``Assistant.upkeep.readiness``, and once the replica has
-        started, its heartbeat: ``replica.with_heartbeat``) for a load balancer's probes."""
+        and its answers are not hung: ``ReplicaLoop.liveness_check``) for a liveness probe, and ``GET
+        /readyz`` (it can answer: ``Assistant.upkeep.readiness``, and once the replica has started,
+        its heartbeat: ``replica.with_heartbeat``) for a load balancer's readiness probe."""
         if not self.credentials.signing_secret:
             raise ConfigError("HTTP mode needs SLACK_SIGNING_SECRET (Basic Information > App Credentials).")
         readiness = with_heartbeat(self.deps.assistant.upkeep.readiness, self.replica)
         door = SlackDoor(self.app, self.credentials.signing_secret, limits=limits, readiness=readiness,
-                         liveness=self.replica.liveness_check, deliveries=self.deps.deliveries, claim_first=self.deps.store.database.backend != "sqlite")
+                         liveness=self.replica.liveness_check, deliveries=self.deps.deliveries,
+                         claim_first=self.deps.store.database.backend != "sqlite")
         self._doors.append(door)
         return door
 

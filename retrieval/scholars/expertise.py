@@ -186,7 +186,8 @@ def document_model_scores(
     scores = [hub_discounted(hit, hubs) for hit in hits]
     best = max(scores, default=0.0)
     # the same for every author of a hit: worked out once per hit, looked up by rank
-    weights = [score_relevance(score, best) * recency_weight(hit.paper.year, today) for score, hit in zip(scores, hits, strict=True)]
+    weights = [score_relevance(score, best) * recency_weight(hit.paper.year, today)
+               for score, hit in zip(scores, hits, strict=True)]
 
     def weight(hit: SearchHit, rank: int, mention: Mention, _best: float) -> float:
         return weights[rank - 1]
