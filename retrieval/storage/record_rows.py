@@ -79,10 +79,10 @@ def paper_row(paper_id: str, paper: Paper, stamp: str) -> dict[str, Any]:
 def decode(record: str) -> Paper:
     """Rebuild a stored ``Paper`` without re-running its validators.
 
-    Records were validated before they were stored, and validation is slow (text cleaning
-    walks every character: ~1 ms per abstract, which dominated search latency and BM25
-    rebuilds). Unknown keys (an older schema) are dropped; anything unexpected falls back to
-    full validation.
+    Records were validated before they were stored; validating again (text cleaning walks every
+    character) would be paid by every search for each of its hits and by every BM25 rebuild
+    (docs/performance.md, "The expert ranking's arithmetic and record decoding"). Unknown keys
+    (an older schema) are dropped; anything unexpected falls back to full validation.
     """
     try:
         data = json.loads(record)
