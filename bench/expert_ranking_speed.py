@@ -44,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 
 from pydantic import BaseModel
 
-from bench.common import markdown_table, start_scratch_run
+from bench.common import markdown_table, start_scratch_run, timed, write_json
 from bench.people import add_index_arguments, load_owners, open_index
 from retrieval.index.encoders.choice import host_description
 from retrieval.records.names import name_specificity
@@ -115,12 +115,6 @@ def _ranking(experts: list[Expert]) -> list[tuple[str, float]]:
     return [(expert.person.key, expert.score) for expert in experts]
 
 
-def _timed(run: Callable[[], object]) -> tuple[float, object]:
-    begin = time.perf_counter()
-    result = run()
-    return time.perf_counter() - begin, result
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="30 queries, 1 round")
@@ -167,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, object] = {}
         for n in range(rounds):
             for label in (list(runs) if n % 2 == 0 else list(reversed(runs))):
-                elapsed, results[label] = _timed(runs[label])
+                results[label], elapsed = timed(runs[label])
                 seconds[label].append(elapsed)
             progress(f"  {task}, round {n + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in seconds.items()))
         same = all(result == results["new"] for result in results.values())
@@ -183,8 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(markdown_table(["task", "side", "median s", "side / new", "same result"], rows))
     print(f"\nHost at end: {host_description()}\n({time.perf_counter() - started:.0f} s)")
     if args.json:
-        args.json.write_text(json.dumps({"queries": len(asked), "rounds": rounds, "rows": figures}, indent=1),
-                             encoding="utf-8")
+        write_json(args.json, {"queries": len(asked), "rounds": rounds, "rows": figures})
     return 0 if same_everywhere else 1
 
 
