@@ -586,11 +586,11 @@ def entry_to_fields(entry: BibEntry) -> dict[str, object]:
             if venue:
                 used.add(name)
                 break
-    publisher = latex_to_text(fields.get("publisher", ""))
+    publisher = inline_html_to_text(latex_to_text(fields.get("publisher", "")))
     if publisher:
         used.add("publisher")
     else:  # the organization stands in for a publisher; it is still written back as itself
-        publisher = latex_to_text(fields.get("organization", ""))
+        publisher = inline_html_to_text(latex_to_text(fields.get("organization", "")))
     identifiers = _identifiers(fields, entry.warnings)
     if identifiers["url"] and identifiers["url"] == link_value(fields.get("url", "")):
         used.add("url")

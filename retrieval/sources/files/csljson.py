@@ -144,10 +144,10 @@ def item_fields(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": inline_html_to_text(_text(item.get("title"))),
         "authors": _authors(item.get("author")),
-        "abstract": _text(item.get("abstract")),
+        "abstract": inline_html_to_text(_text(item.get("abstract"))),
         "published": published,
         "venue": inline_html_to_text(_text(item.get("container-title") or item.get("event-title"))),
-        "publisher": _text(item.get("publisher")),
+        "publisher": inline_html_to_text(_text(item.get("publisher"))),
         "doi": doi,
         "arxiv_id": _arxiv(doi, url),
         "url": url,

@@ -187,10 +187,10 @@ def record_fields(record: _Record) -> dict[str, object]:
     return {
         "title": title,
         "authors": [_author(v) for v in record.values("AU") + record.values("A1") if v],
-        "abstract": record.first("AB", "N2"),
+        "abstract": inline_html_to_text(record.first("AB", "N2")),
         "published": _published(record),
-        "venue": record.first(*venue_tags),
-        "publisher": record.first("PB"),
+        "venue": inline_html_to_text(record.first(*venue_tags)),
+        "publisher": inline_html_to_text(record.first("PB")),
         "doi": doi,
         "arxiv_id": normalize_arxiv_id(arxiv),
         "url": urls[0] if urls else None,
