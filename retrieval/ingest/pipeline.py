@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from retrieval.errors import InputError, ParseError, PartlySavedError, StorageError
 from retrieval.gc_pause import older_objects_frozen
 from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
-from retrieval.records.paper import Paper
+from retrieval.records.paper import Paper, title_key
 from retrieval.results import EMPTY_FILE, FileResult, IngestReport, SkippedItem
 from retrieval.sources.files.detect import FORMATS, parse_file, read_text
 
@@ -74,11 +74,27 @@ def _merge_with_index(index: PaperIndex, paper: Paper, matches: list[Paper],
     merged = paper
     previous_ids: list[str] = []
     for existing in matches:
-        if not same_paper(existing, merged):  # shared fingerprint but conflicting DOIs, say
+        if _revises(paper, existing):  # the same entry again: what it says now wins over what it said
+            merged = merge_papers(merged, existing)
+        elif same_paper(existing, merged):  # (not: a shared fingerprint but conflicting DOIs, say)
+            merged = merge_papers(existing, merged)
+        else:
             continue
-        merged = merge_papers(existing, merged)
         previous_ids.append(existing.id)
     return merged, previous_ids
+
+
+def _revises(paper: Paper, existing: Paper) -> bool:
+    """True when ``paper`` is a later version of an entry that ``existing`` was made from: a
+    source id they share (the same BibTeX key, CSL-JSON id, arXiv id) and the same title, whatever
+    else changed (a corrected year, venue or DOI). Merged with ``paper`` first, so a correction in a
+    re-ingested file replaces what the file said before, where the field rules would otherwise
+    keep the older value (same source, same rank); what only ``existing`` has (another source's
+    abstract) stays. The same title is required because two files may use one key for two papers."""
+    own = {(item.source, item.source_id) for item in paper.provenance if item.source_id}
+    if not own or not any((item.source, item.source_id) in own for item in existing.provenance):
+        return False
+    return title_key(paper.title) == title_key(existing.title)
 
 
 def _fold_equal_ids(papers: list[Paper], warnings: list[SkippedItem]) -> list[Paper]:
