@@ -62,6 +62,7 @@ class Scholars:
         for ``for_name``, and only those who never wrote with them when ``new_only``. An empty
         index says so and how to fill it; an empty topic is an ``InputError``."""
         from retrieval.scholars.collaborators import find_collaborators
+        from retrieval.scholars.coverage import topic_judge
 
         if not topic.strip():
             raise InputError("The topic is empty.", hint='Try: paperbot collaborators "optical interconnects"')
@@ -69,4 +70,4 @@ class Scholars:
         if index.count() == 0:  # say so, and how to fill it, rather than "nothing matches"
             return CollaboratorsResult(topic=topic.strip(), scholars=[], notice=index.explain_empty(None))
         return find_collaborators(index, self._installation.settings, topic.strip(), for_name=for_name,
-                                  new_only=new_only, limit=limit)
+                                  new_only=new_only, limit=limit, judge_topic=topic_judge(index))

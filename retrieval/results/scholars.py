@@ -110,6 +110,9 @@ class CollaboratorsResult(BaseModel):
     scholars: list[ExpertCandidate]
     notice: str | None = Field(default=None, exclude=True)  # e.g. "no indexed paper is close to the topic"
     for_person: str | None = Field(default=None, exclude=True)  # who --for resolved to (display name)
+    # ask's evidence judgement of the topic's closest papers (retrieval.scholars.coverage): False when
+    # the index does not seem to cover it (the ranking is still given, with a notice); None: not judged
+    topic_covered: bool | None = None
 
 
 ScholarSummaryResult.model_rebuild()  # ScholarCandidate is defined after it

@@ -25,6 +25,7 @@ from retrieval.records.paper import Paper
 from retrieval.results import Citation, CollaboratorsResult, ExpertCandidate, SearchFilters, SearchHit
 from retrieval.scholars.cache import directory_for
 from retrieval.scholars.clustering import Vectors
+from retrieval.scholars.coverage import TopicJudge, covers, not_covered_notice
 from retrieval.scholars.expertise import Expert, document_model_scores, with_work_similarity
 from retrieval.scholars.hubness import Neighbours, paper_hubness, stored_neighbours_of
 from retrieval.scholars.people import PeopleDirectory, Person, stored_vectors_of
@@ -174,12 +175,15 @@ def find_collaborators(
     roster: RosterLike | None = None,
     directory: PeopleDirectory | None = None,
     retrieve_k: int = RETRIEVE_K,
+    judge_topic: TopicJudge | None = None,
 ) -> CollaboratorsResult:
     """People ranked by expertise on ``topic`` with the papers that make the case.
 
     ``for_name`` excludes that person (resolved like ``summarize``; an ambiguous name is an
     ``InputError`` listing the candidates); ``new_only`` also excludes their co-authors.
     ``directory`` (the index grouped into people) is built from the index when not given.
+    ``judge_topic`` (``retrieval.scholars.coverage.topic_judge``) decides ``topic_covered``; a topic
+    judged not covered keeps its ranking and gets a notice saying so. Without it, not judged (None).
     """
     topic = " ".join(topic.split())
     if not topic:
@@ -226,9 +230,15 @@ def find_collaborators(
                 work_similarity=None if expert.work_similarity is None else round(expert.work_similarity, 4),
             )
         )
-    notice = None
+    verdict = judge_topic(topic, hits) if judge_topic is not None else None
+    notices = []
+    covered = None if verdict is None else covers(verdict)
+    if covered is False and verdict is not None:
+        notices.append(not_covered_notice(verdict))
     if not scholars:
-        notice = "Everyone with a matching paper was excluded by --for/--new-only."
+        notices.append("Everyone with a matching paper was excluded by --for/--new-only.")
     return CollaboratorsResult(
-        topic=topic, scholars=scholars, notice=notice, for_person=asker.name if asker is not None else None
+        topic=topic, scholars=scholars, notice=" ".join(notices) or None,
+        for_person=asker.name if asker is not None else None,
+        topic_covered=covered,
     )

@@ -16,6 +16,7 @@ from retrieval.assistant import Assistant
 from retrieval.errors import InputError, UnknownScholarError
 from retrieval.results import AmbiguousScholarResult, CollaboratorsResult, ScholarSummaryResult
 from retrieval.scholars.collaborators import find_collaborators
+from retrieval.scholars.coverage import topic_judge
 from retrieval.scholars.expertise import document_model_scores, single_best_scores
 from retrieval.scholars.people import PeopleDirectory
 from retrieval.scholars.summary import stored_vectors, summarize_scholar
@@ -70,10 +71,28 @@ def test_collaborators_result_carries_evidence_and_reasons(real_index, index_set
             assert seen.setdefault(citation.id, citation.n) == citation.n
     assert sorted(set(seen.values())) == list(range(1, len(seen) + 1))
     payload = result.model_dump(mode="json")
-    assert set(payload) == {"topic", "scholars"}
+    assert set(payload) == {"topic", "scholars", "topic_covered"} and payload["topic_covered"] is None  # not judged
     assert set(payload["scholars"][0]) == {"name", "score", "affiliation", "reason", "papers", "person_id",
                                            "work_similarity"}
     assert all(s.work_similarity is not None and 0.0 < s.work_similarity <= 1.0 for s in result.scholars)
+
+
+def test_a_topic_the_index_does_not_cover_is_ranked_with_a_notice_saying_so(real_index, index_settings, people):
+    """The collaborators door judges the topic as ``ask`` judges a question (retrieval.scholars.coverage):
+    a topic off the index keeps its ranking, flagged; a covered one is not flagged. Probabilities
+    on this index: 0.98 for TOPIC, 0.02 for cattle, against the cut of 0.1."""
+    judge = topic_judge(real_index)
+    covered = find_collaborators(real_index, index_settings, TOPIC, limit=5, today=TODAY, directory=people,
+                                 judge_topic=judge)
+    assert covered.topic_covered is True and covered.notice is None
+    off = find_collaborators(real_index, index_settings, "grazing behaviour of dairy cattle", limit=5, today=TODAY,
+                             directory=people, judge_topic=judge)
+    assert off.topic_covered is False and off.scholars  # still ranked: the closest people, flagged
+    assert off.notice is not None and off.notice.startswith("The index may not cover this topic: ")
+    assert "the closest: '" in off.notice and off.model_dump(mode="json")["topic_covered"] is False
+    assistant = Assistant(index_settings, index=real_index, chat_model=None)
+    assert assistant.scholars.collaborators("grazing behaviour of dairy cattle", limit=3).topic_covered is False
+    assert assistant.scholars.collaborators(TOPIC, limit=3).topic_covered is True
 
 
 def test_for_excludes_the_person_and_new_only_their_coauthors(real_index, index_settings, people):
