@@ -196,8 +196,10 @@ def _write_batch(index: PaperIndex, batch: Sequence[Paper], report: IngestReport
         if not done or isinstance(exc, PartlySavedError):
             raise
         raise PartlySavedError(exc, saved=done, total=total) from exc
-    report.added.extend(outcome.added)
-    report.updated.extend(outcome.updated)
+    # a record whose id changed (a corrected year, a DOI that appeared) replaced its old version:
+    # for the reader of the report it was updated, not added beside it
+    report.added.extend(paper_id for paper_id in outcome.added if paper_id not in replaces)
+    report.updated.extend([*outcome.updated, *(paper_id for paper_id in outcome.added if paper_id in replaces)])
     report.unchanged.extend(outcome.unchanged)
 
 

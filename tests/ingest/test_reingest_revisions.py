@@ -45,9 +45,10 @@ def test_a_corrected_year_leaves_one_record_not_two(tmp_path: Path, open_index) 
     index = _index(tmp_path, open_index)
     bib = tmp_path / "mine.bib"
     _ingest(index, bib, ENTRY)
-    _ingest(index, bib, ENTRY.replace("year={2021}", "year={2022}"))
+    corrected = _ingest(index, bib, ENTRY.replace("year={2021}", "year={2022}"))
     [paper] = list(index.iter_papers())
     assert paper.year == 2022
+    assert corrected.updated == [paper.id] and not corrected.added  # its id changed: updated, not added
     assert index.search("sparse tensor factorization on many-core processors", k=1)[0].paper.year == 2022
     again = _ingest(index, bib, ENTRY.replace("year={2021}", "year={2022}"))
     assert len(again.unchanged) == 1 and not again.added and not again.updated
