@@ -231,10 +231,8 @@ def find_collaborators(
             )
         )
     verdict = judge_topic(topic, hits) if judge_topic is not None else None
-    notices = []
     covered = None if verdict is None else covers(verdict)
-    if covered is False and verdict is not None:
-        notices.append(not_covered_notice(verdict))
+    notices = [not_covered_notice(verdict)] if verdict is not None and not covered else []
     if not scholars:
         notices.append("Everyone with a matching paper was excluded by --for/--new-only.")
     return CollaboratorsResult(

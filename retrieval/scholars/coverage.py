@@ -1,8 +1,8 @@
 """Does the index cover a collaborators topic? The evidence judgement of ``ask``, read for a topic.
 
 ``paperbot collaborators`` always ranks whoever wrote the closest papers, so a topic nobody in the
-index works on ("quantum error correction with surface codes" over systems and NLP lists) would
-get a confident-looking ranking of people from neighbouring fields. ``judge_topic`` asks the same
+index works on ("optical interconnects for ML training" over 40 lists in NLP, systems and physics)
+would get a confident-looking ranking of people from neighbouring fields. ``judge_topic`` asks the same
 judgement ``ask`` uses to answer or abstain (``retrieval.answers.judgement``: the best record
 against the index's own background, the field of near misses, the topic's words the index lacks)
 of the topic's first ``JUDGED_HITS`` hits, as ``ask`` judges its default k. A notice is only
