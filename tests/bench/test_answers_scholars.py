@@ -10,12 +10,11 @@ and the goals on the held-out half. The set's own shape is checked without the d
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.bench.scholars_run import run_scholars_bench
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
@@ -55,15 +54,8 @@ def test_the_set_has_every_kind_in_the_agreed_numbers() -> None:
 
 @pytest.fixture(scope="module")
 def run(scholars_bench_out: Path) -> tuple[dict, str]:
-    out = scholars_bench_out  # shared with the other scholars benchmark: one ingest of the 40 files
-    figures = out / "answers-scholars.json"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "bench/answers_scholars.py", "--reuse-index", "--out", str(out), "--json", str(figures)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(figures.read_text(encoding="utf-8")), done.stdout
+    # the --out folder is shared with the other scholars benchmark: one ingest of the 40 files
+    return run_scholars_bench("answers_scholars.py", scholars_bench_out, "answers-scholars.json", timeout=600)
 
 
 @pytest.mark.slow

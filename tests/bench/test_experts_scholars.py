@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.scholars_run import run_scholars_bench
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 HALVES = ("tune", "held-out", "all")
@@ -44,16 +46,10 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def figures(scholars_bench_out: Path) -> dict:
-    out = scholars_bench_out  # shared with the other scholars benchmarks: one ingest of the 40 files
-    path = out / "experts-scholars.json"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "bench/experts_scholars.py", "--reuse-index", "--out", str(out), "--json", str(path)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "Query: the held-out record's abstract." in done.stdout
-    return json.loads(path.read_text(encoding="utf-8"))
+    # the --out folder is shared with the other scholars benchmarks: one ingest of the 40 files
+    figures, stdout = run_scholars_bench("experts_scholars.py", scholars_bench_out, "experts-scholars.json", timeout=900)
+    assert "Query: the held-out record's abstract." in stdout
+    return figures
 
 
 def test_every_query_is_in_one_half_and_counted_once(figures):
@@ -131,15 +127,9 @@ def test_the_ranking_speed_bench_gives_the_baselines_results(scholars_bench_out:
 def coverage(scholars_bench_out: Path) -> dict:
     """``bench/topic_coverage.py --json`` on the same index: how often collaborators flags a topic
     as not covered, on covered topics and on near misses."""
-    path = scholars_bench_out / "topic-coverage.json"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "bench/topic_coverage.py", "--reuse-index", "--out", str(scholars_bench_out), "--json", str(path)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "| experts titles |" in done.stdout and "| near misses |" in done.stdout
-    return json.loads(path.read_text(encoding="utf-8"))
+    figures, stdout = run_scholars_bench("topic_coverage.py", scholars_bench_out, "topic-coverage.json", timeout=900)
+    assert "| experts titles |" in stdout and "| near misses |" in stdout
+    return figures
 
 
 def test_collaborators_rarely_flag_a_covered_topic_and_flag_a_third_of_near_misses(coverage):

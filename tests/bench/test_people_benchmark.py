@@ -8,13 +8,11 @@ then issue #12's goals for the new policy on the quick owners.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.bench.scholars_run import run_scholars_bench
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
@@ -28,15 +26,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def run(scholars_bench_out: Path) -> tuple[dict, str]:
-    out = scholars_bench_out  # shared with the other scholars benchmark: one ingest of the 40 files
-    figures = out / "people.json"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "bench/people.py", "--reuse-index", "--quick", "--out", str(out), "--json", str(figures)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(figures.read_text(encoding="utf-8")), done.stdout
+    # the --out folder is shared with the other scholars benchmark: one ingest of the 40 files
+    return run_scholars_bench("people.py", scholars_bench_out, "people.json", "--quick", timeout=600)
 
 
 def test_both_policies_are_reported_in_one_run(run):
