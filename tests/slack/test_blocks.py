@@ -380,3 +380,15 @@ def test_help_and_queue_texts() -> None:
     assert "/paperbot summarize" in dump(kit.help_blocks())
     assert "position 3" in kit.queued_text(3)
     assert "`ab12`" in kit.apology_text("ab12")
+
+
+def test_collaborators_for_a_topic_the_index_may_not_cover_show_the_notice_above_the_people() -> None:
+    notice = ("The index may not cover this topic: No indexed record mentions 'optical interconnects'; the closest: "
+              "'Physical Optics'. The people below wrote the closest papers found; check them before you write to anyone.")
+    result = CollaboratorsResult(topic="optical interconnects", topic_covered=False, notice=notice, scholars=[
+        ExpertCandidate(name="Ann Lee", score=0.8, affiliation="MIT", reason="1 paper", papers=[citation(1)])])
+    blocks = kit.collaborators_blocks(result)
+    text = dump(blocks)
+    assert "The index may not cover this topic" in text and "'optical interconnects'" in text
+    assert text.index("may not cover") < text.index("Ann Lee")  # read before the ranking
+    assert_inert(blocks)
