@@ -30,6 +30,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from retrieval.answers.judgement import TYPICAL_BACKGROUND, Rarity, Verdict, judge
 from retrieval.config import Settings
@@ -81,6 +82,20 @@ def resolve_policy(settings: Settings | None, override: float | None = None) -> 
 def resolve_min_relevance(settings: Settings | None, override: float | None = None) -> float:
     """The threshold in force for records with an abstract (see ``resolve_policy``)."""
     return resolve_policy(settings, override).min_relevance
+
+
+class CountedIndex(Protocol):
+    """What ``index_rarity`` reads of an index (``PaperIndex``)."""
+
+    def count(self) -> int: ...
+
+    def term_rarity(self, term: str) -> float: ...
+
+
+def index_rarity(index: CountedIndex) -> Rarity | None:
+    """``index.term_rarity`` for the judgement, or None for an index too small (under
+    ``RARITY_MIN_RECORDS``) for word frequencies to say which word is specific."""
+    return index.term_rarity if index.count() >= RARITY_MIN_RECORDS else None
 
 
 def question_concepts(question: str) -> list[tuple[str, ...]]:

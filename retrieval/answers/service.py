@@ -109,10 +109,10 @@ class AnsweringService:
         Aditya Grover on diffusion" must find diffusion in the records, not "Grover". None for
         an index too small for word frequencies to say which word is specific
         (``evidence.RARITY_MIN_RECORDS``)."""
-        if self._index.count() < evidence.RARITY_MIN_RECORDS:
+        rarity = evidence.index_rarity(self._index)
+        if rarity is None:
             return None
         named = content_terms(" ".join([*filters.authors, filters.venue or ""]))
-        rarity = self._index.term_rarity
         return lambda term: 0.0 if term in named else rarity(term)
 
     # --- parts -----------------------------------------------------------------------------------

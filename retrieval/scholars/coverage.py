@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from retrieval.answers.evidence import RARITY_MIN_RECORDS, neutralise
+from retrieval.answers.evidence import index_rarity, neutralise
 from retrieval.answers.judgement import Verdict, judge, why_not
 from retrieval.index.background import Background
 from retrieval.results import SearchHit
@@ -42,14 +42,13 @@ class JudgedIndex(Protocol):
 
 def topic_judge(index: JudgedIndex) -> TopicJudge:
     """The judgement over ``index``: its background, and its word rarity once it is large enough
-    for word frequencies to tell specific words apart (``evidence.RARITY_MIN_RECORDS``)."""
+    for word frequencies to tell specific words apart (``evidence.index_rarity``, as ``ask``)."""
 
     def judge_topic(topic: str, hits: Sequence[SearchHit]) -> Verdict | None:
         top = list(hits[:JUDGED_HITS])
         if not any(hit.dense_score is not None for hit in top):
             return None  # a lexical-only search: no meaning to read
-        rarity = index.term_rarity if index.count() >= RARITY_MIN_RECORDS else None
-        return judge(neutralise(topic), top, index.evidence_background(), rarity)
+        return judge(neutralise(topic), top, index.evidence_background(), index_rarity(index))
 
     return judge_topic
 
