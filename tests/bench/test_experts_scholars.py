@@ -21,10 +21,6 @@ two queries of 89).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -107,20 +103,14 @@ def test_the_ranking_speed_bench_gives_the_baselines_results(scholars_bench_out:
     """``bench/expert_ranking_speed.py --quick`` on the same index: each timed side gives the same
     people in the same order with the same scores, and the same records, as the new code (the
     figures themselves are in docs/performance.md; no time is asserted)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "bench/expert_ranking_speed.py", "--quick", "--reuse-index", "--out", str(scholars_bench_out),
-         "--json", str(scholars_bench_out / "ranking-speed.json")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    figures = json.loads((scholars_bench_out / "ranking-speed.json").read_text(encoding="utf-8"))
+    figures, stdout = run_scholars_bench("expert_ranking_speed.py", scholars_bench_out, "ranking-speed.json", "--quick",
+                                         timeout=600)
     sides = {(row["task"], row["side"]) for row in figures["rows"]}
     assert sides == {("people through their papers", "baseline"), ("people through their papers", "new"),
                      ("reading records", "baseline"), ("reading records", "new"),
                      ("reading records", "full validation")}
     assert figures["queries"] == 30 and all(row["same_result"] and row["median_s"] > 0 for row in figures["rows"])
-    assert "| people through their papers | baseline |" in done.stdout and "Host at end: " in done.stdout
+    assert "| people through their papers | baseline |" in stdout and "Host at end: " in stdout
 
 
 @pytest.fixture(scope="module")
