@@ -29,11 +29,19 @@ import numpy as np
 from retrieval.errors import DiskFullError, StorageError
 from retrieval.index.encoders.base import Encoder
 from retrieval.records.paper import Paper
-from retrieval.storage.sqlite import disk_is_full, open_snapshot, report_read_only, rollback, unwritable
+from retrieval.storage.sqlite import (
+    disk_is_full,
+    open_snapshot,
+    report_read_only,
+    rollback,
+    unwritable,
+    use_write_ahead_log,
+)
 
 log = logging.getLogger(__name__)
 
 ENCODE_CHUNK = 256  # misses encoded (and stored) per encoder call
+BUSY_TIMEOUT = 30.0  # seconds a connection waits for another one's write lock (and a new file's WAL switch)
 _SQL_VARIABLES = 500  # hashes per SELECT ... IN (...)
 _VECTOR = np.dtype("<f4")
 
@@ -89,9 +97,9 @@ class EmbeddingCache:
 
     def _open(self, target: str | None = None) -> sqlite3.Connection:
         """A connection to the cache file (or to ``target``, e.g. ":memory:") with its pragmas and table."""
-        db = sqlite3.connect(target or self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(target or self.path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            use_write_ahead_log(db, BUSY_TIMEOUT)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)
         except sqlite3.Error:

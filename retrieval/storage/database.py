@@ -43,9 +43,7 @@ must not queue behind a burst of answers being saved. A WAL file on a full disk 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,8 +56,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from retrieval.config import Settings
 from retrieval.errors import ConfigError, DataDirReadOnlyError, PaperbotError
-from retrieval.storage.driver_errors import sqlite_code, storage_error
-from retrieval.storage.sqlite import open_read_only, open_snapshot, unwritable
+from retrieval.storage.driver_errors import storage_error
+from retrieval.storage.sqlite import open_read_only, open_snapshot, unwritable, use_write_ahead_log
 
 BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one's transaction
 WRITERS = 0x70627772  # pg_advisory_xact_lock key every writer of the small stores takes ("pbwr")
@@ -142,7 +140,7 @@ class Database:
                 cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 cursor.execute("PRAGMA foreign_keys = ON")
                 if writable:
-                    _write_ahead_log(cursor)
+                    use_write_ahead_log(cursor, BUSY_TIMEOUT_MS / 1000)
                     cursor.execute("PRAGMA synchronous = NORMAL")
             finally:
                 cursor.close()
@@ -214,22 +212,6 @@ class Database:
             return None
         with self.reading("read the database's schema revision") as connection:
             return stored_revision(connection)
-
-
-def _write_ahead_log(cursor: Any) -> None:
-    """``PRAGMA journal_mode = WAL`` on a SQLite connection, waiting for another connection that
-    converts the same new file at that moment: both would escalate their lock, and SQLite answers
-    one of them SQLITE_BUSY at once instead of letting it wait (its busy timeout does not apply).
-    Retried for up to ``BUSY_TIMEOUT_MS``; the mode then persists in the file."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if sqlite_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
 
 
 def _snapshot_of(path: Path) -> Any:

@@ -32,6 +32,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from retrieval.config import unwritable_reason
@@ -170,3 +171,21 @@ def open_read_only(path: Path, *, label: str, data_dir: Path, reason: str) -> sq
             f"read {label}: its write-ahead log {path.name}-wal holds changes SQLite can read only by "
             f"creating {path.name}-shm next to it", data_dir=str(data_dir), reason=reason)
     return snapshot
+
+
+def use_write_ahead_log(cursor: sqlite3.Connection | sqlite3.Cursor, timeout: float) -> None:
+    """``PRAGMA journal_mode = WAL`` on a writable SQLite connection (or a cursor of one), waiting
+    up to ``timeout`` seconds for another connection that converts the same new file at that
+    moment: both escalate their lock, and SQLite answers one of them SQLITE_BUSY ("database is
+    locked") at once instead of letting it wait, whatever its busy timeout. The mode then
+    persists in the file, so only the first connections to a new file ever wait here."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
