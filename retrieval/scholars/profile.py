@@ -7,6 +7,7 @@ import calendar
 from collections import Counter
 from collections.abc import Sequence
 from datetime import date
+from typing import Protocol
 
 from retrieval.records.paper import Paper
 from retrieval.results import Coauthor, CoauthorLink, ScholarCandidate
@@ -17,6 +18,12 @@ from retrieval.text import fold
 AFFILIATION_YEARS = 10
 TOP_COAUTHORS = 10
 MAX_TOPICS = 10
+
+
+class SalientTerms(Protocol):
+    """``themes.salient_terms``'s shape: the terms that set ``papers`` apart, best first."""
+
+    def __call__(self, papers: Sequence[Paper], background: TermStats, *, limit: int) -> list[str]: ...
 
 
 def period_end(published: str | None) -> date | None:
@@ -52,11 +59,14 @@ def affiliations(person: Person, today: date, years: int = AFFILIATION_YEARS) ->
     return {"current": current, "previous": previous}
 
 
-def topics(papers: Sequence[Paper], background: TermStats, limit: int = MAX_TOPICS) -> list[str]:
-    """Most frequent categories/topics, then the phrases that set the papers apart."""
+def topics(papers: Sequence[Paper], background: TermStats, limit: int = MAX_TOPICS, *,
+           salient: SalientTerms = salient_terms) -> list[str]:
+    """Up to ``limit`` topics of ``papers``: their most frequent categories (at most half of them;
+    each used twice, or by one of fewer than three papers), then the terms that set the papers apart
+    from ``background`` (``salient``, called with ``limit=``; a benchmark passes its baseline)."""
     counts = Counter(c for p in papers for c in p.categories)
     found: list[str] = [c for c, n in counts.most_common() if n >= 2 or len(papers) < 3][: limit // 2]
-    for term in salient_terms(papers, background, limit=limit):
+    for term in salient(papers, background, limit=limit):
         if len(found) >= limit:
             break
         if fold(term) not in {fold(f) for f in found}:

@@ -214,11 +214,13 @@ class _Space:
         return vec / math.sqrt(norm_sq) if norm_sq else vec
 
 
-def _bonus(key: str) -> float:
+def phrase_bonus(key: str) -> float:
+    """A term's weight by its length in words (``_LENGTH_BONUS``); 0 for a ``cat:`` token."""
     return _LENGTH_BONUS.get(len(key.split()), 1.0) if not key.startswith("cat:") else 0.0
 
 
-def _best_surface(key: str, terms: Sequence[_Terms]) -> str:
+def best_surface(key: str, terms: Sequence[_Terms]) -> str:
+    """How ``key`` is written most often in ``terms`` (ties: the form with capitals)."""
     seen: defaultdict[str, float] = defaultdict(float)
     for t in terms:
         for form, weight in t.surfaces.get(key, {}).items():
@@ -242,7 +244,7 @@ def label_for(papers: Sequence[Paper], background: TermStats, *, limit: int = 2)
     for key, count in share.items():
         if count < needed:
             continue
-        scored.append((count / len(papers) * background.idf(key) * _bonus(key), key))
+        scored.append((count / len(papers) * background.idf(key) * phrase_bonus(key), key))
     if not scored and needed > 1:  # nothing shared: fall back to the most central title's words
         return label_for(papers[:1], background, limit=limit)
     scored.sort(key=lambda item: (-item[0], item[1]))
@@ -260,7 +262,7 @@ def label_for(papers: Sequence[Paper], background: TermStats, *, limit: int = 2)
             break
     if not chosen:
         return "", []
-    return ", ".join(_best_surface(k, terms) for k in chosen), chosen
+    return ", ".join(best_surface(k, terms) for k in chosen), chosen
 
 
 def capitalise(phrase: str) -> str:
@@ -381,24 +383,54 @@ def assign_to_themes(
     return {p.id: member_of.get(p.id) or placed[p.id] for p in papers}
 
 
+def keyness(count: int, key: str, papers: int, background: TermStats) -> float:
+    """How much using ``key`` in ``count`` of ``papers`` papers sets them apart from ``background``:
+    ``count x log(count / expected)``, where ``expected = papers x df / N`` is how many of them would
+    use it if they used it as the background does, times the phrase-length bonus. A word that every
+    paper of the field uses ("model", "systems") is expected nearly as often as it is seen and scores
+    little, however often it is used; a rare word used by many of the papers scores most. Positive
+    for a term used more than expected, 0 or less otherwise (such a term is no topic).
+
+    When the background holds fewer other papers than ``papers`` (an index of one scholar's list),
+    there is too little to compare with, and the score is ``count x idf`` (how rare the term is in
+    the background) times the bonus instead."""
+    if background.n - papers < papers:
+        return count * background.idf(key) * phrase_bonus(key)
+    expected = papers * max(background.df.get(key, 0), count) / background.n
+    return count * math.log(count / expected) * phrase_bonus(key)
+
+
 def salient_terms(
     papers: Sequence[Paper], background: TermStats, *, limit: int = 8, phrases_only: bool = False
 ) -> list[str]:
-    """Phrases that characterise ``papers`` against the background (for a profile's topics);
-    ``phrases_only`` skips single words."""
+    """Terms that set ``papers`` apart from the background (a profile's topics, an "Other topics"
+    group's highlights), best first; ``phrases_only`` skips single words.
+
+    Candidates are the terms of the papers' titles, counted in the papers that use them anywhere
+    (title or abstract) and scored by ``keyness``. With four papers or more, a term must be used by two
+    of them, and a single word must be in two of their titles: a verb of one title that abstracts use
+    everywhere ("increases") is no topic. A term all of whose stems a better one already shows is
+    skipped. (The rule and ``keyness`` were chosen on the tuning half of ``bench/summarize_topics.py``;
+    its figures are in docs/performance.md.)"""
     if not papers:
         return []
     terms = [paper_terms(p) for p in papers]
-    titles = set().union(*(title_keys(p) for p in papers))
+    in_title = [title_keys(p) for p in papers]
+    titles = set().union(*in_title)
     share: Counter[str] = Counter()
     for t in terms:
         share.update(k for k in t.counts if k in titles)
-    needed = 2 if len(papers) >= 4 else 1
-    scored = sorted(
-        ((count * background.idf(key) * _bonus(key), key)
-         for key, count in share.items() if count >= needed and (" " in key or not phrases_only)),
-        key=lambda item: (-item[0], item[1]),
-    )
+    title_share = Counter(k for keys in in_title for k in keys)
+    many = len(papers) >= 4
+    scored: list[tuple[float, str]] = []
+    for key, count in share.items():
+        single = " " not in key
+        if (many and count < 2) or (single and (phrases_only or (many and title_share[key] < 2))):
+            continue
+        value = keyness(count, key, len(papers), background)
+        if value > 0:
+            scored.append((value, key))
+    scored.sort(key=lambda item: (-item[0], item[1]))
     chosen: list[str] = []
     used: set[str] = set()
     for _, key in scored:
@@ -409,7 +441,7 @@ def salient_terms(
         used |= stems
         if len(chosen) == limit:
             break
-    return [_best_surface(k, terms) for k in chosen]
+    return [best_surface(k, terms) for k in chosen]
 
 
 # --- extractive sentences ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from retrieval.records.paper import Author, Paper
 from retrieval.scholars.themes import (
     OTHER_LABEL,
     TermStats,
@@ -126,3 +127,40 @@ def test_papers_all_inside_the_themes_keep_their_theme_in_the_order_asked(backgr
     labels = assign_to_themes(asked, themes, background)
     assert list(labels) == [p.id for p in asked]
     assert labels == {p.id: t.label for t in themes for p in t.papers}
+
+
+def _paper(title: str, abstract: str) -> Paper:
+    return Paper(title=title, abstract=abstract, authors=[Author(name="Ada Lovelace")], published="2024")
+
+
+def _field_background(person: list[Paper]) -> TermStats:
+    """An index of 200 other papers of a field where every paper says "model" and "increases", and
+    a few say "blockchain", plus ``person``'s papers."""
+    others = [_paper(f"A model of problem {n}", f"Our model increases accuracy on task {n}.") for n in range(190)]
+    others += [_paper(f"Blockchain study {n}", "A model of a ledger.") for n in range(10)]
+    return TermStats.from_papers([*others, *person])
+
+
+def test_topics_are_what_sets_the_papers_apart_not_what_the_field_says_everywhere():
+    person = [
+        _paper("Blockchain consensus for sensor networks", "The model increases throughput of the ledger."),
+        _paper("Gossip protocols on a blockchain", "This increases the reach of the model."),
+        _paper("Blockchain sharding at scale", "Sharding increases capacity; our model shows it."),
+        _paper("Increasing the fairness of gossip protocols", "It increases fairness in the model."),
+        _paper("Peer sampling with gossip protocols", "A model of peer sampling increases coverage."),
+    ]
+    terms = salient_terms(person, _field_background(person))
+    assert set(terms[:2]) == {"gossip protocols", "blockchain"}
+    # used by every paper, but the whole field uses it as much: no topic, however often it is used
+    assert "model" not in terms
+    # in every abstract and one title: a single word must be in two titles of four papers or more
+    assert not any(t.startswith("increas") for t in terms)
+
+
+def test_one_scholars_index_still_has_topics():
+    """The papers are the whole background (one list indexed): nothing to compare with, so the
+    terms are scored by how rare they are among the papers instead of by keyness (never none)."""
+    person = [_paper("Blockchain consensus", "A ledger."), _paper("Blockchain sharding", "A ledger split."),
+              _paper("Gossip on a blockchain", "Gossip."), _paper("Gossip protocols", "Gossip again.")]
+    terms = salient_terms(person, TermStats.from_papers(person))
+    assert terms and terms[0] == "blockchain"
