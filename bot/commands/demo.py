@@ -54,8 +54,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     else:
         ctx.note(f"Indexing the sample corpus into {where} (the demo's own data dir, not yours; first run only) ...")
         with ctx.progress("Indexing sample", total=None) as update:
-            report = assistant.library.ingest_files([path], progress=update)
-        assistant.library.mark_ingested(path, META_KEY)
+            report = assistant.library.ingest_files([path], progress=update, mark=META_KEY)
         if args.json:  # stdout is the answer's JSON alone
             ctx.note(f"Sample corpus: {report.total:,} records indexed.")
         else:

@@ -53,9 +53,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not ctx.settings.records_path.exists():
         raise InputError(f"Nothing is indexed in {ctx.settings.data_dir}; nothing to remove.",
                          hint="Check PAPERBOT_DATA_DIR.")
-    report = ctx.assistant.library.remove_sources(paths, label=", ".join(sources), dry_run=args.dry_run)
-    if DEMO in sources and not args.dry_run:  # the sample's records are out, or kept without it
-        ctx.assistant.library.forget_marked_file(META_KEY)
+    # the sample's records go out (or stay without it), and with them the mark that it is indexed
+    report = ctx.assistant.library.remove_sources(paths, label=", ".join(sources), dry_run=args.dry_run,
+                                                  forget=META_KEY if DEMO in sources else None)
     if args.json:
         ctx.out_json(report.as_dict())
     else:

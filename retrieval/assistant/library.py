@@ -4,7 +4,9 @@ records ingested, the records of files removed, and the marks that say which fil
 Every write to the records here holds the data dir's writer lock (``Installation.writing``:
 ``ingest_files``, ``ingest_papers``, ``remove_sources``) from before it first touches the index
 until it is done, so two processes never merge into the same records at once. A ``mark`` is one
-key of the record store's metadata, set or deleted on its own after the write it marks.
+key of the record store's metadata that says which file was ingested (``paperbot demo``'s
+sample); it is set or deleted under the same lock as the write it marks, so a removal can never
+fall between an ingest and its mark and leave a mark of records that are gone.
 """
 
 from __future__ import annotations
@@ -33,15 +35,24 @@ class Library:
         self._installation = installation
 
     def ingest_files(
-        self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None
+        self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None,
+        mark: str | None = None,
     ) -> IngestReport:
-        """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest.pipeline``."""
+        """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest.pipeline``.
+
+        ``mark``: record under that key that the one file of ``paths``, as it was read, is indexed
+        (``ingested_before``), in the same locked write, once its records are in."""
         from retrieval.ingest.pipeline import ingest_papers, read_files
 
+        if mark is not None and len(paths) != 1:
+            raise ValueError("a mark records one file")
+        digest = _digest(paths[0]) if mark is not None else None  # before reading: a later change re-ingests
         papers, report = read_files(paths, fmt=fmt)
         if papers:  # nothing read: the index (and its vector store) is not even opened
             with self._installation.writing("ingest"):
                 report.extend(ingest_papers(self._installation.index, papers, progress=progress))
+                if mark is not None and digest is not None:
+                    self._installation.index.store.set_meta(mark, digest)
         return report
 
     def ingest_papers(self, papers: Sequence[Paper], *, progress: Progress | None = None) -> IngestReport:
@@ -52,14 +63,16 @@ class Library:
             return ingest_papers(self._installation.index, papers, progress=progress)
 
     def remove_sources(
-        self, paths: Sequence[Path], *, label: str | None = None, fmt: str | None = None, dry_run: bool = False
+        self, paths: Sequence[Path], *, label: str | None = None, fmt: str | None = None, dry_run: bool = False,
+        forget: str | None = None,
     ) -> RemovalReport:
         """Take the records the files were ingested into back out of the index.
 
         Each file is read again and matched with what it became (``retrieval.ingest.removal``):
         records only its entries describe are deleted; records other sources describe too are
         kept without the files' provenance and the fields only they supplied, and listed. ``dry_run``: report the same without changing anything.
-        ``label`` names the source in the report (default: the paths).
+        ``label`` names the source in the report (default: the paths). ``forget``: the mark
+        (``ingest_files(mark=)``) of the file removed, deleted in the same locked write.
         """
         from retrieval.ingest.pipeline import read_files
         from retrieval.ingest.removal import plan_removal
@@ -80,18 +93,16 @@ class Library:
                 if plan.kept:
                     index.upsert([kept.record for kept in plan.kept],
                                  replaces={kept.record.id: kept.id for kept in plan.kept})
+                if forget is not None:
+                    index.store.delete_meta(forget)
         report.removed = plan.remove
         report.kept = [KeptAfterRemoval(k.record.id, k.title, k.other_sources, k.fields_removed) for k in plan.kept]
         report.not_indexed = plan.not_indexed
         return report
 
     def ingested_before(self, path: Path, marker: str) -> bool:
-        """Whether this very file (by content) was indexed and recorded under ``marker`` (``mark_ingested``)."""
+        """Whether this very file (by content) was indexed and recorded under ``marker`` (``ingest_files(mark=)``)."""
         return self._installation.index.store.get_meta(marker) == _digest(path)
-
-    def mark_ingested(self, path: Path, marker: str) -> None:
-        """Record that ``path`` as it is now was indexed (`paperbot demo` indexes its sample once)."""
-        self._installation.index.store.set_meta(marker, _digest(path))
 
     def holds_marked_file(self, marker: str) -> bool:
         """Whether some version of a file was recorded under ``marker`` here; opens nothing but
@@ -108,7 +119,3 @@ class Library:
             return store.get_meta(marker) is not None
         finally:
             store.close()
-
-    def forget_marked_file(self, marker: str) -> None:
-        """Drop the ``mark_ingested`` record of ``marker`` (its records were taken out)."""
-        self._installation.index.store.delete_meta(marker)

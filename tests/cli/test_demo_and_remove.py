@@ -77,7 +77,7 @@ def polluted(tmp_path: Path, small_corpus: Path) -> Path:
     from retrieval.assistant import Assistant
 
     assistant = Assistant(Settings(data_dir=data_dir), chat_model=None)
-    assistant.library.mark_ingested(small_corpus, META_KEY)  # what the old demo recorded
+    assistant.library.ingest_files([small_corpus], mark=META_KEY)  # what the old demo recorded (records unchanged)
     assistant.close()
     return data_dir
 
