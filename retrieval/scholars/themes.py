@@ -50,6 +50,7 @@ MAX_TITLES_IN_SENTENCE = 4
 MAX_QUOTE_CHARS = 260
 
 _TOKEN = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _SEGMENT = re.compile(r"[:;,.!?()\[\]{}“”\"]|\s[-–—]\s")
 # Words that qualify rather than name a subject: never part of a label or a phrase.
 _FILLER_WORDS = (
@@ -112,7 +113,7 @@ def _extract(text: str, weight: float, into: _Terms, *, title: bool) -> None:
             if key is None or key in _filler():
                 run = []
                 continue
-            shown = _display(surface) if title else surface
+            shown = _POSSESSIVE.sub("", _display(surface) if title else surface)  # "learning’s" names "learning"
             run.append((key, shown))
             for size in (1, 2, 3):
                 if len(run) < size:

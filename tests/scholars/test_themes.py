@@ -164,3 +164,12 @@ def test_one_scholars_index_still_has_topics():
               _paper("Gossip on a blockchain", "Gossip."), _paper("Gossip protocols", "Gossip again.")]
     terms = salient_terms(person, TermStats.from_papers(person))
     assert terms and terms[0] == "blockchain"
+
+
+def test_a_possessive_is_not_part_of_a_topics_name():
+    """An abstract's "federated learning’s" is the form most often written when titles (Title Case,
+    counted less) say "Federated Learning": the topic is still "federated learning"."""
+    person = [_paper("Attacks on Federated Learning", "We study federated learning’s weak points."),
+              _paper("Defending Federated Learning", "Federated learning’s clients can lie.")]
+    terms = salient_terms(person, _field_background(person))
+    assert "federated learning" in terms and not any("’s" in t or "'s" in t for t in terms)
