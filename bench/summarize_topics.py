@@ -16,7 +16,7 @@ terms, in the same run over the same papers and background:
 * **paperbot**: ``themes.keyness`` (used by more of the person's papers than the background would
   lead one to expect), with the rule that a single word must be in two titles;
 * **previous**: how many of the papers use the term times its inverse document frequency in the
-  index, without that rule (the code before; ``previous_topics`` here).
+  index, without that rule (the code before, kept here as ``previous_salient_terms``).
 
 Each topic is asked of ``find_collaborators`` (the first 10 people). Per owner: the share of their
 topics that rank them in the first 10 and in the first 3, and the mean reciprocal rank (0 when not
