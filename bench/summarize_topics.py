@@ -50,7 +50,7 @@ from retrieval.scholars.cache import background_of, directory_for
 from retrieval.scholars.collaborators import find_collaborators
 from retrieval.scholars.profile import topics
 from retrieval.scholars.summary import summarize_scholar
-from retrieval.scholars.themes import TermStats, best_surface, paper_terms, phrase_bonus, title_keys
+from retrieval.scholars.themes import TermStats, best_surface, best_terms, paper_terms, phrase_bonus, title_keys
 
 TODAY = date(2026, 12, 1)  # fixed: the collaborators ranking's recency weights do not drift
 TOP = 10
@@ -66,20 +66,8 @@ def previous_salient_terms(papers: Sequence[Paper], background: TermStats, *, li
     for t in terms:
         share.update(k for k in t.counts if k in titles)
     needed = 2 if len(papers) >= 4 else 1
-    scored = sorted(((count * background.idf(key) * phrase_bonus(key), key)
-                     for key, count in share.items() if count >= needed),
-                    key=lambda item: (-item[0], item[1]))
-    chosen: list[str] = []
-    used: set[str] = set()
-    for _, key in scored:
-        stems = set(key.split())
-        if stems <= used:
-            continue
-        chosen.append(key)
-        used |= stems
-        if len(chosen) == limit:
-            break
-    return [best_surface(k, terms) for k in chosen]
+    scored = [(count * background.idf(key) * phrase_bonus(key), key) for key, count in share.items() if count >= needed]
+    return [best_surface(key, terms) for key in best_terms(scored, limit)]
 
 
 def owner_rows(index: PaperIndex, settings: Settings, owners: Sequence[Owner],

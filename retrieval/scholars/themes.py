@@ -431,10 +431,15 @@ def salient_terms(
         value = keyness(count, key, len(papers), background)
         if value > 0:
             scored.append((value, key))
-    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [best_surface(key, terms) for key in best_terms(scored, limit)]
+
+
+def best_terms(scored: Sequence[tuple[float, str]], limit: int) -> list[str]:
+    """The ``limit`` best keys of ``scored`` ((score, key) pairs; ties by key), skipping a key all
+    of whose stems the keys chosen before it already show."""
     chosen: list[str] = []
     used: set[str] = set()
-    for _, key in scored:
+    for _, key in sorted(scored, key=lambda item: (-item[0], item[1])):
         stems = set(key.split())
         if stems <= used:
             continue
@@ -442,7 +447,7 @@ def salient_terms(
         used |= stems
         if len(chosen) == limit:
             break
-    return [best_surface(k, terms) for k in chosen]
+    return chosen
 
 
 # --- extractive sentences ----------------------------------------------------------------------
