@@ -135,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             prepare(args, settings)  # what a command starts before its slow imports (``ingest``: its encoder)
         data_dir = settings.data_dir
         ctx = CliContext(settings=settings)
+        if getattr(args, "reads_only", False) and ctx.lacks_data_dir():
+            ctx = ctx.over_empty_data_dir()  # says so; answers as over an empty index, creating nothing
         return int(args.handler(args, ctx) or 0)
     except PaperbotError as exc:
         from bot.render import visible

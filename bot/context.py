@@ -41,6 +41,28 @@ class CliContext:
             self._assistant = Assistant(self.settings, notice=self.note)
         return self._assistant
 
+    def lacks_data_dir(self) -> bool:
+        """Whether the records would be in a data dir that does not exist (no database server is
+        configured): a mistyped ``PAPERBOT_DATA_DIR``, or nothing indexed yet."""
+        return self.settings.database_url is None and not self.settings.data_dir.exists()
+
+    def over_empty_data_dir(self) -> CliContext:
+        """For a command that only reads, when ``lacks_data_dir``: say so once on stderr, and return a
+        context whose data dir is an empty one of this process's own (removed when it exits), with
+        an embedded vector store, so that the command answers as over an empty index (its output
+        and exit status unchanged) without creating the user's data dir or touching a server."""
+        import atexit
+        import shutil
+        import tempfile
+        from pathlib import Path
+
+        self.note(f"The data dir {self.settings.data_dir} does not exist, so nothing is indexed there (it was not "
+                  "created). Check PAPERBOT_DATA_DIR, or add papers with `paperbot ingest FILE` (or try `paperbot demo`).")
+        holder = Path(tempfile.mkdtemp(prefix="paperbot-empty-"))
+        atexit.register(shutil.rmtree, holder, True)
+        empty = self.settings.model_copy(update={"data_dir": holder / "data", "chroma_url": None})
+        return CliContext(settings=empty, stdout=self.stdout, console=self.console)
+
     @property
     def width(self) -> int | None:
         """The columns text results wrap at when stdout is a terminal (``bot.render.text_width``);

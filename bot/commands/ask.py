@@ -26,12 +26,12 @@ def register(subparsers: Subcommands) -> None:
     ask = subparsers.add_parser("ask", help="answer a question with cited paper records")
     ask.add_argument("question", help="the question, in quotes")
     _add_retrieval_options(ask, default_k=8)
-    ask.set_defaults(handler=run_ask)
+    ask.set_defaults(handler=run_ask, reads_only=True)
 
     search = subparsers.add_parser("search", help="retrieval only: ranked records with scores")
     search.add_argument("query", help="what to look for, in quotes")
     _add_retrieval_options(search, default_k=10)
-    search.set_defaults(handler=run_search)
+    search.set_defaults(handler=run_search, reads_only=True)
 
 
 def _filters(args: argparse.Namespace) -> SearchFilters:

@@ -28,7 +28,7 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument("--new-only", action="store_true", help="with --for: also leave out their existing co-authors")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="how many people to list (default 10, at most 50)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, reads_only=True)
 
 
 def render_collaborators(result: CollaboratorsResult, *, for_name: str | None = None, new_only: bool = False,

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 def register(subparsers: Subcommands) -> None:
     export = subparsers.add_parser("export", help="print every indexed record with its provenance")
     export.add_argument("--format", choices=("jsonl", "bibtex"), default="jsonl")
-    export.set_defaults(handler=run_export)
+    export.set_defaults(handler=run_export, reads_only=True)
 
     stats = subparsers.add_parser("stats", help="counts by source, year and scholar")
     stats.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    stats.set_defaults(handler=run_stats)
+    stats.set_defaults(handler=run_stats, reads_only=True)
 
     doctor = subparsers.add_parser("doctor", help="check (and with --repair fix) consistency of the record store, Chroma "
                                                   "and the lexical index; show the database's schema revision, the "

@@ -38,7 +38,7 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument("--since", type=int, metavar="YEAR", help="recent work = papers from YEAR on (default: last 24 months)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the scripting contract)")
     parser.add_argument("--plot", type=Path, metavar="DIR", help="also write the co-author network and timeline PNGs into DIR")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, reads_only=True)
 
 
 def _check_since(since: int | None) -> None:
