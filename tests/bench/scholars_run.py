@@ -8,9 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.patience import patience
 
 REPO = Path(__file__).resolve().parents[2]
+SCHOLARS_REAL = REPO.parent / "shared" / "datasets" / "scholars-real"  # read at run time, never copied
+needs_scholars_real = pytest.mark.skipif(not (SCHOLARS_REAL / "owners.json").exists(),
+                                         reason=f"scholars-real not found at {SCHOLARS_REAL}: the benchmark needs it")
 
 
 def run_scholars_bench(script: str, out: Path, json_name: str, *extra: str, timeout: float) -> tuple[dict, str]:

@@ -14,17 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.scholars_run import run_scholars_bench
+from tests.bench.scholars_run import SCHOLARS_REAL, needs_scholars_real, run_scholars_bench
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 SET = REPO / "bench" / "data" / "scholars_questions.jsonl"
 KINDS = ("topic", "listing", "mixed", "unanswerable")
 MINIMUM = {"topic": 20, "listing": 15, "mixed": 10, "unanswerable": 15}
 FILTER_KEYS = {"authors", "since", "until", "venue"}
 
-needs_data = pytest.mark.skipif(not (DATA / "owners.json").exists(),
-                                reason=f"scholars-real not found at {DATA}: the benchmark needs it")
 
 
 def questions() -> list[dict]:
@@ -59,7 +56,7 @@ def run(scholars_bench_out: Path) -> tuple[dict, str]:
 
 
 @pytest.mark.slow
-@needs_data
+@needs_scholars_real
 def test_every_gold_reference_resolves_to_a_record(run: tuple[dict, str]) -> None:
     figures, output = run
     resolution = figures["resolution"]
@@ -71,7 +68,7 @@ def test_every_gold_reference_resolves_to_a_record(run: tuple[dict, str]) -> Non
 
 
 @pytest.mark.slow
-@needs_data
+@needs_scholars_real
 def test_the_report_has_every_kind_and_the_abstention_figures(run: tuple[dict, str]) -> None:
     figures, output = run
     rows = questions()
@@ -99,7 +96,7 @@ def test_the_report_has_every_kind_and_the_abstention_figures(run: tuple[dict, s
 
 
 @pytest.mark.slow
-@needs_data
+@needs_scholars_real
 def test_per_question_rows_are_consistent(run: tuple[dict, str]) -> None:
     for row in run[0]["per_question"]:
         assert row["kind"] in KINDS
@@ -114,17 +111,17 @@ def test_per_question_rows_are_consistent(run: tuple[dict, str]) -> None:
 
 
 @pytest.mark.slow
-@needs_data
+@needs_scholars_real
 def test_the_set_quotes_no_title_of_the_files() -> None:
     """Questions are paraphrases: no title listed in owners.json appears in the set."""
-    titles = [t.lower() for owner in json.loads((DATA / "owners.json").read_text(encoding="utf-8"))
+    titles = [t.lower() for owner in json.loads((SCHOLARS_REAL / "owners.json").read_text(encoding="utf-8"))
               for t in owner["titles"] if len(t) > 20]
     text = SET.read_text(encoding="utf-8").lower()
     assert [t for t in titles if t in text] == []
 
 
 @pytest.mark.slow
-@needs_data
+@needs_scholars_real
 def test_the_goals_hold_on_the_held_out_half(run: tuple[dict, str]) -> None:
     """On the held-out half only (``bench.common.split_half``; the judgement's weights were fitted
     on the tuning halves): listings complete, topic and mixed questions answered with a gold record

@@ -25,10 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.scholars_run import run_scholars_bench
+from tests.bench.scholars_run import needs_scholars_real, run_scholars_bench
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
 HALVES = ("tune", "held-out", "all")
 PAPERBOT, PREVIOUS = "paperbot collaborators", "previous: sum over ranks"
 WITHOUT_HUBS = "without the hubness discount (round 2)"
@@ -36,7 +34,7 @@ EVIDENCE_ONLY = "without work similarity (round 1)"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (DATA / "owners.json").exists(), reason=f"scholars-real not found at {DATA}: the benchmark needs it"),
+    needs_scholars_real,
 ]
 
 

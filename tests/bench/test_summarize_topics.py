@@ -16,14 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.scholars_run import run_scholars_bench
-
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "datasets" / "scholars-real"
+from tests.bench.scholars_run import needs_scholars_real, run_scholars_bench
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (DATA / "owners.json").exists(), reason=f"scholars-real not found at {DATA}: the benchmark needs it"),
+    needs_scholars_real,
 ]
 
 
