@@ -179,13 +179,14 @@ def use_write_ahead_log(cursor: sqlite3.Connection | sqlite3.Cursor, timeout: fl
     moment: both escalate their lock, and SQLite answers one of them SQLITE_BUSY ("database is
     locked") at once instead of letting it wait, whatever its busy timeout. The mode then
     persists in the file, so only the first connections to a new file ever wait here."""
+    from retrieval.storage.driver_errors import sqlite_code  # which imports this module
+
     deadline = time.monotonic() + timeout
     while True:
         try:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
-            if not busy or time.monotonic() >= deadline:
+            if sqlite_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)
