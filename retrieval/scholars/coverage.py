@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from retrieval.answers.evidence import index_rarity, neutralise
+from retrieval.answers.evidence import CountedIndex, index_rarity, neutralise
 from retrieval.answers.judgement import Verdict, judge, why_not
 from retrieval.index.background import Background
 from retrieval.results import SearchHit
@@ -32,12 +32,10 @@ NOT_COVERED_BELOW = 0.1
 TopicJudge = Callable[[str, Sequence[SearchHit]], Verdict | None]
 
 
-class JudgedIndex(Protocol):
-    def count(self) -> int: ...
+class JudgedIndex(CountedIndex, Protocol):
+    """What the topic judgement reads of an index (``PaperIndex``): ``index_rarity``'s, and its background."""
 
     def evidence_background(self) -> Background: ...
-
-    def term_rarity(self, term: str) -> float: ...
 
 
 def topic_judge(index: JudgedIndex) -> TopicJudge:
