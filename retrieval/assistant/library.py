@@ -46,13 +46,14 @@ class Library:
 
         if mark is not None and len(paths) != 1:
             raise ValueError("a mark records one file")
-        digest = _digest(paths[0]) if mark is not None else None  # before reading: a later change re-ingests
+        # the file's digest before it is read: a change while it is read re-ingests it next time
+        marking = (mark, _digest(paths[0])) if mark is not None else None
         papers, report = read_files(paths, fmt=fmt)
         if papers:  # nothing read: the index (and its vector store) is not even opened
             with self._installation.writing("ingest"):
                 report.extend(ingest_papers(self._installation.index, papers, progress=progress))
-                if mark is not None and digest is not None:
-                    self._installation.index.store.set_meta(mark, digest)
+                if marking is not None:
+                    self._installation.index.store.set_meta(*marking)
         return report
 
     def ingest_papers(self, papers: Sequence[Paper], *, progress: Progress | None = None) -> IngestReport:
