@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 
 from retrieval.errors import InputError, ParseError, PartlySavedError, StorageError
 from retrieval.gc_pause import older_objects_frozen
-from retrieval.records.merge import MAX_PROVENANCE_ENTRIES, dedupe, merge_papers, same_paper, shared_ids
+from retrieval.records.merge import (
+    MAX_PROVENANCE_ENTRIES,
+    dedupe,
+    merge_papers,
+    same_paper,
+    shared_ids,
+    titles_conflict,
+)
 from retrieval.records.paper import Paper, title_key
 from retrieval.results import EMPTY_FILE, FileResult, IngestReport, SkippedItem
 from retrieval.sources.files.detect import FORMATS, parse_file, read_text
@@ -87,14 +94,23 @@ def _merge_with_index(index: PaperIndex, paper: Paper, matches: list[Paper],
 def _revises(paper: Paper, existing: Paper) -> bool:
     """True when ``paper`` is a later version of an entry that ``existing`` was made from: a
     source id they share (the same BibTeX key, CSL-JSON id, arXiv id) and the same title, whatever
-    else changed (a corrected year, venue or DOI). Merged with ``paper`` first, so a correction in a
-    re-ingested file replaces what the file said before, where the field rules would otherwise
-    keep the older value (same source, same rank); what only ``existing`` has (another source's
-    abstract) stays. The same title is required because two files may use one key for two papers."""
-    own = {(item.source, item.source_id) for item in paper.provenance if item.source_id}
-    if not own or not any((item.source, item.source_id) in own for item in existing.provenance):
+    else changed (a corrected year, venue or DOI); or the same entry of the same file
+    (``Provenance.file``: file, source and key) and titles that can name one paper
+    (``merge.titles_conflict``), so that a corrected title revises the record too. Merged with
+    ``paper`` first, so a correction in a re-ingested file replaces what the file said before, where
+    the field rules would otherwise keep the older value (same source, same rank); what only
+    ``existing`` has (another source's abstract) stays. Without the file, the same title is required
+    because two files may use one key for two papers; with it, a key given to another paper since
+    (titles sharing under a quarter of their words) is not taken for a correction."""
+    own = {(item.source, item.source_id, item.file) for item in paper.provenance if item.source_id}
+    keys = {(source, key) for source, key, _file in own}
+    shared = [item for item in existing.provenance if item.source_id and (item.source, item.source_id) in keys]
+    if not shared:
         return False
-    return title_key(paper.title) == title_key(existing.title)
+    if title_key(paper.title) == title_key(existing.title):
+        return True
+    same_entry = any(item.file and (item.source, item.source_id, item.file) in own for item in shared)
+    return same_entry and not titles_conflict(paper, existing)
 
 
 def _fold_equal_ids(papers: list[Paper], warnings: list[SkippedItem]) -> list[Paper]:

@@ -387,16 +387,20 @@ def _truncated(a: Paper, b: Paper) -> bool:
     return kept.authors_truncated or (other.authors_truncated and len(kept.authors) <= len(other.authors))
 
 
-ProvenanceKey = tuple[str, str]
+ProvenanceKey = tuple[str, str, str]
 
 
 def provenance_key(entry: Provenance) -> ProvenanceKey:
-    """What makes two provenance entries one: the source and the id it uses."""
-    return (entry.source, entry.source_id or "")
+    """What makes two provenance entries one: the source, the id it uses and the file it was read
+    from (one BibTeX key in two people's files is two entries, so that either file's later
+    corrections find the record: ``ingest.pipeline._revises``)."""
+    return (entry.source, entry.source_id or "", entry.file or "")
 
 
 def merge_provenance(a: list[Provenance], b: list[Provenance], limit: int | None = None) -> list[Provenance]:
-    """The entries of both, one per (source, source_id): fields united, latest retrieval date.
+    """The entries of both, one per (source, source_id, file): fields united, latest retrieval date.
+    An entry that names no file (stored before files were named) is one with the first entry of
+    its source and id that names one: the same entry, read again since.
 
     At most ``limit`` (``MAX_PROVENANCE_ENTRIES``) are kept: every source keeps its latest entry
     (the last one merged), and the earliest entries fill the other places, in their order. So a
@@ -407,9 +411,15 @@ def merge_provenance(a: list[Provenance], b: list[Provenance], limit: int | None
     than ``limit`` sources describe one record (no real paper) are the later sources dropped.
     Entries are shared, not copied (nothing changes one in place).
     """
+    filed: dict[tuple[str, str], ProvenanceKey] = {}
+    for entry in chain(a, b):
+        if entry.file and entry.source_id:
+            filed.setdefault((entry.source, entry.source_id), provenance_key(entry))
     merged: dict[ProvenanceKey, Provenance] = {}
     for entry in chain(a, b):
         key = provenance_key(entry)
+        if not entry.file and entry.source_id:
+            key = filed.get((entry.source, entry.source_id), key)
         current = merged.get(key)
         if current is None:
             merged[key] = entry
@@ -421,12 +431,15 @@ def merge_provenance(a: list[Provenance], b: list[Provenance], limit: int | None
 
 
 def _united(kept: Provenance, other: Provenance) -> Provenance:
-    """``kept`` with ``other``'s fields added and the later of the two retrieval dates."""
+    """``kept`` with ``other``'s fields added, the later of the two retrieval dates, and the file
+    of whichever names one (entries of two files are never united; one that names no file is
+    united with one that does: ``merge_provenance``)."""
     fields = list(kept.fields) + [f for f in other.fields if f not in kept.fields]
     retrieved = max(filter(None, [kept.retrieved, other.retrieved]), default=None)
-    if fields == kept.fields and retrieved == kept.retrieved:
+    file = kept.file or other.file
+    if fields == kept.fields and retrieved == kept.retrieved and file == kept.file:
         return kept
-    return kept.model_copy(update={"fields": fields, "retrieved": retrieved})
+    return kept.model_copy(update={"fields": fields, "retrieved": retrieved, "file": file})
 
 
 def _capped(entries: list[Provenance], limit: int) -> list[Provenance]:

@@ -218,6 +218,10 @@ class Provenance(BaseModel):
     source_id: str | None = None  # the id the source uses (BibTeX key, OpenAlex W id, ...)
     fields: list[str] = Field(default_factory=list)
     retrieved: str | None = None  # ISO date of the fetch or file ingest
+    # The file the entry was read from (its absolute path; ``sources.files.detect.parse_file``),
+    # when its key names one entry there: a re-read of the file finds the record the entry made
+    # by it even after its title was corrected (``ingest.pipeline``). Absent for fetched records.
+    file: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 def clean_authors(authors: Sequence[Any]) -> tuple[list[Any], bool]:
@@ -511,7 +515,10 @@ class Paper(BaseModel):
         # a field at its default hashes as before the field existed: stored hashes stay valid
         exclude = {"provenance"} | {name for name in _LATER_FIELDS if not getattr(self, name)}
         payload = self.model_dump_json(exclude=exclude)
-        sources = sorted({(p.source, p.source_id or "") for p in self.provenance})
+        # a file an entry was read from counts (a record then names a file it did not): only where
+        # named, so that the hashes of records that name none stay as they were
+        sources = sorted({(p.source, p.source_id or "", p.file) if p.file else (p.source, p.source_id or "")
+                          for p in self.provenance})
         return hashlib.sha256((payload + repr(sources)).encode("utf-8")).hexdigest()
 
     def with_clean_authors(self) -> Paper:

@@ -3,7 +3,8 @@
 A record is stored as its JSON (``Paper.model_dump_json``) beside lookup columns computed from
 it (``paper_row``: ids, fingerprint, title key, year, venue key, hashes), its title-variant keys
 (``variant_keys``: the ``title_variants`` rows) and its written author names filed under each
-family name they may carry (``author_name_rows``: the ``author_names`` rows). The record store
+family name they may carry (``author_name_rows``: the ``author_names`` rows), and the entries read
+from a file that name it (``file_entry_rows``: the ``file_entries`` rows). The record store
 (``storage.records``) and the import of a records file made before the database
 (``storage.legacy_records``) compute them here, so both file a record the same way.
 
@@ -61,6 +62,14 @@ def author_name_rows(paper: Paper, paper_id: str | None = None) -> list[tuple[st
             for family in families:
                 rows[(family, author.name)] = key
     return [(paper_id, family, name, key) for (family, name), key in rows.items()]
+
+
+def file_entry_rows(paper: Paper, paper_id: str) -> list[tuple[str, str, str, str]]:
+    """``file_entries`` rows of one record: (paper id, source, key, file) of each provenance entry
+    that names the file it was read from (``Provenance.file``), each once."""
+    rows = {(paper_id, entry.source, entry.source_id, entry.file): None for entry in paper.provenance
+            if entry.file and entry.source_id}
+    return [row for row in rows if row[2] and row[3]]
 
 
 def venue_key(paper: Paper) -> str | None:

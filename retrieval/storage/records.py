@@ -85,8 +85,25 @@ from retrieval.storage.database import RECORDS, Database, database_url, ensure_c
 from retrieval.storage.driver_errors import storage_error
 from retrieval.storage.legacy_records import DERIVED_REFRESH_KEY, LEGACY_VERSION
 from retrieval.storage.record_changes import FEED_KEY, RecordChanges, clear_removals, read_changes, stamp_removals
-from retrieval.storage.record_rows import RecordText, author_name_rows, decode, paper_row, record_text, variant_keys
-from retrieval.storage.schema import HEAD, author_names, meta, papers, read_as_is, title_variants, vector_moves
+from retrieval.storage.record_rows import (
+    RecordText,
+    author_name_rows,
+    decode,
+    file_entry_rows,
+    paper_row,
+    record_text,
+    variant_keys,
+)
+from retrieval.storage.schema import (
+    HEAD,
+    author_names,
+    file_entries,
+    meta,
+    papers,
+    read_as_is,
+    title_variants,
+    vector_moves,
+)
 from retrieval.storage.sqlite import report_read_only
 
 __all__ = ["DERIVED_REFRESH_KEY", "MAX_TITLE_CANDIDATES", "REOPEN_EVERY", "RecordChanges", "RecordStore", "RecordText"]
@@ -96,7 +113,7 @@ log = logging.getLogger(__name__)
 MAX_TITLE_CANDIDATES = 20  # title-variant candidates returned per lookup (generic titles stay bounded)
 REOPEN_EVERY = 5.0  # seconds between a read-only snapshot's attempts to reopen the store writable
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
-_SIDE_TABLES = (title_variants, author_names)  # a record's side rows, deleted with it (``delete_records``)
+_SIDE_TABLES = (title_variants, author_names, file_entries)  # a record's side rows, deleted with it (``delete_records``)
 _T = TypeVar("_T")
 
 
@@ -131,11 +148,13 @@ def _put_many(connection: Connection, batch: Iterable[Paper], stamp: str, genera
                 [(paper_id, key) for paper_id, paper in latest.items() for key in variant_keys(paper.title)])
     insert_rows(connection, author_names, ["paper_id", "family", "name", "author_key"],
                 [row for paper_id, paper in latest.items() for row in author_name_rows(paper, paper_id)])
+    insert_rows(connection, file_entries, ["paper_id", "source", "source_id", "file"],
+                [row for paper_id, paper in latest.items() for row in file_entry_rows(paper, paper_id)])
 
 
 def delete_records(connection: Connection, ids: Sequence[str]) -> list[str]:
-    """Delete the records ``ids`` with their side rows (``title_variants``, ``author_names``:
-    no foreign key deletes them, revision 0009_side_rows_unchecked), on ``connection``'s
+    """Delete the records ``ids`` with their side rows (``title_variants``, ``author_names``,
+    ``file_entries``: no foreign key deletes them, revision 0009_side_rows_unchecked), on ``connection``'s
     transaction; returns the ids that were stored.
 
     Every deletion of records goes through here, so that no side row outlives its record.
@@ -203,6 +222,33 @@ def _strong_ids(rows: dict[str, Any], batch: Sequence[dict[str, str]]) -> list[s
             ids |= holding.get((name, value), set())
         found.append(ids)
     return found
+
+
+FileEntry = tuple[str, str, str]  # (file, source, key) of a provenance entry read from a file
+
+
+def _file_entries(paper: Paper) -> list[FileEntry]:
+    """The (file, source, key) of each of ``paper``'s provenance entries that names its file."""
+    return [(entry.file, entry.source, entry.source_id) for entry in paper.provenance if entry.file and entry.source_id]
+
+
+def _made_by(connection: Connection, entries: Iterable[FileEntry]) -> dict[FileEntry, set[str]]:
+    """The ids of the stored records each of ``entries`` made (``file_entries``): one query per
+    file and chunk of keys (an ingest's batch comes from a few files)."""
+    keys_by_file: dict[str, set[str]] = {}
+    wanted = set(entries)
+    for file, _source, key in wanted:
+        keys_by_file.setdefault(file, set()).add(key)
+    made: dict[FileEntry, set[str]] = {}
+    backend = connection.dialect.name
+    for file, keys in sorted(keys_by_file.items()):
+        for chunk in _chunks(sorted(keys)):
+            statement = (select(file_entries.c.paper_id, file_entries.c.source, file_entries.c.source_id)
+                         .where(file_entries.c.file == file, one_of(file_entries.c.source_id, chunk, backend)))
+            for paper_id, source, key in connection.execute(statement):
+                if (file, source, key) in wanted:
+                    made.setdefault((file, source, key), set()).add(paper_id)
+    return made
 
 
 def _matching(since: int | None, until: int | None, author_keys: Iterable[str] | None,
@@ -395,12 +441,35 @@ class RecordStore:
                 found[paper_id] = decode(record)
         return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
 
+    def made_from_files(self, files: Sequence[str]) -> list[Paper]:
+        """The records with a provenance entry read from one of ``files`` (``Provenance.file``:
+        absolute paths), in id order, whatever the files hold now or whether they still exist."""
+        ids: set[str] = set()
+        backend = self._db.backend
+        for chunk in _chunks(sorted(set(files))):
+            ids.update(paper_id for (paper_id,) in self._rows(
+                select(file_entries.c.paper_id).distinct().where(one_of(file_entries.c.file, chunk, backend))))
+        return list(self.get_many(sorted(ids)).values())
+
+    def count_made_from_files(self, files: Sequence[str]) -> dict[str, int]:
+        """For each of ``files`` (absolute paths), how many records have an entry read from it."""
+        counts = dict.fromkeys(files, 0)
+        backend = self._db.backend
+        for chunk in _chunks(sorted(set(files))):
+            counts.update(self._rows(select(file_entries.c.file, func.count(func.distinct(file_entries.c.paper_id)))
+                                     .where(one_of(file_entries.c.file, chunk, backend))
+                                     .group_by(file_entries.c.file)))
+        return counts
+
     def find_matches(self, paper: Paper) -> list[Paper]:
         """Candidate records of the same paper: the records sharing its id, DOI, arXiv id, OpenAlex
-        id or fingerprint, then those sharing a title-variant key (at most ``MAX_TITLE_CANDIDATES``).
+        id or fingerprint, or made by one of its entries read from a file (the same file, source
+        and key: ``file_entries``), then those sharing a title-variant key (at most
+        ``MAX_TITLE_CANDIDATES``).
 
         Candidates, not verdicts: a title-variant candidate may be another paper with the same
-        title, so callers confirm each one with ``merge.same_paper``. Strong matches come first,
+        title, and an entry of a file may have been given to another paper since, so callers
+        confirm each one (``merge.same_paper``, ``ingest.pipeline``). Strong matches come first,
         each group in id order.
         """
         conditions = [papers.c.id == paper.id, papers.c.fingerprint == paper.fingerprint]
@@ -408,6 +477,9 @@ class RecordStore:
                               (papers.c.openalex_id, paper.openalex_id)):
             if value:
                 conditions.append(column == value)
+        for file, source, key in _file_entries(paper):
+            conditions.append(papers.c.id.in_(select(file_entries.c.paper_id).where(
+                file_entries.c.file == file, file_entries.c.source == source, file_entries.c.source_id == key)))
         rows = list(self._rows(select(papers.c.id, papers.c.record).where(or_(*conditions)).order_by(papers.c.id)))
         keys = variant_keys(paper.title)
         if keys:
@@ -452,13 +524,15 @@ class RecordStore:
                 holding = select(title_variants.c.key, title_variants.c.paper_id).where(one_of(title_variants.c.key, variants, backend))
                 for key, paper_id in connection.execute(holding):
                     holders.setdefault(key, set()).add(paper_id)
+            entries_of = [_file_entries(paper) for paper in batch]
+            made = _made_by(connection, (entry for entries in entries_of for entry in entries))
             chosen: list[tuple[list[str], list[str]]] = []
-            for matched, keys in zip(_strong_ids(strong_rows, strong_values), keys_of, strict=True):
-                strong = sorted(matched)
+            for matched, keys, entries in zip(_strong_ids(strong_rows, strong_values), keys_of, entries_of, strict=True):
+                strong = sorted(matched.union(*(made.get(entry, set()) for entry in entries)))
                 similar = sorted(set().union(*(holders.get(key, set()) for key in keys)))[:MAX_TITLE_CANDIDATES + len(strong)]
                 chosen.append((strong, [paper_id for paper_id in similar if paper_id not in strong][:MAX_TITLE_CANDIDATES]))
             records = {paper_id: row.record for paper_id, row in strong_rows.items()}
-            missing = sorted({paper_id for _, similar in chosen for paper_id in similar} - records.keys())
+            missing = sorted({paper_id for strong, similar in chosen for paper_id in [*strong, *similar]} - records.keys())
             for ids in _chunks(missing):
                 records.update((row.id, row.record) for row in connection.execute(
                     select(papers.c.id, papers.c.record).where(one_of(papers.c.id, ids, backend))))
@@ -481,7 +555,7 @@ class RecordStore:
         return dict(self._rows(select(papers.c.id, papers.c.embedding_hash)))
 
     def side_rows_without_record(self) -> int:
-        """How many ``title_variants`` and ``author_names`` rows name no stored record: none,
+        """How many side rows (``title_variants``, ``author_names``, ``file_entries``) name no stored record: none,
         unless something other than the record store deleted records (the side tables carry no
         foreign key: ``delete_records``). For consistency checks."""
         return sum(int(self._rows(select(func.count()).select_from(side).where(_recordless(side)))[0][0])

@@ -14,7 +14,8 @@ core reads them). The record tables (``papers`` and its side tables, ``meta``, `
 are the record store's (``storage.records``), the same columns as ``records.sqlite3`` had before
 the database (``storage.legacy_records``) plus its change feed (``papers.change_seq``,
 ``record_removals``: revision ``0006_record_changes``), without the side tables' foreign key
-(revision ``0009_side_rows_unchecked``: the record store deletes side rows with their record);
+(revision ``0009_side_rows_unchecked``: the record store deletes side rows with their record), and
+``file_entries`` (revision ``0010_file_entries``: which record each file's entry made);
 record ids sort bytewise on both backends (``ID``).
 The job tables (``job_parts``, ``job_results``, ``job_workers``) are the job queue's (``retrieval.jobs``): what a
 scaled-out ingest staged for its workers, what finished jobs report, the workers' names; on PostgreSQL revision
@@ -41,11 +42,12 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-HEAD = "0009_side_rows_unchecked"  # the newest revision in storage/migrations/versions
+HEAD = "0010_file_entries"  # the newest revision in storage/migrations/versions
 # Older revisions that differ from HEAD in nothing this code reads or relies on when only reading
-# (0009 only dropped the side tables' foreign key): a read-only data dir at one of them (a backup,
-# a snapshot on a shared volume) is read as it is; a writable one is upgraded as usual.
-READ_AS_HEAD = ("0008_job_followers",)
+# (0009 only dropped the side tables' foreign key; 0010 added a table only ingest reads): a
+# read-only data dir at one of them (a backup, a snapshot on a shared volume) is read as it is; a
+# writable one is upgraded as usual.
+READ_AS_HEAD = ("0008_job_followers", "0009_side_rows_unchecked")
 
 
 def read_as_is(revision: str | None) -> bool:
@@ -212,7 +214,7 @@ record_removals = Table(
     Index("record_removals_change_seq", "change_seq"),
 )
 
-# The side rows of a record (title_variants, author_names) carry no foreign key (revision
+# The side rows of a record (title_variants, author_names, file_entries) carry no foreign key (revision
 # 0009_side_rows_unchecked): the record store writes and deletes them with their record, in one
 # transaction (records.delete_records).
 title_variants = Table(
@@ -230,6 +232,15 @@ author_names = Table(
     Column("author_key", Text, nullable=False),
     Index("author_names_family", "family"),
     Index("author_names_key", "author_key"),
+)
+
+file_entries = Table(
+    "file_entries", metadata,  # each provenance entry that names its file (revision 0010_file_entries)
+    Column("paper_id", ID, primary_key=True),
+    Column("source", Text, primary_key=True),
+    Column("source_id", Text, primary_key=True),
+    Column("file", Text, primary_key=True),  # Provenance.file: the file's absolute path
+    Index("file_entries_entry", "file", "source", "source_id"),
 )
 
 meta = Table(

@@ -26,7 +26,9 @@ thousandfold and is still legitimate, and the decompressed size is capped alread
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, TypeVar
@@ -180,6 +182,30 @@ def today_iso() -> str:
     return date.today().isoformat()
 
 
+# The file being read (its absolute path) while ``reading_file`` is in force: what an item's own
+# provenance entry names (``Provenance.file``). None for API pages and text without a file.
+_file_being_read: ContextVar[str | None] = ContextVar("file_being_read", default=None)
+
+
+@contextmanager
+def reading_file(file: str) -> Iterator[None]:
+    """Within the block, every item's own provenance entry (``own_entry``) names ``file``; the
+    entries an item carries (an exported record's) keep what they name."""
+    token = _file_being_read.set(file)
+    try:
+        yield
+    finally:
+        _file_being_read.reset(token)
+
+
+def own_entry(source: str, source_id: str | None, fields: list[str]) -> Provenance:
+    """The provenance entry of the item being read: its source and key, the fields it supplied,
+    today's date and, inside ``reading_file``, the file (when the item has a key: without one, the
+    entry names nothing a later read could find again)."""
+    return Provenance(source=source, source_id=source_id or None, fields=fields, retrieved=today_iso(),
+                      file=_file_being_read.get() if source_id else None)
+
+
 def summarize_validation_error(exc: ValidationError, limit: int = 3) -> str:
     """Pydantic's errors as one short line: "published: publication year 3020 is out of range"."""
     parts: list[str] = []
@@ -274,14 +300,7 @@ def build_paper(
         return None
     for reason in dropped:
         outcome.warnings.append(SkippedItem(item, f"dropped {reason}"))
-    paper.provenance = [
-        Provenance(
-            source=source,
-            source_id=source_id or None,
-            fields=supplied_fields(paper),
-            retrieved=today_iso(),
-        )
-    ]
+    paper.provenance = [own_entry(source, source_id, supplied_fields(paper))]
     outcome.papers.append(paper)
     return paper
 

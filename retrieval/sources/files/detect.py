@@ -26,10 +26,12 @@ from __future__ import annotations
 import gzip
 import stat
 import zlib
+from collections import Counter
 from pathlib import Path
 
 from retrieval.errors import ParseError
-from retrieval.sources.files.base import MAX_FILE_BYTES, ParseOutcome
+from retrieval.records.paper import Paper
+from retrieval.sources.files.base import MAX_FILE_BYTES, ParseOutcome, reading_file
 from retrieval.sources.files.formats import BY_NAME, READERS
 from retrieval.sources.files.formats import FILE_FORMATS as FORMATS
 from retrieval.sources.files.sniff import Head
@@ -187,4 +189,22 @@ def parse_file(path: Path, fmt: str | None = None) -> ParseOutcome:
     text = read_text(path)
     if fmt is None:
         fmt = detect_format(text, path.name)
-    return parse_text(text, fmt, str(path))
+    file = str(path.resolve())
+    with reading_file(file):
+        outcome = parse_text(text, fmt, str(path))
+    _keys_naming_one_item(outcome.papers, file)
+    return outcome
+
+
+def _keys_naming_one_item(papers: list[Paper], file: str) -> None:
+    """Take ``file`` back from the entries naming it whose key several items of the file share (a
+    CSL-JSON id repeated; BibTeX keeps a repeated key for the first entry only), in place: such a
+    key names no single entry, so a later read of the file must not take one item for another's
+    earlier version."""
+    uses = Counter((entry.source, entry.source_id) for paper in papers for entry in paper.provenance if entry.file == file)
+    shared = {key for key, count in uses.items() if count > 1}
+    for paper in papers:
+        if any(entry.file == file and (entry.source, entry.source_id) in shared for entry in paper.provenance):
+            paper.provenance = [entry.model_copy(update={"file": None})
+                                if entry.file == file and (entry.source, entry.source_id) in shared else entry
+                                for entry in paper.provenance]

@@ -21,16 +21,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from retrieval.records.paper import Paper, Provenance
+from retrieval.records.paper import Paper
 from retrieval.results import SkippedItem
 from retrieval.sources.files.base import (
     NESTED_TOO_DEEPLY,
     ItemRejected,
     ParseOutcome,
     check_field_sizes,
+    own_entry,
     summarize_validation_error,
     supplied_fields,
-    today_iso,
 )
 
 FORMAT = "jsonl"
@@ -170,11 +170,7 @@ def _add_record(obj: Any, item: str, outcome: ParseOutcome) -> None:
     except RecursionError:  # a value nested too deeply to walk
         outcome.skipped.append(SkippedItem(item, NESTED_TOO_DEEPLY))
         return
-    paper.provenance.append(
-        Provenance(
-            source=FORMAT, source_id=paper.id, fields=supplied_fields(paper), retrieved=today_iso()
-        )
-    )
+    paper.provenance.append(own_entry(FORMAT, paper.id, supplied_fields(paper)))
     outcome.papers.append(paper)
 
 

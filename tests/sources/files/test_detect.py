@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,40 @@ def test_every_listed_format_has_its_parser() -> None:
             parse_text("", fmt)
         except ParseError as exc:
             assert "Unknown format" not in str(exc), fmt
+
+
+@pytest.mark.parametrize("name", ["petsc.bib", "csl_list.json", "ris_full.ris", "arxiv_snapshot_head60.jsonl"])
+def test_every_entry_with_a_key_of_its_own_names_the_file_it_was_read_from(name: str, tmp_path: Path) -> None:
+    """``Provenance.file`` is the absolute path, however the file was named (here: relative)."""
+    copy = tmp_path / name
+    copy.write_bytes((FIXTURES / name).read_bytes())
+    outcome = parse_file(Path(os.path.relpath(copy)))
+    own = [paper.provenance[-1] for paper in outcome.papers]
+    assert own and all(entry.file == str(copy.resolve()) for entry in own if entry.source_id)
+    assert all(entry.file is None for entry in own if not entry.source_id)
+
+
+def test_a_key_several_items_of_a_file_share_names_no_file(tmp_path: Path) -> None:
+    """CSL-JSON ids repeated (BibTeX keeps a repeated key for the first entry only): no entry is
+    then tied to the file, so that none is later taken for another's earlier version."""
+    items = [{"id": "same", "type": "article-journal", "title": title, "author": [{"family": "Doe", "given": "J."}],
+              "issued": {"date-parts": [[2021]]}} for title in ("Sparse Tensor Storage Formats", "Learned Index Structures")]
+    items.append({**items[0], "id": "other", "title": "Graph Partitioning at Scale"})
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    files = {paper.title: paper.provenance[-1].file for paper in parse_file(path).papers}
+    assert files == {"Sparse Tensor Storage Formats": None, "Learned Index Structures": None,
+                     "Graph Partitioning at Scale": str(path.resolve())}
+
+
+def test_a_json_lines_record_keeps_the_provenance_it_carries_and_names_its_own_file(tmp_path: Path) -> None:
+    """An exported record read back: the entries it carries (another file's included) stay as they
+    were; only the entry this read adds names this file."""
+    carried = {"source": "bibtex", "source_id": "doe2021", "file": "/elsewhere/mine.bib"}
+    record = {"title": "Sparse Tensor Storage Formats", "authors": [{"name": "Jane Doe"}], "year": 2021,
+              "provenance": [carried]}
+    path = tmp_path / "export.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    [paper] = parse_file(path).papers
+    assert [(entry.source, entry.file) for entry in paper.provenance] == [
+        ("bibtex", "/elsewhere/mine.bib"), ("jsonl", str(path.resolve()))]
