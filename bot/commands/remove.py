@@ -1,17 +1,21 @@
 """`paperbot remove --source FILE... | demo`: take the records a file was ingested into back out.
 
-The file is read again and matched with what it became (``Assistant.library.remove_sources``): records
-only its entries describe are removed; records another source also describes (a fetch, another
-file) are kept, without what only this file supplied, and listed with those sources. ``demo`` names the bundled sample corpus,
-which earlier versions of `paperbot demo` indexed into the user's own data dir.
+The records the file's entries made are found by the file they name, and by reading the file again
+(``Assistant.library.remove_sources``): records only its entries describe are removed; records
+another source also describes (a fetch, another file) are kept, without what only this file
+supplied, and listed with those sources. A file that no longer exists is found by name only.
+``demo`` names the bundled sample corpus, which earlier versions of `paperbot demo` indexed into
+the user's own data dir.
 
-Exit status: 0 when the file could be read (whether or not anything was indexed from it);
-2 when a file is missing or nothing in it could be read.
+Exit status: 0 when the file could be read or records name it (whether or not anything was indexed
+from it); 2 when a file is missing and no record names it, or when nothing could be read and no
+record was found by the files' names.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,26 +50,28 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 
     sources = [str(source) for source in args.source]
     paths = [sample_path() if source == DEMO else Path(source) for source in sources]
-    missing = [str(path) for path in paths if not path.is_file()]
-    if missing:
-        raise InputError(f"No such file: {', '.join(missing)}.",
-                         hint="Name the files as they were ingested (they are read again); nothing was removed.")
     if not ctx.settings.records_path.exists():
         raise InputError(f"Nothing is indexed in {ctx.settings.data_dir}; nothing to remove.",
                          hint="Check PAPERBOT_DATA_DIR.")
+    missing = [path for path in paths if not path.is_file()]
+    named = ctx.assistant.library.records_naming(missing) if missing else {}
+    if unknown := [str(path) for path in missing if not named[path]]:
+        raise InputError(f"No such file, and no indexed record names it: {', '.join(unknown)}.",
+                         hint="Name the files as they were ingested (records ingested before paperbot named "
+                         "their files are found by reading the file again); nothing was removed.")
     # the sample's records go out (or stay without it), and with them the mark that it is indexed
     report = ctx.assistant.library.remove_sources(paths, label=", ".join(sources), dry_run=args.dry_run,
                                                   forget=META_KEY if DEMO in sources else None)
     if args.json:
         ctx.out_json(report.as_dict())
     else:
-        _print_report(report, ctx)
-    if report.files and all(result.problem for result in report.files):
+        _print_report(report, ctx, named)
+    if report.files and all(result.problem for result in report.files) and not (report.removed or report.kept):
         raise nothing_read_error(report.files, None, outcome="nothing was removed")
     return 0
 
 
-def _print_report(report: RemovalReport, ctx: CliContext) -> None:
+def _print_report(report: RemovalReport, ctx: CliContext, gone: Mapping[Path, int]) -> None:
     verb = "Would remove" if report.dry_run else "Removed"
     line = f"{verb} {len(report.removed):,} records of {report.source}"
     if report.kept:
@@ -80,6 +86,8 @@ def _print_report(report: RemovalReport, ctx: CliContext) -> None:
         ctx.out(f"  ... and {len(report.kept) - KEPT_SHOWN:,} more kept (use --json to see all).")
     for item in report.skipped[:KEPT_SHOWN]:
         ctx.out(f"  unreadable {item.item}: {item.reason}")
+    for path in gone:
+        ctx.out(f"  {path} no longer exists: its records were found by the file name they carry.")
     if report.dry_run and report.removed:
         ctx.out("Nothing was changed (--dry-run).")
 

@@ -69,26 +69,27 @@ class Library:
     ) -> RemovalReport:
         """Take the records the files were ingested into back out of the index.
 
-        Each file is read again and matched with what it became (``retrieval.ingest.removal``):
-        records only its entries describe are deleted; records other sources describe too are
-        kept without the files' provenance and the fields only they supplied, and listed. ``dry_run``: report the same without changing anything.
-        ``label`` names the source in the report (default: the paths). ``forget``: the mark
-        (``ingest_files(mark=)``) of the file removed, deleted in the same locked write.
+        The records an entry of the files made (the file each names) and those the files' entries,
+        read again, match (``retrieval.ingest.removal``): records only the files' entries describe
+        are deleted; records other sources describe too are kept without the files' provenance
+        and the fields only they supplied, and listed. A file that no longer exists is not read;
+        the records that name it are still found. ``dry_run``: report the same without changing
+        anything. ``label`` names the source in the report (default: the paths). ``forget``: the
+        mark (``ingest_files(mark=)``) of the file removed, deleted in the same locked write.
         """
         from retrieval.ingest.pipeline import read_files
         from retrieval.ingest.removal import plan_removal
 
-        entries, read = read_files(paths, fmt=fmt)
+        entries, read = read_files([path for path in paths if path.exists()], fmt=fmt)
         report = RemovalReport(source=label or ", ".join(str(path) for path in paths), dry_run=dry_run,
                                files=read.files, skipped=read.skipped)
-        if not entries:
-            return report
+        files = [str(path.resolve()) for path in paths]
         index = self._installation.index
         if dry_run:
-            plan = plan_removal(index, entries)
+            plan = plan_removal(index, entries, files)
         else:
             with self._installation.writing("remove"):  # planned under the lock: no writer changes it in between
-                plan = plan_removal(index, entries)
+                plan = plan_removal(index, entries, files)
                 if plan.remove:
                     index.delete(plan.remove)
                 if plan.kept:
@@ -100,6 +101,12 @@ class Library:
         report.kept = [KeptAfterRemoval(k.record.id, k.title, k.other_sources, k.fields_removed) for k in plan.kept]
         report.not_indexed = plan.not_indexed
         return report
+
+    def records_naming(self, paths: Sequence[Path]) -> dict[Path, int]:
+        """For each of ``paths``, how many indexed records have an entry read from that file
+        (``Provenance.file``): what ``remove_sources`` finds of a file that no longer exists."""
+        counts = self._installation.index.store.count_made_from_files([str(path.resolve()) for path in paths])
+        return {path: counts.get(str(path.resolve()), 0) for path in paths}
 
     def ingested_before(self, path: Path, marker: str) -> bool:
         """Whether this very file (by content) was indexed and recorded under ``marker`` (``ingest_files(mark=)``)."""

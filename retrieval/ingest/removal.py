@@ -1,17 +1,22 @@
 """Take a file's records back out of the index (`paperbot remove --source FILE|demo`).
 
-The index does not remember which file a record came from, but a record remembers which
-sources described it (``Paper.provenance``: source name and that source's id). So the file is
-read again, each of its entries is matched with the indexed records it became (same id, DOI,
-arXiv id, fingerprint or title, confirmed by ``merge.same_paper``), and a matched record is
-removed only when every source that described it is one of that entry's own sources. A
-record that something else also described (a fetch from arXiv, another file's entry with its
-own key) is kept, without the file's provenance entries and without the fields only they
-supplied (``Provenance.fields``); a field both supplied keeps its merged value. Removing the
-other source later then removes the record.
+A record remembers which sources described it (``Paper.provenance``: source name, that source's
+id and, for an entry read from a file since paperbot names them, the file's absolute path). A
+record is removed only when every entry that describes it is one of the file's; a record that
+something else also described (a fetch from arXiv, another file's entry) is kept, without the
+file's entries and without the fields only they supplied (``Provenance.fields``); a field both
+supplied keeps its merged value. Removing the other source later then removes the record.
 
-Two files' entries with the same source and the same key (one BibTeX key in two files) cannot
-be told apart: removing either file removes such a record.
+The file's entries are found two ways:
+
+- **by the file they name** (``RecordStore.made_from_files``): every record an entry of this file
+  made, whatever the file says now (an entry since corrected, deleted, or given to another paper),
+  and even when the file itself is gone;
+- **by reading the file again**, for entries stored before files were named: each of its entries
+  is matched with the indexed records it became (same id, DOI, arXiv id, fingerprint or title,
+  confirmed by ``merge.same_paper``). Such an entry names no file, so it is the file's when its
+  source and key are; two files' entries with one key then cannot be told apart, and removing
+  either file removes such a record (entries that name their files are told apart).
 
 Entries of the file that match no indexed record (the file changed since it was ingested,
 or its records were removed already) are counted, not guessed at.
@@ -50,58 +55,75 @@ class RemovalPlan:
     not_indexed: int = 0  # entries of the file that match no indexed record
 
 
-def _key(item: Provenance) -> tuple[str, str]:
-    return item.source, item.source_id or ""
+EntryKey = tuple[str, str, str]  # (source, source id, file): "" where a part is absent
+
+
+def _key(item: Provenance) -> EntryKey:
+    return item.source, item.source_id or "", item.file or ""
+
+
+def _is_one_of(item: Provenance, gone: set[EntryKey]) -> bool:
+    """Whether the indexed entry ``item`` is one of the entries ``gone``: the same source, id and
+    file, or the same source and id where either names no file (stored before files were named)."""
+    source, key, file = _key(item)
+    if (source, key, file) in gone:
+        return True
+    return any(other[:2] == (source, key) and not (file and other[2]) for other in gone)
 
 
 def _describe(item: Provenance) -> str:
     return f"{item.source} {item.source_id}" if item.source_id else item.source
 
 
-def plan_removal(index: PaperIndex, entries: Sequence[Paper]) -> RemovalPlan:
-    """Which indexed records the file's ``entries`` (as parsed again) account for entirely.
+def plan_removal(index: PaperIndex, entries: Sequence[Paper], files: Sequence[str] = ()) -> RemovalPlan:
+    """Which indexed records the files account for: those an entry naming one of ``files`` (their
+    absolute paths) made, and those the files' ``entries`` (as parsed again) match.
 
     Reads the index only; ``apply`` is the caller's (``Assistant.library.remove_sources``), under the
     writer lock. A record several entries match is planned once.
     """
     plan = RemovalPlan()
-    decided: set[str] = set()
-    own_sources: dict[str, set[tuple[str, str]]] = {}
+    own_sources: dict[str, set[EntryKey]] = {}
     matched_by: dict[str, Paper] = {}
+    named = set(files)
+    for record in index.store.made_from_files(sorted(named)) if named else []:
+        own_sources.setdefault(record.id, set()).update(_key(item) for item in record.provenance if item.file in named)
+        matched_by.setdefault(record.id, record)
     for entry in entries:
-        matches = [record for record in index.find_matches(entry) if same_paper(record, entry)]
+        keys = {_key(item) for item in entry.provenance}
+        matches = [record for record in index.find_matches(entry)
+                   if same_paper(record, entry) or any(_key(item) in keys for item in record.provenance if item.file)]
         if not matches:
             plan.not_indexed += 1
             continue
         for record in matches:
-            own_sources.setdefault(record.id, set()).update(_key(item) for item in entry.provenance)
+            own_sources.setdefault(record.id, set()).update(keys)
             matched_by.setdefault(record.id, record)
     for record_id, record in matched_by.items():
-        if record_id in decided:
-            continue
-        decided.add(record_id)
-        others = [item for item in record.provenance if _key(item) not in own_sources[record_id]]
+        gone = own_sources[record_id]
+        others = [item for item in record.provenance if not _is_one_of(item, gone)]
         if others:
             described = list(dict.fromkeys(_describe(item) for item in others))
-            stays, cleared = without_sources(record, own_sources[record_id])
+            stays, cleared = without_sources(record, gone)
             plan.kept.append(KeptRecord(record_id, record.title, described, stays, cleared))
         else:
             plan.remove.append(record_id)
     return plan
 
 
-def without_sources(record: Paper, gone: set[tuple[str, str]]) -> tuple[Paper, list[str]]:
-    """``record`` without the provenance entries keyed in ``gone`` (source, source id) and
-    without the optional fields only those entries supplied; and the names of those fields.
+def without_sources(record: Paper, gone: set[EntryKey]) -> tuple[Paper, list[str]]:
+    """``record`` without the provenance entries ``gone`` names (source, source id, file: see
+    ``_is_one_of``) and without the optional fields only those entries supplied; and the names
+    of those fields.
 
     When a remaining entry does not list its fields (records stored before they were listed),
     which fields it supplied is unknown and none is cleared.
     """
-    remaining = [item for item in record.provenance if _key(item) not in gone]
+    remaining = [item for item in record.provenance if not _is_one_of(item, gone)]
     if any(not item.fields for item in remaining):
         return record.model_copy(update={"provenance": remaining}), []
     still_supplied = {name for item in remaining for name in item.fields}
-    supplied_by_gone = {name for item in record.provenance if _key(item) in gone for name in item.fields}
+    supplied_by_gone = {name for item in record.provenance if _is_one_of(item, gone) for name in item.fields}
     cleared = sorted(
         name for name in supplied_by_gone - still_supplied
         if name in Paper.model_fields and not Paper.model_fields[name].is_required()

@@ -78,6 +78,11 @@ def polluted(tmp_path: Path, small_corpus: Path) -> Path:
 
     assistant = Assistant(Settings(data_dir=data_dir), chat_model=None)
     assistant.library.ingest_files([small_corpus], mark=META_KEY)  # what the old demo recorded (records unchanged)
+    # the old demo's records named no file (``Provenance.file`` is younger): so written here, in place
+    store = assistant.index.store
+    store.put_many([paper.model_copy(update={"provenance": [item.model_copy(update={"file": None})
+                                                             for item in paper.provenance]})
+                    for paper in store.iter_papers()])
     assistant.close()
     return data_dir
 
@@ -151,7 +156,7 @@ def _paper(*sources: tuple[str, str, list[str]], **fields: object) -> Paper:
 def test_without_sources_clears_only_the_fields_no_remaining_source_supplied() -> None:
     paper = _paper(("jsonl", "x1", ["title", "authors", "abstract", "url"]), ("bibtex", "k", ["title", "authors", "url"]),
                    abstract="Text.", url="https://example.org/a")
-    stays, cleared = without_sources(paper, {("jsonl", "x1")})
+    stays, cleared = without_sources(paper, {("jsonl", "x1", "")})
     assert cleared == ["abstract"]
     assert stays.abstract is None and stays.url == "https://example.org/a"
     assert [item.source for item in stays.provenance] == ["bibtex"]
@@ -159,7 +164,7 @@ def test_without_sources_clears_only_the_fields_no_remaining_source_supplied() -
 
 def test_without_sources_clears_nothing_when_a_remaining_source_does_not_list_its_fields() -> None:
     paper = _paper(("jsonl", "x1", ["title", "abstract"]), ("bibtex", "k", []), abstract="Text.")
-    stays, cleared = without_sources(paper, {("jsonl", "x1")})
+    stays, cleared = without_sources(paper, {("jsonl", "x1", "")})
     assert cleared == [] and stays.abstract == "Text."
 
 
@@ -174,3 +179,44 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(polluted: Path) -> Non
     assert proc.wait(timeout=120) == 141
     assert stderr == ""
 
+
+
+ENTRY = """@article{doe2021,
+  title={Sparse Tensor Factorization on Many-Core Processors},
+  author={Doe, Jane and Roe, Richard},
+  journal={Journal of Parallel Computing},
+  year={2021},
+}
+"""
+
+
+def test_remove_finds_what_the_file_made_after_it_changed_and_after_it_is_gone(tmp_path: Path) -> None:
+    """Records name the file each entry was read from: `remove` takes out an entry corrected in the
+    file since (no longer matched by reading it), one deleted from it, and, with the file gone, all
+    of them; another file's entry with the same key is told apart and stays."""
+    data_dir = link_model_cache(tmp_path / "data")
+    mine, theirs = tmp_path / "mine.bib", tmp_path / "theirs.bib"
+    dropped = ENTRY.replace("doe2021", "doe2020").replace("Sparse Tensor Factorization on Many-Core Processors",
+                                                        "Learned Index Structures for Spatial Data")
+    mine.write_text(ENTRY + dropped, encoding="utf-8")
+    theirs.write_text(ENTRY, encoding="utf-8")
+    assert paperbot_here("ingest", str(mine), str(theirs), data_dir=data_dir).code == 0
+    mine.write_text(ENTRY.replace("Many-Core", "Manycore"), encoding="utf-8")  # corrected, the other entry deleted
+
+    changed = paperbot_here("remove", "--source", str(mine), "--dry-run", "--json", data_dir=data_dir)
+    assert changed.code == 0, changed.stderr
+    report = changed.json()
+    assert len(report["removed"]) == 1 and report["not_indexed"] == 0  # the deleted entry's record
+    [kept] = report["kept"]  # the corrected entry's record, which theirs.bib describes too
+    assert kept["other_sources"] == ["bibtex doe2021"]
+
+    mine.unlink()
+    gone = paperbot_here("remove", "--source", str(mine), data_dir=data_dir)
+    assert gone.code == 0, gone.stderr
+    assert gone.stdout.startswith(f"Removed 1 records of {mine}; kept 1 that other sources describe too.")
+    assert f"{mine} no longer exists: its records were found by the file name they carry." in gone.stdout
+    [record] = [line for line in paperbot_here("export", data_dir=data_dir).stdout.splitlines() if line]
+    assert str(theirs.resolve()) in record and str(mine.resolve()) not in record
+
+    again = paperbot_here("remove", "--source", str(mine), data_dir=data_dir)
+    assert again.code == 2 and "No such file, and no indexed record names it" in again.stderr
