@@ -113,8 +113,7 @@ def _extract(text: str, weight: float, into: _Terms, *, title: bool) -> None:
             if key is None or key in _filler():
                 run = []
                 continue
-            shown = _POSSESSIVE.sub("", _display(surface) if title else surface)  # "learning’s" names "learning"
-            run.append((key, shown))
+            run.append((key, _display(surface) if title else surface))
             for size in (1, 2, 3):
                 if len(run) < size:
                     break
@@ -123,7 +122,10 @@ def _extract(text: str, weight: float, into: _Terms, *, title: bool) -> None:
                     continue
                 phrase = " ".join(k for k, _ in window)
                 into.counts[phrase] += weight
-                into.surfaces[phrase][" ".join(s for _, s in window)] += form_weight
+                # a possessive ends no term ("learning’s" names "learning"), inside one it stays
+                # ("Alzheimer’s disease")
+                shown = " ".join(s for _, s in window[:-1]) + (" " if size > 1 else "") + _POSSESSIVE.sub("", window[-1][1])
+                into.surfaces[phrase][shown] += form_weight
 
 
 def paper_terms(paper: Paper) -> _Terms:

@@ -173,3 +173,12 @@ def test_a_possessive_is_not_part_of_a_topics_name():
               _paper("Defending Federated Learning", "Federated learning’s clients can lie.")]
     terms = salient_terms(person, _field_background(person))
     assert "federated learning" in terms and not any("’s" in t or "'s" in t for t in terms)
+
+
+def test_a_possessive_inside_a_topic_is_kept():
+    """Only a possessive that ends a term goes: "Alzheimer’s disease" stays as written."""
+    person = [_paper("Imaging Biomarkers of Alzheimer’s Disease", "Early detection of Alzheimer’s disease from MRI."),
+              _paper("Speech Markers of Alzheimer’s Disease", "Alzheimer’s disease changes how patients speak.")]
+    terms = salient_terms(person, _field_background(person))
+    assert "Alzheimer’s disease" in terms
+    assert "Alzheimer disease" not in terms and "Alzheimer’s" not in terms
