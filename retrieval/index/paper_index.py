@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 from retrieval.config import Settings
 from retrieval.index.background import Background, BackgroundCache
@@ -33,6 +34,9 @@ from retrieval.index.writes import IndexWriter, UpsertReport
 from retrieval.records.paper import Paper
 from retrieval.results import SearchFilters, SearchHit
 from retrieval.storage.records import RecordStore
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class PaperIndex:
@@ -125,6 +129,16 @@ class PaperIndex:
     def check_encoder(self) -> None:
         """Raise ``ConfigError`` when the stored vectors were made by another encoder."""
         self.encoders.check()
+
+    # --- stored vectors (what the scholar code reads; nothing is encoded) -----------------------
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by id (``DenseStore.vectors``: missing ids are absent)."""
+        return self.dense.vectors(ids)
+
+    def nearest_many(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+        """Each row's ``n`` nearest stored records as ``(id, cosine)`` (``DenseStore.nearest_many``)."""
+        return self.dense.nearest_many(vectors, n)
 
     # --- records -------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ so the cost follows the number of hits, not the size of the index.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -28,18 +29,24 @@ HUB_NEIGHBOURS = 10
 Neighbours = Callable[[np.ndarray, int], list[list[tuple[str, float]]]]
 
 
+@runtime_checkable
+class StoredNeighbours(Protocol):
+    """An index that finds the stored records nearest given vectors (``PaperIndex.nearest_many``)."""
+
+    def nearest_many(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]: ...
+
+
 def stored_neighbours_of(index: object) -> Neighbours | None:
-    """The index's nearest-neighbour search over stored vectors (``DenseStore.nearest_many``), if
-    it has one; a vector store that fails gives no neighbours rather than an error (the ranking
-    then goes without the discount)."""
-    dense = getattr(index, "dense", None)
-    search = getattr(index, "nearest_many", None) or getattr(dense, "nearest_many", None)
-    if not callable(search):
+    """The index's nearest-neighbour search over stored vectors, when it is a ``StoredNeighbours``;
+    a vector store that fails gives no neighbours rather than an error (the ranking then goes
+    without the discount)."""
+    if not isinstance(index, StoredNeighbours):
         return None
+    source = index
 
     def neighbours(vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
         try:
-            return list(search(vectors, n))
+            return list(source.nearest_many(vectors, n))
         except PaperbotError:
             return []
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from retrieval.errors import PaperbotError
 from retrieval.records.names import (
@@ -48,6 +48,9 @@ from retrieval.scholars.clustering import (
     group_block,
 )
 from retrieval.text import folded
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -375,19 +378,27 @@ class PeopleDirectory:
 # --- the index's stored vectors --------------------------------------------------------------
 
 
-def stored_vectors_of(index: Any) -> Vectors | None:
-    """The index's lookup of stored embeddings by paper id (nothing is encoded), if it has one.
+@runtime_checkable
+class StoredVectors(Protocol):
+    """An index that gives the embeddings it holds by paper id (``PaperIndex.vectors``)."""
+
+    def vectors(self, ids: Sequence[str]) -> Mapping[str, np.ndarray]: ...
+
+
+def stored_vectors_of(index: object) -> Vectors | None:
+    """The index's lookup of stored embeddings by paper id (nothing is encoded), when it is a
+    ``StoredVectors`` (a list of papers without an index is not: grouping then goes without).
 
     A vector store that is down gives no topic evidence rather than an error: grouping people
     still works on names, ids and co-authors.
     """
-    getter = getattr(index, "vectors", None) or getattr(getattr(index, "dense", None), "vectors", None)
-    if not callable(getter):
+    if not isinstance(index, StoredVectors):
         return None
+    source = index
 
     def lookup(ids: list[str]) -> dict[str, Any]:
         try:
-            found = getter(ids)
+            found = source.vectors(ids)
         except PaperbotError:
             return {}
         return dict(found) if found else {}
