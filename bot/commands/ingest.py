@@ -48,6 +48,9 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument("--format", choices=FILE_FORMATS, metavar="FMT",
                         help="read every file as FMT (%(choices)s); default: detected per file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--prune", action="store_true",
+                        help="also take out the records of entries these files held before and no longer hold "
+                             "(deleted or renamed since); without it they are listed and kept")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="with PAPERBOT_JOB_QUEUE: split the records into N jobs that `paperbot worker` "
                              "processes write in parallel, and wait for them (docs/workers.md); "
@@ -99,6 +102,13 @@ def print_report(report: IngestReport, ctx: CliContext, *, as_json: bool, what: 
             ctx.out(f"  {item.item}: {item.reason}")
         if len(report.warnings) > WARNINGS_SHOWN:
             ctx.out(f"  ... and {len(report.warnings) - WARNINGS_SHOWN:,} more warnings (use --json to see all).")
+    if report.pruned or report.pruned_kept:
+        kept = f"; kept {len(report.pruned_kept):,} that other sources describe too" if report.pruned_kept else ""
+        ctx.out(f"Pruned {len(report.pruned):,} records made from entries these files no longer hold{kept}.")
+    elif report.no_longer_in_files:
+        ctx.out(f"{len(report.no_longer_in_files):,} records were made from entries these files no longer hold "
+                "(deleted or renamed since); they stay indexed: `paperbot ingest --prune` with the same files "
+                "takes them out (--json lists them).")
 
 
 def nothing_read_error(files: Sequence[FileResult], fmt: str | None, *, outcome: str = "nothing was ingested") -> InputError:
@@ -136,7 +146,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         report = _ingest_as_jobs(args, ctx)
     else:
         with ctx.progress("Indexing", total=None) as update:
-            report = ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format)
+            report = ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format,
+                                                        prune=args.prune)
     failure = nothing_read_error(report.files, args.format) if report.nothing_read else None
     if args.json:
         error = None if failure is None else {"message": failure.user_message, "hint": failure.hint}
@@ -158,10 +169,13 @@ def _ingest_as_jobs(args: argparse.Namespace, ctx: CliContext) -> IngestReport:
     service = JobService(ctx.assistant)
     if not service.queued:
         with ctx.progress("Indexing", total=None) as update:
-            return ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format)
+            return ctx.assistant.library.ingest_files(list(args.paths), progress=update, fmt=args.format,
+                                                      prune=args.prune)
 
     def show(progress: JobProgress) -> None:
         parts = f": {progress.done}/{progress.total} parts written" if progress.total else ""
         ctx.note(f"{progress.job}: {progress.state}{parts}" + (f" ({progress.message})" if progress.message else ""))
 
-    return service.ingest_files(list(args.paths), parts=args.jobs, fmt=args.format, progress=show)
+    report = service.ingest_files(list(args.paths), parts=args.jobs, fmt=args.format, progress=show)
+    ctx.assistant.library.note_entries_no_longer_in(report, prune=args.prune)  # once every part is written
+    return report

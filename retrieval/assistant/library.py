@@ -22,6 +22,7 @@ from retrieval.results import IngestReport, KeptAfterRemoval, RemovalReport
 
 if TYPE_CHECKING:
     from retrieval.ingest.pipeline import Progress
+    from retrieval.ingest.removal import RemovalPlan
 
 
 def _digest(path: Path) -> str:
@@ -36,12 +37,14 @@ class Library:
 
     def ingest_files(
         self, paths: Sequence[Path], *, progress: Progress | None = None, fmt: str | None = None,
-        mark: str | None = None,
+        mark: str | None = None, prune: bool = False,
     ) -> IngestReport:
         """Index the files (each in ``fmt``, else its detected format); see ``retrieval.ingest.pipeline``.
 
         ``mark``: record under that key that the one file of ``paths``, as it was read, is indexed
-        (``ingested_before``), in the same locked write, once its records are in."""
+        (``ingested_before``), in the same locked write, once its records are in. The report lists
+        the records earlier versions of the files made that they no longer hold, and ``prune``
+        takes them out in the same locked write (``note_entries_no_longer_in``)."""
         from retrieval.ingest.pipeline import ingest_papers, read_files
 
         if mark is not None and len(paths) != 1:
@@ -51,7 +54,15 @@ class Library:
         papers, report = read_files(paths, fmt=fmt)
         if papers:  # nothing read: the index (and its vector store) is not even opened
             with self._installation.writing("ingest"):
-                report.extend(ingest_papers(self._installation.index, papers, progress=progress))
+                index = self._installation.index
+                report.extend(ingest_papers(index, papers, progress=progress))
+                plan = self._entries_no_longer_in(report)
+                if prune and plan is not None:
+                    if plan.remove:
+                        index.delete(plan.remove)
+                    if plan.kept:
+                        index.upsert(plan.kept_records, replaces=plan.replaces)
+                    _note_pruned(report, plan)
                 if marking is not None:
                     self._installation.index.store.set_meta(*marking)
         return report
@@ -93,14 +104,47 @@ class Library:
                 if plan.remove:
                     index.delete(plan.remove)
                 if plan.kept:
-                    index.upsert([kept.record for kept in plan.kept],
-                                 replaces={kept.record.id: kept.id for kept in plan.kept})
+                    index.upsert(plan.kept_records, replaces=plan.replaces)
                 if forget is not None:
                     index.store.delete_meta(forget)
         report.removed = plan.remove
-        report.kept = [KeptAfterRemoval(k.record.id, k.title, k.other_sources, k.fields_removed) for k in plan.kept]
+        report.kept = _kept(plan)
         report.not_indexed = plan.not_indexed
         return report
+
+    def note_entries_no_longer_in(self, report: IngestReport, *, prune: bool = False) -> None:
+        """After an ingest of files that ran elsewhere (``JobService.ingest_files``' workers), what
+        ``ingest_files`` does after its own: list in ``report`` the records that earlier versions of
+        the files made and that the files no longer hold, and with ``prune`` take them out, under
+        the writer lock (``_entries_no_longer_in``)."""
+        if not prune:
+            self._entries_no_longer_in(report)
+            return
+        with self._installation.writing("remove"):  # planned under the lock: no writer changes it in between
+            plan = self._entries_no_longer_in(report)
+            if plan is not None:
+                index = self._installation.index
+                if plan.remove:
+                    index.delete(plan.remove)
+                if plan.kept:
+                    index.upsert(plan.kept_records, replaces=plan.replaces)
+                _note_pruned(report, plan)
+
+    def _entries_no_longer_in(self, report: IngestReport) -> RemovalPlan | None:
+        """The plan that takes out the records an entry deleted or renamed since made
+        (``retrieval.ingest.removal.plan_no_longer_in``: as ``remove_sources`` would, those other
+        sources describe too kept without what the entry supplied), their ids listed in
+        ``report.no_longer_in_files``; None when no file was read whole (records, and no entry
+        skipped): an entry that could not be read this time takes nothing out. Reads only."""
+        from retrieval.ingest.removal import plan_no_longer_in
+
+        whole = [str(Path(result.path).resolve()) for result in report.files
+                 if result.records and not result.skipped and not result.problem]
+        if not whole:
+            return None
+        plan = plan_no_longer_in(self._installation.index, whole, {*report.added, *report.updated, *report.unchanged})
+        report.no_longer_in_files = plan.all_ids
+        return plan
 
     def records_naming(self, paths: Sequence[Path]) -> dict[Path, int]:
         """For each of ``paths``, how many indexed records have an entry read from that file
@@ -127,3 +171,12 @@ class Library:
             return store.get_meta(marker) is not None
         finally:
             store.close()
+
+
+def _note_pruned(report: IngestReport, plan: RemovalPlan) -> None:
+    report.pruned = plan.remove
+    report.pruned_kept = _kept(plan)
+
+
+def _kept(plan: RemovalPlan) -> list[KeptAfterRemoval]:
+    return [KeptAfterRemoval(k.record.id, k.title, k.other_sources, k.fields_removed) for k in plan.kept]

@@ -24,7 +24,7 @@ or its records were removed already) are counted, not guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,21 @@ class RemovalPlan:
     remove: list[str] = field(default_factory=list)
     kept: list[KeptRecord] = field(default_factory=list)
     not_indexed: int = 0  # entries of the file that match no indexed record
+
+    @property
+    def kept_records(self) -> list[Paper]:
+        """What stays of the kept records (to upsert under ``replaces``)."""
+        return [kept.record for kept in self.kept]
+
+    @property
+    def replaces(self) -> dict[str, str]:
+        """The kept records' new ids (an id can change with the fields taken out) to their old ones."""
+        return {kept.record.id: kept.id for kept in self.kept}
+
+    @property
+    def all_ids(self) -> list[str]:
+        """Every record the plan touches, removed or kept, in the plan's order."""
+        return [*self.remove, *(kept.id for kept in self.kept)]
 
 
 EntryKey = tuple[str, str, str]  # (source, source id, file): "" where a part is absent
@@ -100,14 +115,39 @@ def plan_removal(index: PaperIndex, entries: Sequence[Paper], files: Sequence[st
             own_sources.setdefault(record.id, set()).update(keys)
             matched_by.setdefault(record.id, record)
     for record_id, record in matched_by.items():
-        gone = own_sources[record_id]
-        others = [item for item in record.provenance if not _is_one_of(item, gone)]
-        if others:
-            described = list(dict.fromkeys(_describe(item) for item in others))
-            stays, cleared = without_sources(record, gone)
-            plan.kept.append(KeptRecord(record_id, record.title, described, stays, cleared))
-        else:
-            plan.remove.append(record_id)
+        _decide(plan, record_id, record, own_sources[record_id])
+    return plan
+
+
+def _decide(plan: RemovalPlan, record_id: str, record: Paper, gone: set[EntryKey]) -> None:
+    """Plan ``record`` without the entries ``gone``: removed when nothing else describes it, else
+    kept without them (and the fields only they supplied)."""
+    others = [item for item in record.provenance if not _is_one_of(item, gone)]
+    if others:
+        described = list(dict.fromkeys(_describe(item) for item in others))
+        stays, cleared = without_sources(record, gone)
+        plan.kept.append(KeptRecord(record_id, record.title, described, stays, cleared))
+    else:
+        plan.remove.append(record_id)
+
+
+def plan_no_longer_in(index: PaperIndex, files: Sequence[str], current: Collection[str]) -> RemovalPlan:
+    """What earlier versions of ``files`` (absolute paths, each just ingested whole: every entry
+    read) made that the files no longer hold; ``current`` holds the ids that ingest added, updated
+    or found unchanged.
+
+    Every entry of such a file went into one of the ``current`` records, so a record that names
+    the file through an entry (``Provenance.file``) and is not among them was made by an entry the
+    file no longer has: deleted, or renamed and now another paper's. Its entries of the file are
+    planned out as ``plan_removal`` plans them. Reads the index only.
+    """
+    gone: dict[str, set[EntryKey]] = {}
+    for paper_id, source, key, file in index.store.file_entry_rows(files):
+        if paper_id not in current:
+            gone.setdefault(paper_id, set()).add((source, key, file))
+    plan = RemovalPlan()
+    for paper_id, record in index.get_many(sorted(gone)).items():
+        _decide(plan, paper_id, record, gone[paper_id])
     return plan
 
 

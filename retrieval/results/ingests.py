@@ -41,6 +41,12 @@ class IngestReport:
     warnings: list[SkippedItem] = field(default_factory=list)  # kept records that lost a bad optional value
     merged_duplicates: int = 0  # incoming items folded into another item of the same batch
     files: list[FileResult] = field(default_factory=list)  # file ingests: one per given file
+    # records earlier versions of the files made that the files no longer hold (an entry deleted
+    # or renamed since: ``Library.note_entries_no_longer_in``), and those ``--prune`` took out or
+    # kept without the entry (other sources describe them too)
+    no_longer_in_files: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    pruned_kept: list[KeptAfterRemoval] = field(default_factory=list)
 
     def extend(self, other: IngestReport) -> None:
         self.added.extend(other.added)
@@ -69,6 +75,9 @@ class IngestReport:
             "skipped": [{"item": s.item, "reason": s.reason} for s in self.skipped],
             "warnings": [{"item": w.item, "reason": w.reason} for w in self.warnings],
             "files": [asdict(result) for result in self.files],
+            "no_longer_in_files": list(self.no_longer_in_files),
+            "pruned": list(self.pruned),
+            "pruned_kept": [asdict(kept) for kept in self.pruned_kept],
         }
 
 

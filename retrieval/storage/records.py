@@ -451,6 +451,17 @@ class RecordStore:
                 select(file_entries.c.paper_id).distinct().where(one_of(file_entries.c.file, chunk, backend))))
         return list(self.get_many(sorted(ids)).values())
 
+    def file_entry_rows(self, files: Sequence[str]) -> list[tuple[str, str, str, str]]:
+        """The ``file_entries`` rows of ``files`` (absolute paths): (record id, source, key, file),
+        read without decoding a record."""
+        rows: list[tuple[str, str, str, str]] = []
+        backend = self._db.backend
+        for chunk in _chunks(sorted(set(files))):
+            rows += [tuple(row) for row in self._rows(
+                select(file_entries.c.paper_id, file_entries.c.source, file_entries.c.source_id, file_entries.c.file)
+                .where(one_of(file_entries.c.file, chunk, backend)))]
+        return rows
+
     def count_made_from_files(self, files: Sequence[str]) -> dict[str, int]:
         """For each of ``files`` (absolute paths), how many records have an entry read from it."""
         counts = dict.fromkeys(files, 0)

@@ -105,6 +105,8 @@ def test_every_write_holds_the_writer_lock(module: str) -> None:
     writes = _writes(PACKAGE / f"{module}.py")
     assert [write for write in writes if not write[2]] == []
     expected = {"library": {("ingest_files", "ingest_papers"), ("ingest_papers", "ingest_papers"),
+                            ("ingest_files", "delete"), ("ingest_files", "upsert"),
+                            ("note_entries_no_longer_in", "delete"), ("note_entries_no_longer_in", "upsert"),
                             ("remove_sources", "delete"), ("remove_sources", "upsert")},
                 "fetching": {("sync", "sync_roster")}, "upkeep": {("repair", "repair")}}
     assert {(function, call) for function, call, _ in writes} == expected.get(module, set())

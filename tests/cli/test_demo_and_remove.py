@@ -220,3 +220,26 @@ def test_remove_finds_what_the_file_made_after_it_changed_and_after_it_is_gone(t
 
     again = paperbot_here("remove", "--source", str(mine), data_dir=data_dir)
     assert again.code == 2 and "No such file, and no indexed record names it" in again.stderr
+
+
+def test_ingest_lists_what_a_file_no_longer_holds_and_prune_takes_it_out(tmp_path: Path) -> None:
+    data_dir = link_model_cache(tmp_path / "data")
+    bib = tmp_path / "mine.bib"
+    dropped = ENTRY.replace("doe2021", "doe2020").replace("Sparse Tensor Factorization on Many-Core Processors",
+                                                        "Learned Index Structures for Spatial Data")
+    bib.write_text(ENTRY + dropped, encoding="utf-8")
+    assert paperbot_here("ingest", str(bib), data_dir=data_dir).code == 0
+    bib.write_text(ENTRY, encoding="utf-8")
+
+    listed = paperbot_here("ingest", str(bib), data_dir=data_dir)
+    assert listed.code == 0, listed.stderr
+    assert ("1 records were made from entries these files no longer hold (deleted or renamed since); they stay "
+            "indexed: `paperbot ingest --prune` with the same files takes them out") in listed.stdout
+    assert paperbot_here("stats", "--json", data_dir=data_dir).json()["papers"] == 2
+
+    pruned = paperbot_here("ingest", str(bib), "--prune", "--json", data_dir=data_dir)
+    assert pruned.code == 0, pruned.stderr
+    report = pruned.json()
+    assert len(report["pruned"]) == 1 and report["pruned"] == report["no_longer_in_files"]
+    assert report["unchanged"] == 1 and report["pruned_kept"] == []
+    assert paperbot_here("stats", "--json", data_dir=data_dir).json()["papers"] == 1
