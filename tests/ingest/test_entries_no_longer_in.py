@@ -34,6 +34,17 @@ def _library(tmp_path: Path, open_index):
     return Assistant(settings, index=open_index(settings), chat_model=None)
 
 
+def _reingested(tmp_path: Path, open_index, edited: str, *, prune: bool = False):
+    """A library that ingested ``mine.bib`` with both entries, then again as ``edited``: the
+    library and the second report."""
+    assistant = _library(tmp_path, open_index)
+    bib = tmp_path / "mine.bib"
+    bib.write_text(FIRST + SECOND, encoding="utf-8")
+    assistant.library.ingest_files([bib])
+    bib.write_text(edited, encoding="utf-8")
+    return assistant, assistant.library.ingest_files([bib], prune=prune)
+
+
 def _titles(assistant: Assistant) -> list[str]:
     return sorted(paper.title for paper in assistant.index.iter_papers())
 
@@ -75,12 +86,8 @@ def test_a_record_another_file_describes_too_keeps_what_that_file_gave(tmp_path:
 def test_a_file_with_an_entry_that_could_not_be_read_takes_nothing_out(tmp_path: Path, open_index) -> None:
     """The deleted entry's place is taken by one without a title (skipped): the file was not
     read whole, so nothing is listed or pruned."""
-    assistant = _library(tmp_path, open_index)
-    bib = tmp_path / "mine.bib"
-    bib.write_text(FIRST + SECOND, encoding="utf-8")
-    assistant.library.ingest_files([bib])
-    bib.write_text(FIRST + SECOND.replace("title={Learned Index Structures for Spatial Data},\n", ""), encoding="utf-8")
-    report = assistant.library.ingest_files([bib], prune=True)
+    untitled = SECOND.replace("title={Learned Index Structures for Spatial Data},\n", "")
+    assistant, report = _reingested(tmp_path, open_index, FIRST + untitled, prune=True)
     assert len(report.skipped) == 1
     assert report.no_longer_in_files == [] and report.pruned == []
     assert len(_titles(assistant)) == 2
@@ -89,23 +96,14 @@ def test_a_file_with_an_entry_that_could_not_be_read_takes_nothing_out(tmp_path:
 def test_a_renamed_key_keeps_its_record(tmp_path: Path, open_index) -> None:
     """The same paper under a new key is merged into its record (the same title): the record was
     touched, so it is not listed."""
-    assistant = _library(tmp_path, open_index)
-    bib = tmp_path / "mine.bib"
-    bib.write_text(FIRST + SECOND, encoding="utf-8")
-    assistant.library.ingest_files([bib])
-    bib.write_text(FIRST + SECOND.replace("doe2020", "doe2020learned"), encoding="utf-8")
-    report = assistant.library.ingest_files([bib], prune=True)
+    assistant, report = _reingested(tmp_path, open_index, FIRST + SECOND.replace("doe2020", "doe2020learned"),
+                                    prune=True)
     assert report.no_longer_in_files == [] and len(_titles(assistant)) == 2
 
 
 def test_after_an_ingest_that_ran_elsewhere_the_same_check_prunes_under_the_lock(tmp_path: Path, open_index) -> None:
     """What ``ingest --jobs`` does once its workers are done: the check on the report they made."""
-    assistant = _library(tmp_path, open_index)
-    bib = tmp_path / "mine.bib"
-    bib.write_text(FIRST + SECOND, encoding="utf-8")
-    assistant.library.ingest_files([bib])
-    bib.write_text(FIRST, encoding="utf-8")
-    report = assistant.library.ingest_files([bib])
+    assistant, report = _reingested(tmp_path, open_index, FIRST)
     report.no_longer_in_files = []
     assistant.library.note_entries_no_longer_in(report, prune=True)
     assert len(report.pruned) == 1 and report.no_longer_in_files == report.pruned

@@ -34,10 +34,6 @@ ROOT = Path(__file__).resolve().parents[2]
 counter = Table("counter", MetaData(), Column("id", Integer, primary_key=True), Column("n", Integer, nullable=False))
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
-
 
 @pytest.fixture
 def database(settings: Settings) -> Iterator[Database]:

@@ -10,17 +10,13 @@ it is applied again after a downgrade.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from alembic import command
 from sqlalchemy import inspect, select
 
 from retrieval.config import Settings
 from retrieval.records.paper import Paper, Provenance
 from retrieval.storage import migrate
-from retrieval.storage.database import Database, database_url
+from retrieval.storage.database import Database
 from retrieval.storage.record_rows import file_entry_rows
 from retrieval.storage.records import RecordStore
 from retrieval.storage.schema import HEAD, file_entries
@@ -30,18 +26,6 @@ MINE = "/home/someone/papers/mine.bib"
 THEIRS = "/home/someone/papers/theirs.bib"
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
-
-
-@pytest.fixture
-def database(settings: Settings) -> Iterator[Database]:
-    """A connection pool of its own on the store's database, as another process would have."""
-    RecordStore.open(settings).close()  # create the schema
-    opened = Database(database_url(settings), data_dir=settings.data_dir)
-    yield opened
-    opened.dispose()
 
 
 def _from_file(paper: Paper, key: str, file: str | None) -> Paper:
@@ -50,8 +34,8 @@ def _from_file(paper: Paper, key: str, file: str | None) -> Paper:
     return paper.model_copy(update={"provenance": [*paper.provenance, entry]})
 
 
-def _rows(database: Database) -> set[tuple]:
-    with database.reading() as connection:
+def _rows(record_database: Database) -> set[tuple]:
+    with record_database.reading() as connection:
         return {tuple(row) for row in connection.execute(
             select(file_entries.c.paper_id, file_entries.c.source, file_entries.c.source_id, file_entries.c.file))}
 
@@ -60,23 +44,23 @@ def _expected(papers: list[Paper]) -> set[tuple]:
     return {row for paper in papers for row in file_entry_rows(paper, paper.id)}
 
 
-def test_the_rows_follow_the_stored_records(settings: Settings, database: Database, arxiv_papers: list[Paper]) -> None:
+def test_the_rows_follow_the_stored_records(settings: Settings, record_database: Database, arxiv_papers: list[Paper]) -> None:
     papers = [_from_file(paper, f"key{n}", MINE if n % 2 else None) for n, paper in enumerate(arxiv_papers[:8])]
     with RecordStore.open(settings) as store:
         store.put_many(papers)
-        assert _rows(database) == _expected(papers)
-        assert len(_rows(database)) == 4  # the entries without a file have no row
+        assert _rows(record_database) == _expected(papers)
+        assert len(_rows(record_database)) == 4  # the entries without a file have no row
 
         moved = _from_file(arxiv_papers[1], "key1", THEIRS)  # the same entry, read from where it lives now
         store.put_many([moved])
         stored = [papers[0], moved, *papers[2:]]
-        assert (moved.id, "bibtex", "key1", THEIRS) in _rows(database)
-        assert _rows(database) == _expected(stored)
+        assert (moved.id, "bibtex", "key1", THEIRS) in _rows(record_database)
+        assert _rows(record_database) == _expected(stored)
 
         assert store.delete_many([papers[3].id]) == 1
-        assert _rows(database) == _expected([paper for paper in stored if paper.id != papers[3].id])
+        assert _rows(record_database) == _expected([paper for paper in stored if paper.id != papers[3].id])
         store.delete_many([paper.id for paper in stored])
-    assert _rows(database) == set()
+    assert _rows(record_database) == set()
 
 
 def test_a_record_is_found_by_the_entry_that_made_it_whatever_its_title_says_now(
@@ -97,19 +81,19 @@ def test_a_record_is_found_by_the_entry_that_made_it_whatever_its_title_says_now
 
 
 def test_the_revision_fills_in_the_records_that_name_their_file(
-        settings: Settings, database: Database, arxiv_papers: list[Paper]) -> None:
+        settings: Settings, record_database: Database, arxiv_papers: list[Paper]) -> None:
     papers = [_from_file(paper, f"key{n}", MINE if n < 3 else None) for n, paper in enumerate(arxiv_papers[:6])]
     with RecordStore.open(settings) as store:
         store.put_many(papers)
-    rows = _rows(database)
+    rows = _rows(record_database)
     assert len(rows) == 3
 
-    with database.writing("downgrade") as connection:
+    with record_database.writing("downgrade") as connection:
         command.downgrade(migrate.alembic_config(connection, data_dir=str(settings.data_dir)), BEFORE)
-    assert database.revision() == BEFORE
-    with database.reading() as connection:
+    assert record_database.revision() == BEFORE
+    with record_database.reading() as connection:
         assert not inspect(connection).has_table("file_entries")
 
-    assert migrate.upgrade(database) is True
-    assert database.revision() == HEAD
-    assert _rows(database) == rows
+    assert migrate.upgrade(record_database) is True
+    assert record_database.revision() == HEAD
+    assert _rows(record_database) == rows

@@ -21,10 +21,6 @@ from retrieval.storage.schema import HEAD, described_here, metadata
 VERSIONS = Path(migrate.__file__).parent / "migrations" / "versions"
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
-
 
 def _fresh(settings: Settings) -> Database:
     """A ``Database`` of its own, as another process would have (not ``open_database``'s)."""

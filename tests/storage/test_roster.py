@@ -16,11 +16,6 @@ from retrieval.storage.database import Database, close_databases, database_url
 from retrieval.storage.roster import Roster, names_of
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
-
-
 def _roster_json(settings: Settings) -> Path:
     return settings.data_dir / "roster.json"
 
