@@ -108,3 +108,12 @@ def test_after_an_ingest_that_ran_elsewhere_the_same_check_prunes_under_the_lock
     assistant.library.note_entries_no_longer_in(report, prune=True)
     assert len(report.pruned) == 1 and report.no_longer_in_files == report.pruned
     assert _titles(assistant) == ["Sparse Tensor Factorization on Many-Core Processors"]
+
+
+def test_a_key_given_to_another_paper_leaves_the_old_record_listed(tmp_path: Path, open_index) -> None:
+    """``doe2020`` now names a paper whose title shares no word with the one it named: a new record
+    (not a correction), and the old one is no longer held by the file."""
+    other = SECOND.replace("Learned Index Structures for Spatial Data", "Graph Partitioning at Scale")
+    assistant, report = _reingested(tmp_path, open_index, FIRST + other, prune=True)
+    assert len(report.added) == 1 and len(report.pruned) == 1
+    assert _titles(assistant) == ["Graph Partitioning at Scale", "Sparse Tensor Factorization on Many-Core Processors"]
