@@ -234,20 +234,20 @@ def _file_entries(paper: Paper) -> list[FileEntry]:
 
 def _made_by(connection: Connection, entries: Iterable[FileEntry]) -> dict[FileEntry, set[str]]:
     """The ids of the stored records each of ``entries`` made (``file_entries``): one query per
-    file and chunk of keys (an ingest's batch comes from a few files)."""
-    keys_by_file: dict[str, set[str]] = {}
-    wanted = set(entries)
-    for file, _source, key in wanted:
-        keys_by_file.setdefault(file, set()).add(key)
+    file, source and chunk of keys (an ingest's batch comes from a few files), each a range of the
+    table's (file, source, key) index."""
+    keys_of: dict[tuple[str, str], set[str]] = {}
+    for file, source, key in entries:
+        keys_of.setdefault((file, source), set()).add(key)
     made: dict[FileEntry, set[str]] = {}
     backend = connection.dialect.name
-    for file, keys in sorted(keys_by_file.items()):
+    for (file, source), keys in sorted(keys_of.items()):
         for chunk in _chunks(sorted(keys)):
-            statement = (select(file_entries.c.paper_id, file_entries.c.source, file_entries.c.source_id)
-                         .where(file_entries.c.file == file, one_of(file_entries.c.source_id, chunk, backend)))
-            for paper_id, source, key in connection.execute(statement):
-                if (file, source, key) in wanted:
-                    made.setdefault((file, source, key), set()).add(paper_id)
+            statement = (select(file_entries.c.paper_id, file_entries.c.source_id)
+                         .where(file_entries.c.file == file, file_entries.c.source == source,
+                                one_of(file_entries.c.source_id, chunk, backend)))
+            for paper_id, key in connection.execute(statement):
+                made.setdefault((file, source, key), set()).add(paper_id)
     return made
 
 
