@@ -62,6 +62,8 @@ def run_stats(args: argparse.Namespace, ctx: CliContext) -> int:
     ctx.out(hang_items("By year:    ", [f"{k}: {v}" for k, v in stats.by_year.items()], width))
     if per_scholar:
         ctx.out(hang_items("By scholar: ", [f"{k} {v}" for k, v in per_scholar.items()], width))
+    if stats.by_file:
+        ctx.out(hang_items("By file:    ", [f"{k} {v:,}" for k, v in stats.by_file.items()], width))
     return 0
 
 

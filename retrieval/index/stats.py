@@ -15,12 +15,16 @@ if TYPE_CHECKING:
 
 
 def index_stats(index: PaperIndex, roster_size: int) -> IndexStats:
-    """Papers, roster size, the last sync, and papers per source and per year (both sorted)."""
+    """Papers, roster size, the last sync, and papers per source, per year and per file their
+    entries were read from (each sorted)."""
     by_source: dict[str, int] = {}
     by_year: dict[int, int] = {}
+    by_file: dict[str, int] = {}
     for paper in index.iter_papers():
         for source in paper.sources:
             by_source[source] = by_source.get(source, 0) + 1
+        for file in {entry.file for entry in paper.provenance if entry.file}:
+            by_file[file] = by_file.get(file, 0) + 1
         if paper.year is not None:
             by_year[paper.year] = by_year.get(paper.year, 0) + 1
     return IndexStats(
@@ -29,6 +33,7 @@ def index_stats(index: PaperIndex, roster_size: int) -> IndexStats:
         last_sync=index.store.get_meta("last_sync"),
         by_source=dict(sorted(by_source.items())),
         by_year=dict(sorted(by_year.items())),
+        by_file=dict(sorted(by_file.items())),
     )
 
 

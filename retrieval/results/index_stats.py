@@ -21,3 +21,6 @@ class IndexStats(BaseModel):
     last_sync: str | None
     by_source: dict[str, int]
     by_year: dict[int, int]
+    # records per file their entries were read from (``Provenance.file``: absolute paths), sorted;
+    # what `paperbot remove --source FILE` and `ingest --prune` work by
+    by_file: dict[str, int] = {}

@@ -235,11 +235,14 @@ def test_ingest_lists_what_a_file_no_longer_holds_and_prune_takes_it_out(tmp_pat
     assert listed.code == 0, listed.stderr
     assert ("1 records were made from entries these files no longer hold (deleted or renamed since); they stay "
             "indexed: `paperbot ingest --prune` with the same files takes them out") in listed.stdout
-    assert paperbot_here("stats", "--json", data_dir=data_dir).json()["papers"] == 2
+    stats = paperbot_here("stats", "--json", data_dir=data_dir).json()
+    assert stats["papers"] == 2 and stats["by_file"] == {str(bib.resolve()): 2}
 
     pruned = paperbot_here("ingest", str(bib), "--prune", "--json", data_dir=data_dir)
     assert pruned.code == 0, pruned.stderr
     report = pruned.json()
     assert len(report["pruned"]) == 1 and report["pruned"] == report["no_longer_in_files"]
     assert report["unchanged"] == 1 and report["pruned_kept"] == []
-    assert paperbot_here("stats", "--json", data_dir=data_dir).json()["papers"] == 1
+    stats = paperbot_here("stats", "--json", data_dir=data_dir).json()
+    assert stats["papers"] == 1 and stats["by_file"] == {str(bib.resolve()): 1}
+    assert f"By file:    {bib.resolve()} 1" in paperbot_here("stats", data_dir=data_dir).stdout
