@@ -87,3 +87,16 @@ def test_escape_breaks_ligatures() -> None:
     assert escape("a--b") == "a-{}-b"
     assert escape("a---b") == "a-{}-{}-b"
     assert escape("!`") == "!{}`"
+
+
+def test_the_bibtex_export_names_no_file_an_entry_was_read_from() -> None:
+    """A BibTeX export is shared: the provenance keeps each source and key, not this machine's
+    paths (the JSON Lines export, the whole record, keeps them)."""
+    from retrieval.records.paper import Author, Paper, Provenance
+    from retrieval.sources.files.bibtex_writer import provenance_value
+
+    paper = Paper(title="A paper", authors=[Author(name="Ada Lovelace")], year=2020, provenance=[
+        Provenance(source="bibtex", source_id="lovelace2020", fields=["title"], file="/home/ada/private/refs.bib")])
+    value = provenance_value(paper.provenance)
+    assert "lovelace2020" in value and "/home/ada" not in value and "file" not in value
+    assert "/home/ada/private/refs.bib" in paper.model_dump_json(exclude_none=True)

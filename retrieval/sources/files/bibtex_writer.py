@@ -28,7 +28,7 @@ Choices, and why:
   the field its entry type reads (``journal``, ``booktitle``, ...), unless an extra field would
   be read first. Two custom fields (JSON on one line; braces and ``%`` inside strings as
   ``\\u`` escapes, so BibTeX never sees them) carry the rest: ``paperbot-provenance``, the
-  record's sources, and ``paperbot-record``, what BibTeX has no field for (the record's own type
+  record's sources (not the files they were read from: this machine's paths), and ``paperbot-record``, what BibTeX has no field for (the record's own type
   when BibTeX's differs, open access, citation count, OpenAlex id, the authors' ORCIDs,
   OpenAlex ids and affiliations, and a key this export generated). The reader restores both,
   so ``export`` then ``ingest`` gives the same records and a second export the same text.
@@ -208,8 +208,10 @@ _ENTRY_START_LINE = re.compile(r"\n(?=[ \t]*@)")
 
 
 def provenance_value(entries: list[Provenance]) -> str:
-    """The provenance as one JSON line that BibTeX carries untouched (no braces, no ``%``)."""
-    return _json_value([entry.model_dump(exclude_none=True) for entry in entries])
+    """The provenance as one JSON line that BibTeX carries untouched (no braces, no ``%``), without
+    the files entries were read from: a BibTeX export is shared, and those are this machine's
+    paths (JSON Lines export, the whole record, keeps them)."""
+    return _json_value([entry.model_dump(exclude_none=True, exclude={"file"}) for entry in entries])
 
 
 def record_value(paper: Paper, entry_type: str, generated_key: str | None = None) -> str | None:
