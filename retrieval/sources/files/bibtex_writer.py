@@ -28,9 +28,10 @@ Choices, and why:
   the field its entry type reads (``journal``, ``booktitle``, ...), unless an extra field would
   be read first. Two custom fields (JSON on one line; braces and ``%`` inside strings as
   ``\\u`` escapes, so BibTeX never sees them) carry the rest: ``paperbot-provenance``, the
-  record's sources (not the files they were read from: this machine's paths), and ``paperbot-record``, what BibTeX has no field for (the record's own type
-  when BibTeX's differs, open access, citation count, OpenAlex id, the authors' ORCIDs,
-  OpenAlex ids and affiliations, and a key this export generated). The reader restores both,
+  record's sources (not the files they were read from: this machine's paths), and
+  ``paperbot-record``, what BibTeX has no field for (the record's own type when BibTeX's
+  differs, open access, citation count, OpenAlex id, the authors' ORCIDs, OpenAlex ids and
+  affiliations, and a key this export generated). The reader restores both,
   so ``export`` then ``ingest`` gives the same records and a second export the same text.
 * **Names** are written "von Last, Jr, First" when the source gave the family part
   (``Author.family``: "Da San Martino, Giovanni", "{de Vos}, Martijn"), so BibTeX and our reader
