@@ -64,7 +64,7 @@ class Library:
                         index.upsert(plan.kept_records, replaces=plan.replaces)
                     _note_pruned(report, plan)
                 if marking is not None:
-                    self._installation.index.store.set_meta(*marking)
+                    index.store.set_meta(*marking)
         return report
 
     def ingest_papers(self, papers: Sequence[Paper], *, progress: Progress | None = None) -> IngestReport:
@@ -149,8 +149,9 @@ class Library:
     def records_naming(self, paths: Sequence[Path]) -> dict[Path, int]:
         """For each of ``paths``, how many indexed records have an entry read from that file
         (``Provenance.file``): what ``remove_sources`` finds of a file that no longer exists."""
-        counts = self._installation.index.store.count_made_from_files([str(path.resolve()) for path in paths])
-        return {path: counts.get(str(path.resolve()), 0) for path in paths}
+        files = {path: str(path.resolve()) for path in paths}
+        counts = self._installation.index.store.count_made_from_files(list(files.values()))
+        return {path: counts.get(file, 0) for path, file in files.items()}
 
     def ingested_before(self, path: Path, marker: str) -> bool:
         """Whether this very file (by content) was indexed and recorded under ``marker`` (``ingest_files(mark=)``)."""

@@ -64,12 +64,16 @@ def author_name_rows(paper: Paper, paper_id: str | None = None) -> list[tuple[st
     return [(paper_id, family, name, key) for (family, name), key in rows.items()]
 
 
+def file_entry_keys(paper: Paper) -> list[tuple[str, str, str]]:
+    """(file, source, key) of each of ``paper``'s provenance entries that names the file it was
+    read from (``Provenance.file``), each once."""
+    return list(dict.fromkeys((entry.file, entry.source, entry.source_id) for entry in paper.provenance
+                              if entry.file and entry.source_id))
+
+
 def file_entry_rows(paper: Paper, paper_id: str) -> list[tuple[str, str, str, str]]:
-    """``file_entries`` rows of one record: (paper id, source, key, file) of each provenance entry
-    that names the file it was read from (``Provenance.file``), each once."""
-    rows = {(paper_id, entry.source, entry.source_id, entry.file): None for entry in paper.provenance
-            if entry.file and entry.source_id}
-    return [row for row in rows if row[2] and row[3]]
+    """``file_entries`` rows of one record: (paper id, source, key, file) of each ``file_entry_keys``."""
+    return [(paper_id, source, key, file) for file, source, key in file_entry_keys(paper)]
 
 
 def venue_key(paper: Paper) -> str | None:

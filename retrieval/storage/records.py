@@ -89,6 +89,7 @@ from retrieval.storage.record_rows import (
     RecordText,
     author_name_rows,
     decode,
+    file_entry_keys,
     file_entry_rows,
     paper_row,
     record_text,
@@ -224,12 +225,7 @@ def _strong_ids(rows: dict[str, Any], batch: Sequence[dict[str, str]]) -> list[s
     return found
 
 
-FileEntry = tuple[str, str, str]  # (file, source, key) of a provenance entry read from a file
-
-
-def _file_entries(paper: Paper) -> list[FileEntry]:
-    """The (file, source, key) of each of ``paper``'s provenance entries that names its file."""
-    return [(entry.file, entry.source, entry.source_id) for entry in paper.provenance if entry.file and entry.source_id]
+FileEntry = tuple[str, str, str]  # (file, source, key) of a provenance entry read from a file (``file_entry_keys``)
 
 
 def _made_by(connection: Connection, entries: Iterable[FileEntry]) -> dict[FileEntry, set[str]]:
@@ -444,12 +440,7 @@ class RecordStore:
     def made_from_files(self, files: Sequence[str]) -> list[Paper]:
         """The records with a provenance entry read from one of ``files`` (``Provenance.file``:
         absolute paths), in id order, whatever the files hold now or whether they still exist."""
-        ids: set[str] = set()
-        backend = self._db.backend
-        for chunk in _chunks(sorted(set(files))):
-            ids.update(paper_id for (paper_id,) in self._rows(
-                select(file_entries.c.paper_id).distinct().where(one_of(file_entries.c.file, chunk, backend))))
-        return list(self.get_many(sorted(ids)).values())
+        return list(self.get_many(sorted({paper_id for paper_id, *_ in self.file_entry_rows(files)})).values())
 
     def file_entry_rows(self, files: Sequence[str]) -> list[tuple[str, str, str, str]]:
         """The ``file_entries`` rows of ``files`` (absolute paths): (record id, source, key, file),
@@ -488,7 +479,7 @@ class RecordStore:
                               (papers.c.openalex_id, paper.openalex_id)):
             if value:
                 conditions.append(column == value)
-        for file, source, key in _file_entries(paper):
+        for file, source, key in file_entry_keys(paper):
             conditions.append(papers.c.id.in_(select(file_entries.c.paper_id).where(
                 file_entries.c.file == file, file_entries.c.source == source, file_entries.c.source_id == key)))
         rows = list(self._rows(select(papers.c.id, papers.c.record).where(or_(*conditions)).order_by(papers.c.id)))
@@ -535,7 +526,7 @@ class RecordStore:
                 holding = select(title_variants.c.key, title_variants.c.paper_id).where(one_of(title_variants.c.key, variants, backend))
                 for key, paper_id in connection.execute(holding):
                     holders.setdefault(key, set()).add(paper_id)
-            entries_of = [_file_entries(paper) for paper in batch]
+            entries_of = [file_entry_keys(paper) for paper in batch]
             made = _made_by(connection, (entry for entries in entries_of for entry in entries))
             chosen: list[tuple[list[str], list[str]]] = []
             for matched, keys, entries in zip(_strong_ids(strong_rows, strong_values), keys_of, entries_of, strict=True):
