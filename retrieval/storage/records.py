@@ -437,6 +437,17 @@ class RecordStore:
                 found[paper_id] = decode(record)
         return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
 
+    def texts(self, ids: Iterable[str]) -> dict[str, RecordText]:
+        """``get_many`` reduced to what a text index reads (``iter_texts``), without building
+        the ``Paper`` models: a search reads its candidates' words this way."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, RecordText] = {}
+        for chunk in _chunks(wanted):
+            for paper_id, year, record in self._rows(select(papers.c.id, papers.c.year, papers.c.record)
+                                                     .where(one_of(papers.c.id, chunk, self._db.backend))):
+                found[paper_id] = record_text(paper_id, year, record)
+        return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
+
     def made_from_files(self, files: Sequence[str]) -> list[Paper]:
         """The records with a provenance entry read from one of ``files`` (``Provenance.file``:
         absolute paths), in id order, whatever the files hold now or whether they still exist."""

@@ -71,6 +71,17 @@ def test_get_many_keeps_the_requested_order_and_skips_unknown_ids(store, arxiv_p
     assert list(store.get_many(wanted)) == [arxiv_papers[5].id, arxiv_papers[1].id]
 
 
+def test_texts_are_what_get_many_gives_reduced_to_the_words_in_the_same_order(store, arxiv_papers):
+    store.put_many(arxiv_papers)
+    wanted = [arxiv_papers[7].id, "arxiv:9999.99999", arxiv_papers[2].id, arxiv_papers[7].id]
+    texts = store.texts(wanted)
+    assert list(texts) == [arxiv_papers[7].id, arxiv_papers[2].id]
+    for paper in store.get_many(wanted).values():
+        text = texts[paper.id]
+        assert (text.title, text.abstract, text.author_names, text.venue, text.year) == (
+            paper.title, paper.abstract, paper.author_names, paper.venue, paper.year)
+
+
 def test_iter_papers_reads_everything_in_batches(store, arxiv_papers):
     store.put_many(arxiv_papers)
     seen = [p.id for p in store.iter_papers(batch=7)]
