@@ -12,7 +12,8 @@ The signals (``Signals``), each meaningful across paraphrase:
   a near miss meets a flat field of similar records;
 * ``fused``: the hybrid score of the top hit;
 * ``agreement``: how the lexical ranking rates the record the dense ranking puts first;
-* ``concept_share``: the share of the question's specific phrases that the top records hold;
+* ``concept_share``: the share of the question's specific phrases that the top records hold
+  (an acronym the retrieved records define counts as its long form, and the other way round);
 * ``unknown_share``: the share of the question's words no record has: a term the index has
   never seen counts against an answer, it is never skipped;
 * ``title_only``: the best record has no abstract (its cosines run lower);
@@ -27,9 +28,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from retrieval.index.acronyms import agreed, definitions
 from retrieval.index.background import Background
 from retrieval.results import SearchHit
 from retrieval.text import content_phrases, content_terms, phrase_runs
@@ -111,8 +113,28 @@ def _phrase_text(question: str) -> dict[tuple[str, ...], str]:
 
 
 def _top_terms(hits: Sequence[SearchHit]) -> list[set[str]]:
-    """The content terms of the top records, whose words the concept signals read."""
-    return [content_terms(hit.paper.embedding_text) for hit in hits[:TOP_RECORDS]]
+    """The content terms of the top records, whose words the concept signals read; a record
+    writing an acronym holds its long form's terms too, and one writing the long form the
+    acronym, as the retrieved records define them (``with_acronyms``)."""
+    meanings = agreed(definition for hit in hits for part in (hit.paper.title, hit.paper.abstract) if part
+                      for definition in definitions(part))
+    return [with_acronyms(content_terms(hit.paper.embedding_text), meanings) for hit in hits[:TOP_RECORDS]]
+
+
+def with_acronyms(terms: set[str], meanings: Mapping[str, tuple[str, ...]]) -> set[str]:
+    """``terms`` (a record's stemmed content terms) with each defined concept in both writings:
+    an acronym's long form added where the record holds the acronym ("llms" gives "larg",
+    "languag", "model"), the acronym where it holds every word of the long form."""
+    if not meanings:
+        return terms
+    plain = {_stem_plain(term) for term in terms}
+    added = set(terms)
+    for acronym, long_form in meanings.items():
+        if acronym in plain:
+            added.update(long_form)
+        elif all(_stem_plain(word) in plain for word in long_form):
+            added.add(acronym)
+    return added
 
 
 def measure_signals(question: str, hits: Sequence[SearchHit], background: Background,

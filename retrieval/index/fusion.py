@@ -42,6 +42,9 @@ class FusionConfig:
     # paraphrased questions' gold records far higher, but the threshold and the evidence
     # judgement were calibrated without it: docs/notes/lexical-trust.md
     lexical_trust_power: float = 0.0
+    # BM25 matches an acronym and its long form alike, as the records the first search found
+    # define them ("LLMs" for "large language models"): ``index.acronyms``; docs/index.md
+    acronym_bridging: bool = True
 
     def __post_init__(self) -> None:
         weights = (self.dense_weight, self.lexical_weight, self.coverage_weight)
@@ -58,7 +61,8 @@ class FusionConfig:
         parts = [f"{self.dense_weight:g} cosine", f"{self.lexical_weight:g} BM25/max{trust}"]
         if self.coverage_weight:
             parts.append(f"{self.coverage_weight:g} coverage")
-        return " + ".join(parts) + f" (weighted mean), {self.fetch_k} candidates each"
+        bridging = ", acronyms read both ways" if self.acronym_bridging else ""
+        return " + ".join(parts) + f" (weighted mean), {self.fetch_k} candidates each{bridging}"
 
 
 def scaled_lexical(raw: float, best: float) -> float:

@@ -62,6 +62,7 @@ import numpy as np
 
 from retrieval.config import unwritable_reason
 from retrieval.gc_pause import older_objects_frozen
+from retrieval.index.acronyms import TermGroup
 from retrieval.index.bm25_library import bm25s
 from retrieval.index.bm25s_adapter import holding_scores, lucene_scoring, score_columns, vocabulary
 from retrieval.index.filters import ResolvedFilters
@@ -319,6 +320,73 @@ class LexicalSnapshot:
             scores *= allowed_mask
             coverage *= allowed_mask
         return LexicalScores(scores, coverage)
+
+    def score_groups(self, groups: Sequence[TermGroup], allowed_mask: np.ndarray | None = None) -> LexicalScores | None:
+        """``score_all`` for a query whose concepts may be written in more than one way
+        (``acronyms.term_groups``): per group, each document counts the better of the group's
+        writings, never their sum, so a record saying "LLMs" and one saying "large language
+        models" match the concept alike, and one saying both no more.
+
+        BM25: per group the higher of the writings' summed term scores. Coverage: a group weighs
+        the IDF of the query's own writing (of the best other writing when none of the query's
+        tokens is indexed, counted once however often the query repeats it), and a document
+        holds the larger share of it any writing gives (the IDF-weighted share of that writing's
+        terms it contains). A group of one writing scores as in ``score_all``. None when no
+        token of any writing is indexed.
+        """
+        if self.retriever is None:
+            return None
+        documents = len(self.ids)
+        scores = np.zeros(documents, dtype=np.float32)
+        present = np.zeros(documents, dtype=np.float32)
+        total_idf = 0.0
+        counted: set[tuple[str, ...]] = set()
+        for group in groups:
+            own = self._writing(group.own)
+            others = [writing for writing in map(self._writing, group.others) if writing[2] > 0]
+            if own[2] == 0 and not others:
+                continue
+            weight = own[2] if own[2] > 0 else max(writing[2] for writing in others)
+            best_scores, best_present = own[0], own[1] if own[2] > 0 else np.zeros(documents, dtype=np.float32)
+            for other_scores, other_present, other_weight in others:
+                best_scores = np.maximum(best_scores, other_scores)
+                best_present = np.maximum(best_present, other_present * np.float32(weight / other_weight))
+            scores += best_scores
+            if group.own not in counted:
+                counted.add(group.own)
+                present += best_present
+                total_idf += weight
+        if total_idf == 0:
+            return None
+        coverage = present / total_idf
+        if allowed_mask is not None:
+            scores *= allowed_mask
+            coverage *= allowed_mask
+        return LexicalScores(scores, coverage)
+
+    def _writing(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray, float]:
+        """One writing of a concept: each document's summed BM25 term scores, the IDF of its
+        distinct terms it holds, and the IDF of all of them (indexed terms only)."""
+        vocab = vocabulary(self.retriever)
+        data, indices, indptr = score_columns(self.retriever)
+        documents = len(self.ids)
+        scores = np.zeros(documents, dtype=np.float32)
+        present = np.zeros(documents, dtype=np.float32)
+        weight = 0.0
+        seen: set[int] = set()
+        for token in tokens:
+            term = vocab.get(token)
+            if term is None:
+                continue
+            start, end = int(indptr[term]), int(indptr[term + 1])
+            postings = indices[start:end]
+            scores[postings] += data[start:end]
+            if term not in seen:
+                seen.add(term)
+                idf = float(np.log1p((documents - (end - start) + 0.5) / ((end - start) + 0.5)))
+                present[postings] += idf
+                weight += idf
+        return scores, present, weight
 
     def search(self, query: str, k: int, allowed_mask: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` (id, raw BM25 score) pairs, best first; only documents sharing a term."""

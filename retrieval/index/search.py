@@ -12,11 +12,18 @@ the best coverage any record reaches to that power (``fusion.lexical_trust``), t
 > 0.97 between records: the better-ranked one stays) and the list is cut to ``k``. A hit counts
 as relevant from ``relevance_threshold``. Why this fusion and this threshold (the measurements,
 the alternatives tried): ``docs/index.md``.
+
+Acronyms (``FusionConfig.acronym_bridging``, on by default): before the signals are read, the
+titles and abstracts of the candidates both retrievers found are scanned for acronym
+definitions (``acronyms``); when the query writes an acronym or a long form they define, BM25
+and coverage are scored again with the concept matched in either writing
+(``LexicalSnapshot.score_groups``), and its lexical candidates taken from that scoring.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +31,7 @@ import numpy as np
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
+from retrieval.index.acronyms import agreed, definitions, term_groups
 from retrieval.index.catch_up import MigrationCatchUp, OtherWriters
 from retrieval.index.dense import DenseStore
 from retrieval.index.filters import FilterResolver, ResolvedFilters, prepare_query
@@ -35,11 +43,12 @@ from retrieval.index.fusion import (
     lexical_trust,
     scaled_lexical,
 )
-from retrieval.index.lexical import LexicalIndex, top_positions
+from retrieval.index.lexical import LexicalIndex, LexicalScores, LexicalSnapshot, top_positions
 from retrieval.index.maintenance import EncoderGuard
 from retrieval.records.paper import Paper, title_key
 from retrieval.results import SearchFilters, SearchHit
-from retrieval.storage.records import RecordStore
+from retrieval.storage.records import RecordStore, RecordText
+from retrieval.text import bm25_tokens
 
 log = logging.getLogger(__name__)
 
@@ -181,22 +190,18 @@ class Searcher:
         """Candidates from both retrievers (filters applied inside each) with all their raw
         signals, the query's vector (None when ``mode`` does not encode the query) and the best
         query-term coverage of any record the filters allow (0 without a lexical side, or when the
-        fusion does not weigh BM25 by it)."""
+        fusion does not weigh BM25 by it). With ``acronym_bridging``, BM25 is scored again when
+        the candidates define an acronym the query writes either way (``_bridged``)."""
         lexical_scores = None
-        best_coverage = 0.0
         snapshot = None
-        lexical_ids: list[str] = []
         filtered = not filters.is_empty()
         allowed = None
         if mode in ("hybrid", "lexical") or filtered:  # a filter is applied through the snapshot's fields
             snapshot = self.lexical.current()
             allowed = snapshot.mask(filters)
-        if mode in ("hybrid", "lexical") and snapshot is not None:
-            lexical_scores = snapshot.score_all(text, allowed)
-            if lexical_scores is not None:
-                lexical_ids = [snapshot.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
-                if self.fusion.lexical_trust_power and lexical_scores.coverage.size:  # read only when it weighs
-                    best_coverage = float(lexical_scores.coverage.max())
+        lexical_side = snapshot if mode in ("hybrid", "lexical") else None
+        if lexical_side is not None:
+            lexical_scores = lexical_side.score_all(text, allowed)
         query_vector = None
         dense_hits: list[tuple[str, float, np.ndarray]] = []
         if mode in ("hybrid", "dense"):
@@ -210,6 +215,18 @@ class Searcher:
             if snapshot is not None and filtered and within is None:
                 # the filter allows every record of the snapshot: none written since may slip in
                 dense_hits = [hit for hit in dense_hits if snapshot.position(hit[0]) is not None]
+        if lexical_side is not None and self.fusion.acronym_bridging:
+            found = [item for item, _, _ in dense_hits]
+            if lexical_scores is not None:
+                found += [lexical_side.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
+            texts = self.store.texts(found).values()
+            lexical_scores = self._bridged(text, lexical_side, allowed, texts) or lexical_scores
+        lexical_ids: list[str] = []
+        best_coverage = 0.0
+        if lexical_side is not None and lexical_scores is not None:
+            lexical_ids = [lexical_side.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
+            if self.fusion.lexical_trust_power and lexical_scores.coverage.size:  # read only when it weighs
+                best_coverage = float(lexical_scores.coverage.max())
 
         def lexical_signals(paper_id: str) -> tuple[float, float]:
             """(raw BM25, coverage) of one record; 0 for records the BM25 index does not hold yet."""
@@ -227,6 +244,21 @@ class Searcher:
             cosine = float(vector @ query_vector) if vector is not None and query_vector is not None else None
             candidates[item] = _Candidate(item, cosine, *lexical_signals(item), vector)
         return list(candidates.values()), query_vector, best_coverage
+
+    @staticmethod
+    def _bridged(text: str, snapshot: LexicalSnapshot, allowed: np.ndarray | None,
+                 found: Iterable[RecordText]) -> LexicalScores | None:
+        """The query's BM25 scores with each acronym or long form it writes matched in its other
+        writing too, as the records ``found`` by the first search define them
+        (``acronyms``); None when they define none the query writes."""
+        meanings = agreed(definition for record in found
+                          for part in (record.title, record.abstract) if part for definition in definitions(part))
+        groups = term_groups(bm25_tokens(text), meanings) if meanings else None
+        if groups is None:
+            return None
+        log.debug("search %r: acronyms read both ways: %s", text,
+                  [(group.own, group.others) for group in groups if group.others])
+        return snapshot.score_groups(groups, allowed)
 
     def _hits(self, candidates: list[_Candidate], k: int, mode: Mode, trust: float) -> list[SearchHit]:
         best_lexical = max((c.lexical_raw for c in candidates), default=0.0)

@@ -35,7 +35,9 @@ def test_coverage_is_a_third_weighted_signal():
     assert fused_score(0.6, 0.5, config, coverage=0.0) == pytest.approx((0.42 + 0.15) / 1.2)
     with_terms = fused_score(0.6, 0.5, config, coverage=1.0)
     assert with_terms - fused_score(0.6, 0.5, config, coverage=0.0) == pytest.approx(0.2 / 1.2)
-    assert config.describe() == "0.7 cosine + 0.3 BM25/max + 0.2 coverage (weighted mean), 50 candidates each"
+    assert config.describe() == ("0.7 cosine + 0.3 BM25/max + 0.2 coverage (weighted mean), 50 candidates each, "
+                                 "acronyms read both ways")
+    assert FusionConfig(acronym_bridging=False).describe().endswith("50 candidates each")
     assert FusionConfig(lexical_trust_power=2).describe().startswith("0.7 cosine + 0.3 BM25/max x best coverage^2 +")
 
 
