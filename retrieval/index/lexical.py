@@ -297,24 +297,10 @@ class LexicalSnapshot:
         if self.retriever is None:
             return None
         vocab = vocabulary(self.retriever)
-        term_ids = [vocab[token] for token in bm25_tokens(query) if token in vocab]
-        if not term_ids:
+        tokens = [token for token in bm25_tokens(query) if token in vocab]
+        if not tokens:
             return None
-        data, indices, indptr = score_columns(self.retriever)
-        documents = len(self.ids)
-        scores = np.zeros(documents, dtype=np.float32)
-        present = np.zeros(documents, dtype=np.float32)
-        total_idf = 0.0
-        seen: set[int] = set()
-        for term in term_ids:
-            start, end = int(indptr[term]), int(indptr[term + 1])
-            postings = indices[start:end]
-            scores[postings] += data[start:end]  # a term lists each document once
-            if term not in seen:
-                seen.add(term)
-                idf = float(np.log1p((documents - (end - start) + 0.5) / ((end - start) + 0.5)))
-                present[postings] += idf
-                total_idf += idf
+        scores, present, total_idf = self._writing(tokens)
         coverage = present / total_idf if total_idf > 0 else present
         if allowed_mask is not None:
             scores *= allowed_mask
