@@ -76,10 +76,16 @@ def _long_form_pattern(long_form: str) -> re.Pattern[str]:
     return re.compile(r"\b" + r"[\s-]+".join([*map(re.escape, words[:-1]), last]) + r"\b", re.IGNORECASE)
 
 
-def queries(papers: Sequence[Paper]) -> list[dict[str, Any]]:
-    """One query per record that writes an agreed concept one way only (protocol 2)."""
+def index_definitions(papers: Sequence[Paper]) -> tuple[list[Definition], dict[str, tuple[str, ...]]]:
+    """Every definition the records' titles and abstracts make, and the long forms the index
+    agrees on (protocol 1)."""
     found = [d for paper in papers for part in (paper.title, paper.abstract) if part for d in definitions(part)]
-    meanings = agreed(found)
+    return found, agreed(found)
+
+
+def queries(papers: Sequence[Paper], found: Sequence[Definition],
+            meanings: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    """One query per record that writes an agreed concept one way only (protocol 2)."""
     written = _written([d for d in found if meanings.get(d.acronym) == d.long_form])
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -112,10 +118,8 @@ def queries(papers: Sequence[Paper]) -> list[dict[str, Any]]:
     return rows
 
 
-def plain_queries(papers: Sequence[Paper], limit: int = 200) -> list[str]:
+def plain_queries(papers: Sequence[Paper], meanings: dict[str, tuple[str, ...]], limit: int = 200) -> list[str]:
     """Titles of records that write no agreed concept in either writing (protocol 4)."""
-    found = [d for paper in papers for part in (paper.title, paper.abstract) if part for d in definitions(part)]
-    meanings = agreed(found)
     plain = []
     for paper in papers:
         tokens = bm25_tokens(f"{paper.title}\n{paper.abstract or ''}")
@@ -206,15 +210,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     index, _, ingest = open_index(owners, args.reuse_index, progress, encoder=args.encoder)
     try:
         papers = list(index.iter_papers())
-        rows = queries(papers)
-        found = [d for paper in papers for part in (paper.title, paper.abstract) if part for d in definitions(part)]
+        found, meanings = index_definitions(papers)
+        rows = queries(papers, found, meanings)
         for _ in range(5):  # warm-up: the first searches load the BM25 snapshot and the encoder
             index.retrieve("warm-up query on graph partitioning", k=K)
         times = measure(index, rows, progress)
-        plain_times = time_plain(index, plain_queries(papers))
+        plain_times = time_plain(index, plain_queries(papers, meanings))
     finally:
         index.close()
-    figures = {"encoder": ingest["encoder"], "records": len(papers), "defined": len(agreed(found)),
+    figures = {"encoder": ingest["encoder"], "records": len(papers), "defined": len(meanings),
                "results": summarise(rows), "rows": rows,
                "median_ms": {name: 1000 * statistics.median(values) for name, values in times.items()},
                "plain_queries": len(plain_times["on"]),
