@@ -31,7 +31,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from retrieval.index.acronyms import agreed, definitions
+from retrieval.index.acronyms import agreed, defined_in
 from retrieval.index.background import Background
 from retrieval.results import SearchHit
 from retrieval.text import content_phrases, content_terms, phrase_runs
@@ -116,8 +116,7 @@ def _top_terms(hits: Sequence[SearchHit]) -> list[set[str]]:
     """The content terms of the top records, whose words the concept signals read; a record
     writing an acronym holds its long form's terms too, and one writing the long form the
     acronym, as the retrieved records define them (``with_acronyms``)."""
-    meanings = agreed(definition for hit in hits for part in (hit.paper.title, hit.paper.abstract) if part
-                      for definition in definitions(part))
+    meanings = agreed(defined_in(part for hit in hits for part in (hit.paper.title, hit.paper.abstract)))
     return [with_acronyms(content_terms(hit.paper.embedding_text), meanings) for hit in hits[:TOP_RECORDS]]
 
 

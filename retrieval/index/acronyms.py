@@ -136,6 +136,11 @@ def definitions(text: str) -> list[Definition]:
     return found
 
 
+def defined_in(texts: Iterable[str | None]) -> list[Definition]:
+    """``definitions`` of each of ``texts`` (titles, abstracts; None and empty ones skipped), in order."""
+    return [definition for text in texts if text for definition in definitions(text)]
+
+
 def _words(text: str) -> list[str]:
     """The words of ``text``, hyphenated ones kept whole ("mixture-of-experts")."""
     return _HYPHENATED_WORD.findall(text)
@@ -148,8 +153,8 @@ def agreed(found: Iterable[Definition]) -> dict[str, tuple[str, ...]]:
     for definition in found:
         by_acronym.setdefault(definition.acronym, Counter())[definition.long_form] += 1
     chosen: dict[str, tuple[str, ...]] = {}
-    for acronym, forms in by_acronym.items():
-        ranked = forms.most_common(2)
+    for acronym, long_forms in by_acronym.items():
+        ranked = long_forms.most_common(2)
         if len(ranked) == 1 or ranked[0][1] >= 2 * ranked[1][1]:
             chosen[acronym] = ranked[0][0]
     return chosen
@@ -176,7 +181,7 @@ def term_groups(query_tokens: Sequence[str], meanings: dict[str, tuple[str, ...]
             bridged = True
             continue
         acronym = by_form.get(token)
-        if acronym is not None and not _contains(tokens, meanings[acronym]):
+        if acronym is not None and not contains_run(tokens, meanings[acronym]):
             others = [(form,) for form in forms(acronym) if form != token]
             groups.append(TermGroup((token,), (meanings[acronym], *others)))
             bridged = True
@@ -186,5 +191,6 @@ def term_groups(query_tokens: Sequence[str], meanings: dict[str, tuple[str, ...]
     return groups if bridged else None
 
 
-def _contains(tokens: Sequence[str], run: Sequence[str]) -> bool:
+def contains_run(tokens: Sequence[str], run: Sequence[str]) -> bool:
+    """Whether ``run`` occurs in ``tokens`` as consecutive tokens (a long form written whole)."""
     return any(tuple(tokens[i : i + len(run)]) == tuple(run) for i in range(len(tokens) - len(run) + 1))

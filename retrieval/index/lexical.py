@@ -333,7 +333,7 @@ class LexicalSnapshot:
             if own[2] == 0 and not others:
                 continue
             weight = own[2] if own[2] > 0 else max(writing[2] for writing in others)
-            best_scores, best_present = own[0], own[1] if own[2] > 0 else np.zeros(documents, dtype=np.float32)
+            best_scores, best_present = own[0], own[1]  # both zero when no token of the query's writing is indexed
             for other_scores, other_present, other_weight in others:
                 best_scores = np.maximum(best_scores, other_scores)
                 best_present = np.maximum(best_present, other_present * np.float32(weight / other_weight))

@@ -31,7 +31,7 @@ import numpy as np
 
 from retrieval.config import Settings
 from retrieval.errors import InputError
-from retrieval.index.acronyms import agreed, definitions, term_groups
+from retrieval.index.acronyms import agreed, defined_in, term_groups
 from retrieval.index.catch_up import MigrationCatchUp, OtherWriters
 from retrieval.index.dense import DenseStore
 from retrieval.index.filters import FilterResolver, ResolvedFilters, prepare_query
@@ -215,18 +215,18 @@ class Searcher:
             if snapshot is not None and filtered and within is None:
                 # the filter allows every record of the snapshot: none written since may slip in
                 dense_hits = [hit for hit in dense_hits if snapshot.position(hit[0]) is not None]
-        if lexical_side is not None and self.fusion.acronym_bridging:
-            found = [item for item, _, _ in dense_hits]
-            if lexical_scores is not None:
-                found += [lexical_side.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
-            texts = self.store.texts(found).values()
-            lexical_scores = self._bridged(text, lexical_side, allowed, texts) or lexical_scores
         lexical_ids: list[str] = []
-        best_coverage = 0.0
         if lexical_side is not None and lexical_scores is not None:
             lexical_ids = [lexical_side.ids[i] for i in top_positions(lexical_scores.bm25, fetch)]
-            if self.fusion.lexical_trust_power and lexical_scores.coverage.size:  # read only when it weighs
-                best_coverage = float(lexical_scores.coverage.max())
+        if lexical_side is not None and self.fusion.acronym_bridging:
+            texts = self.store.texts([*(item for item, _, _ in dense_hits), *lexical_ids]).values()
+            bridged = self._bridged(text, lexical_side, allowed, texts)
+            if bridged is not None:
+                lexical_scores = bridged
+                lexical_ids = [lexical_side.ids[i] for i in top_positions(bridged.bm25, fetch)]
+        best_coverage = 0.0
+        if self.fusion.lexical_trust_power and lexical_scores is not None and lexical_scores.coverage.size:
+            best_coverage = float(lexical_scores.coverage.max())  # read only when it weighs
 
         def lexical_signals(paper_id: str) -> tuple[float, float]:
             """(raw BM25, coverage) of one record; 0 for records the BM25 index does not hold yet."""
@@ -251,8 +251,7 @@ class Searcher:
         """The query's BM25 scores with each acronym or long form it writes matched in its other
         writing too, as the records ``found`` by the first search define them
         (``acronyms``); None when they define none the query writes."""
-        meanings = agreed(definition for record in found
-                          for part in (record.title, record.abstract) if part for definition in definitions(part))
+        meanings = agreed(defined_in(part for record in found for part in (record.title, record.abstract)))
         groups = term_groups(bm25_tokens(text), meanings) if meanings else None
         if groups is None:
             return None
