@@ -11,7 +11,7 @@ Protocol (fixed before any figure was read):
 1. **Definitions.** Every record's title and abstract are read by ``acronyms.definitions``; the
    long form the index agrees on per acronym is ``acronyms.agreed`` over all of them.
 2. **Queries.** A record whose title and abstract write an agreed concept one way only (its
-   acronym, or its long form, as whole BM25 tokens) gives one query: its title with that writing
+   acronym in either number, or its long form, as whole BM25 tokens) gives one query: its title with that writing
    replaced by the other, as the defining records wrote it ("Unit test generation with LLMs" ->
    "Unit test generation with large language models"). The first such concept of the title is
    used; records sharing a title key are asked once.
@@ -47,7 +47,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench.common`` importab
 
 from bench.common import HELD_OUT, TUNE, load_note, markdown_table, split_half, start_scratch_run, write_json
 from bench.people import add_index_arguments, load_owners, open_index
-from retrieval.index.acronyms import Definition, agreed, definitions
+from retrieval.index.acronyms import Definition, agreed, contains_run, defined_in, forms, singular
 from retrieval.index.paper_index import PaperIndex
 from retrieval.records.paper import Paper, title_key
 from retrieval.text import bm25_tokens
@@ -56,15 +56,11 @@ K = 10
 SHORT_TO_LONG, LONG_TO_SHORT = "acronym -> long form", "long form -> acronym"
 
 
-def _contains(tokens: Sequence[str], run: Sequence[str]) -> bool:
-    return any(tuple(tokens[i : i + len(run)]) == tuple(run) for i in range(len(tokens) - len(run) + 1))
-
-
 def _written(found: Sequence[Definition]) -> dict[str, tuple[str, str]]:
     """acronym token -> (the acronym, the long form) as most definitions wrote them."""
     counts: dict[str, dict[tuple[str, str], int]] = {}
     for definition in found:
-        acronym = re.sub(r"(?<=[A-Z])s$", "", definition.written_acronym)
+        acronym = singular(definition.written_acronym)
         forms = counts.setdefault(definition.acronym, {})
         forms[(acronym, definition.written_long_form)] = forms.get((acronym, definition.written_long_form), 0) + 1
     return {token: max(forms, key=lambda form: (forms[form], form)) for token, forms in counts.items()}
@@ -79,7 +75,7 @@ def _long_form_pattern(long_form: str) -> re.Pattern[str]:
 def index_definitions(papers: Sequence[Paper]) -> tuple[list[Definition], dict[str, tuple[str, ...]]]:
     """Every definition the records' titles and abstracts make, and the long forms the index
     agrees on (protocol 1)."""
-    found = [d for paper in papers for part in (paper.title, paper.abstract) if part for d in definitions(part)]
+    found = defined_in(part for paper in papers for part in (paper.title, paper.abstract))
     return found, agreed(found)
 
 
@@ -96,14 +92,15 @@ def queries(papers: Sequence[Paper], found: Sequence[Definition],
         title_tokens = bm25_tokens(paper.title)
         all_tokens = bm25_tokens(f"{paper.title}\n{paper.abstract or ''}")
         for acronym, long_form in meanings.items():
-            has_short, has_long = acronym in all_tokens, _contains(all_tokens, long_form)
+            has_short = not set(forms(acronym)).isdisjoint(all_tokens)  # "LLM" or "LLMs"
+            has_long = contains_run(all_tokens, long_form)
             if has_short == has_long:
                 continue
             short_text, long_text = written[acronym]
-            if has_short and acronym in title_tokens:
+            if has_short and not set(forms(acronym)).isdisjoint(title_tokens):
                 query = re.sub(rf"\b{re.escape(short_text)}s?\b", long_text, paper.title, count=1)
                 direction = SHORT_TO_LONG
-            elif has_long and _contains(title_tokens, long_form):
+            elif has_long and contains_run(title_tokens, long_form):
                 query = _long_form_pattern(long_text).sub(short_text, paper.title, count=1)
                 direction = LONG_TO_SHORT
             else:
@@ -123,7 +120,8 @@ def plain_queries(papers: Sequence[Paper], meanings: dict[str, tuple[str, ...]],
     plain = []
     for paper in papers:
         tokens = bm25_tokens(f"{paper.title}\n{paper.abstract or ''}")
-        if not any(acronym in tokens or _contains(tokens, long_form) for acronym, long_form in meanings.items()):
+        if not any(not set(forms(acronym)).isdisjoint(tokens) or contains_run(tokens, long_form)
+                   for acronym, long_form in meanings.items()):
             plain.append(paper)
     plain.sort(key=lambda paper: hashlib.sha256(f"acronym_bridging/{paper.id}".encode()).hexdigest())
     return [paper.title for paper in plain[:limit]]
