@@ -429,23 +429,22 @@ class RecordStore:
 
     def get_many(self, ids: Iterable[str]) -> dict[str, Paper]:
         """Records by id; ids that are not stored are simply absent from the result."""
-        wanted = list(dict.fromkeys(ids))
-        found: dict[str, Paper] = {}
-        for chunk in _chunks(wanted):
-            for paper_id, record in self._rows(select(papers.c.id, papers.c.record)
-                                               .where(one_of(papers.c.id, chunk, self._db.backend))):
-                found[paper_id] = decode(record)
-        return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
+        return self._by_id(ids, lambda paper_id, year, record: decode(record))
 
     def texts(self, ids: Iterable[str]) -> dict[str, RecordText]:
         """``get_many`` reduced to what a text index reads (``iter_texts``), without building
         the ``Paper`` models: a search reads its candidates' words this way."""
+        return self._by_id(ids, record_text)
+
+    def _by_id(self, ids: Iterable[str], read: Callable[[str, int | None, str], _T]) -> dict[str, _T]:
+        """``read(id, year, record JSON)`` of each stored record of ``ids``, in the order asked
+        (each id once); ids that are not stored are absent."""
         wanted = list(dict.fromkeys(ids))
-        found: dict[str, RecordText] = {}
+        found: dict[str, _T] = {}
         for chunk in _chunks(wanted):
             for paper_id, year, record in self._rows(select(papers.c.id, papers.c.year, papers.c.record)
                                                      .where(one_of(papers.c.id, chunk, self._db.backend))):
-                found[paper_id] = record_text(paper_id, year, record)
+                found[paper_id] = read(paper_id, year, record)
         return {paper_id: found[paper_id] for paper_id in wanted if paper_id in found}
 
     def made_from_files(self, files: Sequence[str]) -> list[Paper]:
