@@ -38,6 +38,7 @@ import re
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,12 +59,12 @@ SHORT_TO_LONG, LONG_TO_SHORT = "acronym -> long form", "long form -> acronym"
 
 def _written(found: Sequence[Definition]) -> dict[str, tuple[str, str]]:
     """acronym token -> (the acronym, the long form) as most definitions wrote them."""
-    counts: dict[str, dict[tuple[str, str], int]] = {}
+    counts: dict[str, Counter[tuple[str, str]]] = {}
     for definition in found:
-        acronym = singular(definition.written_acronym)
-        forms = counts.setdefault(definition.acronym, {})
-        forms[(acronym, definition.written_long_form)] = forms.get((acronym, definition.written_long_form), 0) + 1
-    return {token: max(forms, key=lambda form: (forms[form], form)) for token, forms in counts.items()}
+        counts.setdefault(definition.acronym, Counter())[(singular(definition.written_acronym),
+                                                          definition.written_long_form)] += 1
+    return {token: max(writings, key=lambda writing: (writings[writing], writing))
+            for token, writings in counts.items()}
 
 
 def _long_form_pattern(long_form: str) -> re.Pattern[str]:
